@@ -1,0 +1,3 @@
+from ._cli._app import main
+
+main()

@@ -1,0 +1,1 @@
+"""Analyses: pure functions from the model to report data (private)."""

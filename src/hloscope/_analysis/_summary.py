@@ -1,0 +1,230 @@
+"""The summary of a module: what is in it, at a glance.
+
+`summarize` is a pure function from a `Module` to a `ModuleSummary` (plain,
+frozen data); renderers turn that into text or JSON.  The JSON keys are
+stable and documented in docs/json.md (schema ``hloscope.summary/1``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .._hlo._module import Instruction, Module
+from .._hlo._shape import Shape
+
+__all__ = ["ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
+           "SUMMARY_SCHEMA"]
+
+SUMMARY_SCHEMA = "hloscope.summary/1"
+
+# Opcodes that move data between devices.  The -done halves of async pairs
+# are not counted again.
+COLLECTIVE_OPCODES = frozenset({
+    "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
+    "all-to-all", "ragged-all-to-all", "collective-permute", "collective-permute-start",
+    "collective-broadcast", "send", "recv",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class ValueInfo:
+    """A parameter or output of the entry computation.
+
+    `shape`/`bytes` are as printed in the module.  `per_device_shape` and
+    `per_device_bytes` are what one device holds: the shard shape when the
+    module is not yet partitioned and the value carries a tiled sharding,
+    else the printed shape (a partitioned module already holds per-device
+    shapes).
+    """
+
+    index: int
+    name: str
+    shape: str
+    bytes: int
+    sharding: str | None
+    per_device_shape: str
+    per_device_bytes: int
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "name": self.name, "shape": self.shape, "bytes": self.bytes,
+            "sharding": self.sharding, "per_device_shape": self.per_device_shape,
+            "per_device_bytes": self.per_device_bytes, "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveInfo:
+    """One collective instruction: its kind, the data it moves and who asked for it."""
+
+    name: str
+    opcode: str
+    computation: str
+    shape: str
+    bytes: int
+    replica_groups: str | None
+    op_name: str
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "opcode": self.opcode, "computation": self.computation,
+            "shape": self.shape, "bytes": self.bytes, "replica_groups": self.replica_groups,
+            "op_name": self.op_name, "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSummary:
+    """What `hloscope summary` shows.  See docs/json.md for each field."""
+
+    name: str
+    file: str
+    format: str
+    first_line: int
+    is_scheduled: bool
+    partitioned: bool
+    num_partitions: int
+    replica_count: int
+    entry: str
+    computations: int
+    instructions: int
+    opcodes: tuple[tuple[str, int], ...]
+    fusions: tuple[tuple[str, int], ...]
+    custom_calls: tuple[tuple[str, int], ...]
+    collectives: tuple[CollectiveInfo, ...]
+    parameters: tuple[ValueInfo, ...]
+    outputs: tuple[ValueInfo, ...]
+    input_output_alias: tuple[tuple[str, int, str, str], ...]
+
+    @property
+    def argument_bytes(self) -> int:
+        return sum(p.bytes for p in self.parameters)
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(o.bytes for o in self.outputs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with the documented, stable keys (one entry of ``modules``
+        in schema ``hloscope.summary/1``, docs/json.md)."""
+        return {
+            "module": self.name,
+            "source": {"file": self.file, "format": self.format, "line": self.first_line},
+            "is_scheduled": self.is_scheduled,
+            "partitioned": self.partitioned,
+            "num_partitions": self.num_partitions,
+            "replica_count": self.replica_count,
+            "entry_computation": self.entry,
+            "computation_count": self.computations,
+            "instruction_count": self.instructions,
+            "opcodes": dict(self.opcodes),
+            "fusions": dict(self.fusions),
+            "custom_calls": dict(self.custom_calls),
+            "collectives": [c.to_dict() for c in self.collectives],
+            "parameters": [p.to_dict() for p in self.parameters],
+            "outputs": [o.to_dict() for o in self.outputs],
+            "argument_bytes": self.argument_bytes,
+            "output_bytes": self.output_bytes,
+            "input_output_alias": [
+                {"output_index": o, "parameter": p, "parameter_index": pi, "kind": k}
+                for o, p, pi, k in self.input_output_alias
+            ],
+        }
+
+
+def _is_partitioned(module: Module) -> bool:
+    """Whether shapes in the module are already per device (after SPMD partitioning)."""
+    if module.num_partitions <= 1:
+        return False
+    return module.is_scheduled or module.entry.name.endswith("_spmd")
+
+
+def _source(inst: Instruction) -> str | None:
+    loc = inst.source
+    return str(loc) if loc is not None else None
+
+
+def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # type: ignore[no-untyped-def]
+           source: str | None) -> ValueInfo:
+    dev = shape
+    if sharding is not None and not partitioned:
+        dev = sharding.shard_shape(shape)
+    return ValueInfo(index, name, str(shape), shape.total_byte_size,
+                     sharding.text if sharding is not None else None, str(dev),
+                     dev.total_byte_size, source)
+
+
+def summarize(module: Module) -> ModuleSummary:
+    """Summarize `module`: counts, fusions, library calls, collectives, parameters, outputs."""
+    partitioned = _is_partitioned(module)
+    opcodes: Counter[str] = Counter()
+    fusions: Counter[str] = Counter()
+    custom: Counter[str] = Counter()
+    collectives: list[CollectiveInfo] = []
+    for comp in module.computations:
+        for inst in comp.instructions:
+            op = inst.opcode
+            opcodes[op] += 1
+            if op == "fusion":
+                fusions[inst.fusion_kind or "unknown"] += 1
+            elif op == "custom-call":
+                custom[inst.custom_call_target or "?"] += 1
+            if op in COLLECTIVE_OPCODES or (op == "async-start" and _wraps_collective(inst)):
+                collectives.append(CollectiveInfo(
+                    inst.name, op, comp.name, str(inst.shape), _moved_bytes(inst),
+                    inst.attr("replica_groups"), inst.metadata.op_name, _source(inst)))
+
+    entry = module.entry
+    params = tuple(
+        _value(p.parameter_number, p.name, p.shape, p.sharding, partitioned, _source(p))
+        for p in entry.parameters
+    )
+    root = entry.root
+    rs = root.sharding
+    outputs: list[ValueInfo] = []
+    if root.shape.is_tuple:
+        elem_shardings = rs.elements if rs is not None and rs.kind == "tuple" else ()
+        for k, (idx, leaf) in enumerate(root.shape.leaves()):
+            s = elem_shardings[k] if k < len(elem_shardings) else (
+                rs if rs is not None and rs.kind != "tuple" else None)
+            label = f"{root.name}{{{','.join(map(str, idx))}}}"
+            outputs.append(_value(k, label, leaf, s, partitioned, _source(root)))
+    else:
+        outputs.append(_value(0, root.name, root.shape, rs, partitioned, _source(root)))
+
+    alias = tuple(
+        ("{" + ",".join(map(str, o)) + "}", p, "{" + ",".join(map(str, pi)) + "}", k)
+        for o, p, pi, k in module.input_output_alias
+    )
+    return ModuleSummary(
+        name=module.name, file=module.filename, format=module.format,
+        first_line=module.first_line, is_scheduled=module.is_scheduled, partitioned=partitioned,
+        num_partitions=module.num_partitions, replica_count=module.replica_count,
+        entry=entry.name, computations=len(module.computations),
+        instructions=module.instruction_count,
+        opcodes=tuple(sorted(opcodes.items(), key=lambda kv: (-kv[1], kv[0]))),
+        fusions=tuple(sorted(fusions.items(), key=lambda kv: (-kv[1], kv[0]))),
+        custom_calls=tuple(sorted(custom.items(), key=lambda kv: (-kv[1], kv[0]))),
+        collectives=tuple(collectives), parameters=params, outputs=tuple(outputs),
+        input_output_alias=alias,
+    )
+
+
+def _wraps_collective(inst: Instruction) -> bool:
+    try:
+        return any(i.opcode in COLLECTIVE_OPCODES
+                   for c in inst.called_computations for i in c.instructions)
+    except Exception:  # an unresolvable async wrapper is simply not counted
+        return False
+
+
+def _moved_bytes(inst: Instruction) -> int:
+    """Bytes of the collective's result (per device); for async starts, the largest leaf."""
+    shape = inst.shape
+    if shape.is_tuple:
+        return max((leaf.byte_size for _, leaf in shape.leaves()), default=0)
+    return shape.byte_size

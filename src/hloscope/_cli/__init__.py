@@ -1,0 +1,1 @@
+"""The `hloscope` command (private)."""

@@ -1,0 +1,3 @@
+from ._app import main
+
+main()

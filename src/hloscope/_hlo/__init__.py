@@ -1,0 +1,1 @@
+"""The HLO model, its parser and printer (private; see `hloscope` for the API)."""

@@ -1,0 +1,1 @@
+"""Renderers: report data to text, JSON, Markdown, SVG, HTML (private)."""

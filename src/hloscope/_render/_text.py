@@ -1,0 +1,131 @@
+"""Plain-text rendering of report data: deterministic, no terminal needed.
+
+Renderers take report data (never a module or its text) and return strings,
+so the same input gives byte-identical output for golden tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .._analysis._summary import ModuleSummary
+
+__all__ = ["format_bytes", "table", "render_summary", "render_json"]
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(n: int) -> str:
+    """``1048576`` -> ``1.00 MiB``; exact below 1 KiB."""
+    if n < 1024:
+        return f"{n} B"
+    x = float(n)
+    for unit in _UNITS[1:]:
+        x /= 1024.0
+        if x < 1024.0 or unit == _UNITS[-1]:
+            return f"{x:.2f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _clip(s: str, width: int) -> str:
+    return s if len(s) <= width else s[: width - 3] + "..."
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (),
+          max_width: int = 60, indent: str = "  ") -> str:
+    """A left-aligned text table; columns listed in `right` are right-aligned."""
+    cells = [[_clip(str(c), max_width) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for k, c in enumerate(row):
+            widths[k] = max(widths[k], len(c))
+
+    def line(vals: Sequence[str]) -> str:
+        out = [v.rjust(widths[k]) if k in right else v.ljust(widths[k])
+               for k, v in enumerate(vals)]
+        return (indent + "  ".join(out)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+
+
+_FORMAT_NAMES = {"hlo": "HLO text", "markdown": "Markdown report", "glog": "glog log",
+                 "notebook": "text with a module inside"}
+
+
+def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
+    """The summary as text, the way `hloscope summary` prints it."""
+    out: list[str] = []
+    where = f"{s.file}:{s.first_line}" if s.first_line > 1 else s.file
+    flags = [_FORMAT_NAMES.get(s.format, s.format)]
+    flags.append("scheduled" if s.is_scheduled else "not scheduled")
+    if s.num_partitions > 1:
+        flags.append(f"{s.num_partitions} partitions, "
+                     + ("partitioned (shapes are per device)" if s.partitioned
+                        else "not yet partitioned (shapes are global)"))
+    if s.replica_count > 1:
+        flags.append(f"{s.replica_count} replicas")
+    out.append(f"Module {s.name}")
+    out.append(f"  from {where} ({', '.join(flags)})")
+    out.append(f"  {s.computations} computations, {s.instructions} instructions, "
+               f"entry {s.entry}")
+    out.append("")
+
+    def values(title: str, vals: Sequence[Any], total: int) -> None:
+        out.append(f"{title} ({len(vals)}, {format_bytes(total)})")
+        if not vals:
+            out.append("  none")
+            out.append("")
+            return
+        show_dev = any(v.per_device_shape != v.shape for v in vals)
+        headers = ["#", "name", "shape", "bytes", "sharding"]
+        if show_dev:
+            headers += ["per device", "bytes/device"]
+        rows = []
+        for v in vals:
+            row = [v.index, v.name, v.shape, format_bytes(v.bytes), v.sharding or "-"]
+            if show_dev:
+                row += [v.per_device_shape, format_bytes(v.per_device_bytes)]
+            rows.append(row)
+        out.append(table(headers, rows, right=(0, 3, 6)))
+        out.append("")
+
+    values("Parameters", s.parameters, s.argument_bytes)
+    values("Outputs", s.outputs, s.output_bytes)
+    if s.input_output_alias:
+        out.append("Aliased (output reuses a parameter's buffer)")
+        out.append(table(["output", "parameter", "index", "kind"],
+                         [list(a) for a in s.input_output_alias]))
+        out.append("")
+
+    shown = s.opcodes[:top_opcodes]
+    rest = s.opcodes[top_opcodes:]
+    line = ", ".join(f"{op} {n}" for op, n in shown)
+    if rest:
+        line += f", and {len(rest)} more ({sum(n for _, n in rest)} instructions)"
+    out.append(f"Opcodes ({len(s.opcodes)} kinds)")
+    out.append(f"  {line}")
+    out.append("")
+    out.append("Fusions: " + (", ".join(f"{k} {n}" for k, n in s.fusions) or "none"))
+    out.append("Library calls (custom-call targets): "
+               + (", ".join(f"{t} {n}" for t, n in s.custom_calls) or "none"))
+    out.append("")
+    if s.collectives:
+        total = sum(c.bytes for c in s.collectives)
+        out.append(f"Collectives ({len(s.collectives)}, {format_bytes(total)} of results)")
+        out.append(table(
+            ["name", "opcode", "shape", "bytes", "replica groups", "source"],
+            [[c.name, c.opcode, c.shape, format_bytes(c.bytes), c.replica_groups or "-",
+              c.source or "-"] for c in s.collectives[:20]],
+            right=(3,), max_width=40))
+        if len(s.collectives) > 20:
+            out.append(f"  ... and {len(s.collectives) - 20} more (see --json)")
+    else:
+        out.append("Collectives: none")
+    return "\n".join(out) + "\n"
+
+
+def render_json(data: Any) -> str:
+    """JSON with two-space indents, keys in the order the data gives them."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

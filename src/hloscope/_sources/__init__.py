@@ -1,0 +1,1 @@
+"""Readers that find HLO modules in files, reports, logs and dumps (private)."""

@@ -1,0 +1,218 @@
+"""Finding HLO modules in whatever text a user holds.
+
+A file may be a plain module as XLA prints it, a Markdown report with
+```` ```hlo ```` fences (jax-hpc-profiler), a glog log whose lines carry
+``I0615 14:52:19.273297 1044120 file.cc:123]`` prefixes, or text copied out of
+a notebook with prose and other outputs around the module.  It may hold
+several modules.  The reader turns each into lines aligned with the file's
+own lines (so errors point at the right place) and hands them to the parser.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+from dataclasses import dataclass, field
+
+from .._errors import HloSourceError
+from .._hlo._module import Module
+from .._hlo._parser import HEADER_RE, LineSource, parse_module_lines
+
+__all__ = ["HloFile", "read", "read_text", "parse", "MAX_BYTES"]
+
+# Larger inputs are refused with a clear error rather than exhausting memory:
+# the parsed model takes a few times the text's size.
+MAX_BYTES = 2 * 1024**3
+_SNIFF = 64 * 1024
+_GLOG_RE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\s\]]+:\d+\] ?")
+_FENCE_RE = re.compile(r"\s*(```+|~~~+)\s*([\w+\-]*)")
+_HEADER_FIND_RE = re.compile(r"^[ \t]*HloModule[ \t]", re.M)
+
+
+@dataclass
+class HloFile:
+    """The HLO modules found in one file or text.
+
+    `format` says how they were found: ``hlo`` (plain text), ``markdown``
+    (fenced blocks), ``glog`` (log-line prefixes removed) or ``notebook``
+    (modules among other text).
+    """
+
+    path: str
+    format: str
+    modules: list[Module] = field(default_factory=list)
+
+    @property
+    def module(self) -> Module:
+        """The first module (most files hold one)."""
+        return self.modules[0]
+
+
+def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> HloFile:
+    """Read every HLO module in the file at `path`.
+
+    Raises `HloSourceError` for a file that is missing, empty, binary, too
+    large or holds no module, and `HloParseError` (located) for damaged HLO.
+    """
+    p = os.fspath(path)
+    try:
+        size = os.path.getsize(p)
+        if os.path.isdir(p):
+            raise HloSourceError("is a folder, not a file", path=p,
+                                 hint="pass one of the .txt or .hlo files inside it")
+        with open(p, "rb") as f:
+            head = f.read(_SNIFF)
+            _check_bytes(head, p, size, max_bytes)
+            data = head + f.read()
+    except HloSourceError:
+        raise
+    except OSError as e:
+        raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
+                             hint="check the path and its permissions") from None
+    return read_text(data.decode("utf-8", errors="replace"), filename=p)
+
+
+def _check_bytes(head: bytes, path: str, size: int, max_bytes: int) -> None:
+    if size == 0 or not head.strip():
+        raise HloSourceError("the file is empty", path=path,
+                             hint="write the module into it, e.g. open(p, 'w').write(compiled.as_text())")
+    if size > max_bytes:
+        raise HloSourceError(
+            f"the file is {size / 1024**3:.1f} GiB, over the {max_bytes / 1024**3:.1f} GiB "
+            "hloscope reads", path=path,
+            hint="split it into one file per module, or pass a larger max_bytes")
+    if head[:2] == b"\x1f\x8b":
+        raise HloSourceError("the file is gzip-compressed", path=path,
+                             hint=f"decompress it first: gunzip -k {path}")
+    if b"\x00" in head or _mostly_binary(head):
+        raise HloSourceError(
+            "the file is binary, not HLO text (a serialized HloModuleProto?)", path=path,
+            hint="hloscope reads HLO text: dump it with --xla_dump_to=DIR "
+                 "(the .txt files) or print compiled.as_text()")
+
+
+def _mostly_binary(head: bytes) -> bool:
+    """More than a tenth of the first bytes are neither text nor valid UTF-8."""
+    sample = head[:8192]
+    text = sample.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") + sum(1 for c in text if c < " " and c not in "\n\r\t\f")
+    return bad > len(text) // 10
+
+
+def read_text(text: str, *, filename: str = "<string>") -> HloFile:
+    """Every HLO module in `text` (plain, Markdown, glog or notebook text)."""
+    if not text.strip():
+        raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
+    if "\x00" in text[:_SNIFF]:
+        raise HloSourceError("the text is binary, not HLO", path=filename)
+    original = text.split("\n")
+    if original and original[-1] == "":
+        original.pop()
+    original = [ln[:-1] if ln.endswith("\r") else ln for ln in original]
+    lines, offsets, fmt = original, None, "hlo"
+
+    if _GLOG_RE.match(text) or "] HloModule " in text:
+        stripped, offs = [], []
+        hits = 0
+        for ln in original:
+            m = _GLOG_RE.match(ln)
+            if m:
+                hits += 1
+                stripped.append(ln[m.end():])
+                offs.append(m.end())
+            else:
+                stripped.append(ln)
+                offs.append(0)
+        if hits:
+            lines, offsets, fmt = stripped, offs, "glog"
+
+    ranges: list[tuple[int, int]]
+    fences = _hlo_fences(lines) if fmt == "hlo" and ("```" in text or "~~~" in text) else []
+    if fences:
+        fmt = "markdown"
+        ranges = fences
+    else:
+        ranges = [(0, len(lines))]
+    src = LineSource(filename, lines, original, offsets, fmt)
+
+    modules: list[Module] = []
+    for lo, hi in ranges:
+        starts = [i for i in range(lo, hi) if "HloModule" in lines[i]
+                  and lines[i].lstrip().startswith("HloModule") and HEADER_RE.match(lines[i])]
+        if fmt == "hlo" and starts and (starts[0] != _first_content(lines, lo)):
+            fmt = src.format = "notebook"
+        for k, s in enumerate(starts):
+            stop = starts[k + 1] if k + 1 < len(starts) else hi
+            # Building the model creates no garbage; pausing the cyclic collector
+            # spares it rescanning hundreds of thousands of new objects.
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                module, _ = parse_module_lines(src, s, stop)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+            modules.append(module)
+    if not modules:
+        raise HloSourceError("no HLO module found (no line starts with 'HloModule')",
+                             path=None if filename == "<string>" else filename,
+                             hint=_no_module_hint(text))
+    for m in modules:
+        m.format = src.format
+    return HloFile(filename, src.format, modules)
+
+
+def _first_content(lines: list[str], lo: int) -> int:
+    for i in range(lo, len(lines)):
+        if lines[i].strip():
+            return i
+    return lo
+
+
+def _hlo_fences(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, end) line ranges inside Markdown fences that hold HLO."""
+    out: list[tuple[int, int]] = []
+    i = 0
+    n = len(lines)
+    while i < n:
+        m = _FENCE_RE.match(lines[i])
+        if m is None:
+            i += 1
+            continue
+        marker, lang = m.group(1), m.group(2).lower()
+        j = i + 1
+        while j < n and not lines[j].strip().startswith(marker[:3]):
+            j += 1
+        body = (i + 1, j)
+        first = _first_content(lines, i + 1)
+        if lang == "hlo" or (first < j and lines[first].lstrip().startswith("HloModule")):
+            out.append(body)
+        i = j + 1
+    return out
+
+
+def _no_module_hint(text: str) -> str:
+    head = text[:_SNIFF]
+    if "module @" in head or "func.func" in head or "stablehlo." in head:
+        return ("this looks like StableHLO/MLIR, not HLO text: print HLO with "
+                "jax.jit(f).lower(x).as_text(dialect='hlo') or compile(...).as_text()")
+    if "{ lambda" in head:
+        return "this looks like a jaxpr: print HLO with jax.jit(f).lower(x).compile().as_text()"
+    if "BufferAssignment:" in head or "HloLiveRange" in head:
+        return "this is an XLA buffer-assignment dump: read it with 'hloscope memory'"
+    return ("hloscope reads HLO text as printed by compiled.as_text() or written by "
+            "XLA_FLAGS=--xla_dump_to=DIR")
+
+
+def parse(text: str, *, filename: str = "<string>") -> Module:
+    """Parse HLO text holding one module and return it.
+
+    For text with several modules use `read_text`.
+    """
+    f = read_text(text, filename=filename)
+    if len(f.modules) > 1:
+        raise HloSourceError(
+            f"the text holds {len(f.modules)} modules, parse() takes one",
+            hint="use hloscope.read_text(text).modules")
+    return f.module

@@ -1,0 +1,37 @@
+"""Shared helpers: the copied corpus and golden files.
+
+Golden files live in tests/golden/; set HLOSCOPE_UPDATE_GOLDEN=1 to rewrite
+them after an intended change (then review the diff).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+GOLDEN = Path(__file__).parent / "golden"
+SEEDS = DATA / "seeds"
+GENERATED = DATA / "generated"
+TRUNCATED = SEEDS / "lecture_06_xla_computation_sigmoid.67.truncated.hlo"
+
+
+def corpus_modules() -> list[Path]:
+    """Every corpus file that holds complete HLO modules."""
+    files = sorted(GENERATED.glob("*.hlo")) + sorted(SEEDS.glob("*.hlo"))
+    files.append(SEEDS / "fft_cont_2048_pencil8.jax_hpc_profiler.md")
+    return [f for f in files if f != TRUNCATED]
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("HLOSCOPE_UPDATE_GOLDEN") or not path.exists():
+        if not os.environ.get("HLOSCOPE_UPDATE_GOLDEN") and os.environ.get("CI"):
+            pytest.fail(f"golden file {path} is missing")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return
+    expected = path.read_text()
+    assert text == expected, f"output differs from golden file {path}"
