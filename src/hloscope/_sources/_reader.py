@@ -106,6 +106,10 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
         raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
     if "\x00" in text[:_SNIFF]:
         raise HloSourceError("the text is binary, not HLO", path=filename)
+    if "HloModule" not in text:  # fail fast, before splitting a huge text into lines
+        raise HloSourceError("no HLO module found (no line starts with 'HloModule')",
+                             path=None if filename == "<string>" else filename,
+                             hint=_no_module_hint(text))
     original = text.split("\n")
     if original and original[-1] == "":
         original.pop()
