@@ -8,8 +8,9 @@ remains reachable.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from .._errors import HloModelError, HloParseError
@@ -48,6 +49,10 @@ CALLED_COMPUTATION_KEYS = (
     "scatter", "comparator",
 )
 _EMPTY_METADATA = OpMetadata()
+# Split attribute lists, shared between instructions with the same text (unrolled
+# layers repeat theirs); read-only, since they are shared.
+_split_cache: dict[str, Mapping[str, str]] = {}
+_SPLIT_CACHE_MAX = 500_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,21 +153,26 @@ class Instruction:
         self.literal = literal
         self.parameter_number = parameter_number
         self.computation: Computation = computation  # type: ignore[assignment]
-        self._attrs: dict[str, str] | None = None
+        self._attrs: Mapping[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"<Instruction {self.name} = {self.shape} {self.opcode}>"
 
     # -- attributes -------------------------------------------------------------
     @property
-    def attributes(self) -> dict[str, str]:
-        """Every attribute as raw text, in printed order (decoded on first use)."""
+    def attributes(self) -> Mapping[str, str]:
+        """Every attribute as raw text, in printed order (decoded on first use; read-only)."""
         attrs = self._attrs
         if attrs is None:
-            try:
-                attrs = split_attributes(self.attr_text)
-            except AttributeSyntaxError as e:
-                raise self._error(f"bad attributes: {e}", e.offset) from None
+            text = self.attr_text
+            attrs = _split_cache.get(text)
+            if attrs is None:
+                try:
+                    attrs = MappingProxyType(split_attributes(text))
+                except AttributeSyntaxError as e:
+                    raise self._error(f"bad attributes: {e}", e.offset) from None
+                if len(_split_cache) < _SPLIT_CACHE_MAX:
+                    _split_cache[text] = attrs
             self._attrs = attrs
         return attrs
 
@@ -253,10 +263,9 @@ class Instruction:
         md = self.metadata
         module = self.computation.module if self.computation is not None else None
         if md.stack_frame_id and module is not None and module.stack_frames:
-            frames = module.stack_frames.stack(md.stack_frame_id)
-            if frames:
-                f = frames[0]
-                return SourceLocation(f.file, f.line, f.function, f.column, frames)
+            loc = module.frame_source(md.stack_frame_id)
+            if loc is not None:
+                return loc
         if md.source_file:
             return SourceLocation(md.source_file, md.source_line, column=md.source_column)
         return None
@@ -375,6 +384,7 @@ class Module:
         self._by_name = {c.name: c for c in computations}
         self._attrs: dict[str, str] | None = None
         self._callers: dict[str, list[Instruction]] | None = None
+        self._frame_sources: dict[int, SourceLocation | None] = {}
         entries = [c for c in computations if c.is_entry]
         self.entry: Computation = entries[0] if entries else computations[-1]
         for c in computations:
@@ -414,6 +424,20 @@ class Module:
     @property
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
+
+    def frame_source(self, frame_id: int) -> SourceLocation | None:
+        """The source location of stack frame `frame_id` (innermost frame first)."""
+        try:
+            return self._frame_sources[frame_id]
+        except KeyError:
+            pass
+        frames = self.stack_frames.stack(frame_id)
+        loc = None
+        if frames:
+            f = frames[0]
+            loc = SourceLocation(f.file, f.line, f.function, f.column, frames)
+        self._frame_sources[frame_id] = loc
+        return loc
 
     def callers(self, computation: Computation) -> list[Instruction]:
         """Instructions that call `computation`."""

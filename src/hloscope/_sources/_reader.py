@@ -27,7 +27,6 @@ MAX_BYTES = 2 * 1024**3
 _SNIFF = 64 * 1024
 _GLOG_RE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\s\]]+:\d+\] ?")
 _FENCE_RE = re.compile(r"\s*(```+|~~~+)\s*([\w+\-]*)")
-_HEADER_FIND_RE = re.compile(r"^[ \t]*HloModule[ \t]", re.M)
 
 
 @dataclass
@@ -113,7 +112,8 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
     original = text.split("\n")
     if original and original[-1] == "":
         original.pop()
-    original = [ln[:-1] if ln.endswith("\r") else ln for ln in original]
+    if "\r" in text:
+        original = [ln[:-1] if ln.endswith("\r") else ln for ln in original]
     lines, offsets, fmt = original, None, "hlo"
 
     if _GLOG_RE.match(text) or "] HloModule " in text:
