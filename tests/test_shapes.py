@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hloscope import Shape, parse_shape
+from hloscope import parse_shape
 from hloscope._hlo._shape import PRIMITIVE_BITS, ShapeSyntaxError
 
 

@@ -213,10 +213,6 @@ def _check_calls(module: Module, src: LineSource) -> None:
                                     hint="the module text may be incomplete; re-export it whole")
 
 
-def _offset(src: LineSource, line: int) -> int:
-    return src.col_offsets[line - 1] if src.col_offsets else 0
-
-
 def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, int]:
     lines = src.lines
     tables: dict[str, list] = {k: [] for k in _TABLE_NAMES}
@@ -259,7 +255,6 @@ def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, 
 
 def _parse_computation(src: LineSource, i: int, stop: int, cm: re.Match[str],
                        partial) -> tuple[Computation, int]:  # type: ignore[no-untyped-def]
-    lines = src.lines
     header_index = i
     comp_name = cm.group(2)
     insts: list[Instruction] = []
@@ -267,11 +262,6 @@ def _parse_computation(src: LineSource, i: int, stop: int, cm: re.Match[str],
     comp = Computation(comp_name, insts, cm.group(1) is not None,
                        (cm.group(3) or "").strip(), "", header_index + 1, by_name)
     forward: list[Instruction] = []  # instructions that use a name defined later
-    match = _INST_RE.match
-    shape_cache = _shape_cache
-    sigil_findall = _SIGIL_OPERAND_RE.findall
-    defined = by_name.__contains__
-    append = insts.append
     try:
         return _parse_body(src, i, stop, comp, insts, by_name, forward, partial, header_index)
     except HloParseError as e:
