@@ -107,7 +107,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import hloscope
-    from hloscope._hlo import _attrs, _module, _shape, _sharding
+    from hloscope._hlo import _attrs, _shape, _sharding
 
     try:
         from jaxlib import _hlo as jax_hlo
@@ -119,7 +119,7 @@ def main() -> None:
         _shape._layout_cache.clear()
         _attrs._metadata_cache.clear()
         _sharding._sharding_cache.clear()
-        _module._split_cache.clear()
+        _attrs._split_cache.clear()
 
     rows = []
     for layers in args.layers:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ._shape import Shape, ShapeSyntaxError, _parse_shape_at, _skip_ws
 
@@ -19,6 +21,7 @@ __all__ = [
     "AttributeSyntaxError",
     "OpMetadata",
     "split_attributes",
+    "shared_attributes",
     "split_top_level",
     "unescape",
     "unquote",
@@ -132,6 +135,22 @@ def split_attributes(text: str) -> dict[str, str]:
         # repeated attribute is an error there, but hloscope is lenient).
         out[key.strip()] = value.strip()
     return out
+
+
+# Split attribute lists, shared between instructions with the same text (unrolled
+# layers repeat theirs); read-only, since they are shared.
+_split_cache: dict[str, Mapping[str, str]] = {}
+_SPLIT_CACHE_MAX = 500_000
+
+
+def shared_attributes(text: str) -> Mapping[str, str]:
+    """`split_attributes` as a read-only mapping, interned by text."""
+    attrs = _split_cache.get(text)
+    if attrs is None:
+        attrs = MappingProxyType(split_attributes(text))
+        if len(_split_cache) < _SPLIT_CACHE_MAX:
+            _split_cache[text] = attrs
+    return attrs
 
 
 # -- strings -------------------------------------------------------------------

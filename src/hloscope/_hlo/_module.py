@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from .._errors import HloModelError, HloParseError
@@ -26,6 +25,7 @@ from ._attrs import (
     parse_metadata,
     parse_name_list,
     parse_program_shape,
+    shared_attributes,
     split_attributes,
     unquote,
 )
@@ -49,10 +49,6 @@ CALLED_COMPUTATION_KEYS = (
     "scatter", "comparator",
 )
 _EMPTY_METADATA = OpMetadata()
-# Split attribute lists, shared between instructions with the same text (unrolled
-# layers repeat theirs); read-only, since they are shared.
-_split_cache: dict[str, Mapping[str, str]] = {}
-_SPLIT_CACHE_MAX = 500_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,15 +160,10 @@ class Instruction:
         """Every attribute as raw text, in printed order (decoded on first use; read-only)."""
         attrs = self._attrs
         if attrs is None:
-            text = self.attr_text
-            attrs = _split_cache.get(text)
-            if attrs is None:
-                try:
-                    attrs = MappingProxyType(split_attributes(text))
-                except AttributeSyntaxError as e:
-                    raise self._error(f"bad attributes: {e}", e.offset) from None
-                if len(_split_cache) < _SPLIT_CACHE_MAX:
-                    _split_cache[text] = attrs
+            try:
+                attrs = shared_attributes(self.attr_text)
+            except AttributeSyntaxError as e:
+                raise self._error(f"bad attributes: {e}", e.offset) from None
             self._attrs = attrs
         return attrs
 

@@ -106,9 +106,7 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
     if "\x00" in text[:_SNIFF]:
         raise HloSourceError("the text is binary, not HLO", path=filename)
     if "HloModule" not in text:  # fail fast, before splitting a huge text into lines
-        raise HloSourceError("no HLO module found (no line starts with 'HloModule')",
-                             path=None if filename == "<string>" else filename,
-                             hint=_no_module_hint(text))
+        raise _no_module_error(text, filename)
     original = text.split("\n")
     if original and original[-1] == "":
         original.pop()
@@ -159,9 +157,7 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
                     gc.enable()
             modules.append(module)
     if not modules:
-        raise HloSourceError("no HLO module found (no line starts with 'HloModule')",
-                             path=None if filename == "<string>" else filename,
-                             hint=_no_module_hint(text))
+        raise _no_module_error(text, filename)
     for m in modules:
         m.format = src.format
     return HloFile(filename, src.format, modules)
@@ -194,6 +190,12 @@ def _hlo_fences(lines: list[str]) -> list[tuple[int, int]]:
             out.append(body)
         i = j + 1
     return out
+
+
+def _no_module_error(text: str, filename: str) -> HloSourceError:
+    return HloSourceError("no HLO module found (no line starts with 'HloModule')",
+                          path=None if filename == "<string>" else filename,
+                          hint=_no_module_hint(text))
 
 
 def _no_module_hint(text: str) -> str:
