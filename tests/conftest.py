@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# Sharded test programs need 8 virtual CPU devices; this must be set before JAX starts.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
 import pytest
 
 DATA = Path(__file__).parent / "data"

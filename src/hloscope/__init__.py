@@ -6,6 +6,12 @@ it all takes.  The core needs only the standard library; JAX is imported only
 by the front end that compiles functions.
 """
 
+from ._analysis._memory import BufferInfo as BufferInfo
+from ._analysis._memory import MemoryReport as MemoryReport
+from ._analysis._memory import ShardedView as ShardedView
+from ._analysis._memory import XlaFigures as XlaFigures
+from ._analysis._memory import analyze_memory as analyze_memory
+from ._analysis._memory import xla_figures as xla_figures
 from ._errors import HloModelError as HloModelError
 from ._errors import HloParseError as HloParseError
 from ._errors import HloscopeError as HloscopeError
@@ -22,9 +28,17 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
+from ._render._plot import plot_memory_timeline as plot_memory_timeline
+from ._sources._memory_inputs import MemoryInputs as MemoryInputs
+from ._sources._memory_inputs import read_memory_inputs as read_memory_inputs
 from ._sources._reader import HloFile as HloFile
 from ._sources._reader import parse as parse
 from ._sources._reader import read as read
 from ._sources._reader import read_text as read_text
+from ._sources._spmd_log import parse_spmd_log as parse_spmd_log
+from ._sources._xla_dumps import XlaMemoryFiles as XlaMemoryFiles
+from ._sources._xla_dumps import parse_buffer_assignment as parse_buffer_assignment
+from ._sources._xla_dumps import parse_live_range as parse_live_range
+from ._sources._xla_dumps import parse_memory_usage_report as parse_memory_usage_report
 
 __version__ = "0.1.0"

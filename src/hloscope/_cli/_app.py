@@ -76,6 +76,62 @@ def summary(
 
 
 @app.command()
+def memory(
+    path: Path = typer.Argument(..., help="HLO text (scheduled or not), an XLA dump folder "
+                                "(--xla_dump_to), an XLA *-buffer-assignment.txt, "
+                                "*-live-range.txt or *-memory-usage-report.txt, or a log with "
+                                "the SPMD partitioner's memory lists."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.memory/1)."),
+    top: int = typer.Option(10, "--top", min=1, help="How many values to list at the peak."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write the timeline to a .png or .svg."),
+) -> None:
+    """What is alive at the memory peak and which line of code put it there: totals, the
+    values live at the peak, a timeline, per-device sizes, XLA's own figures beside."""
+    from .._analysis._memory import MEMORY_SCHEMA, analyze_memory, xla_figures
+    from .._render._memory_text import render_memory, render_spmd_log, render_xla_dump
+    from .._sources._memory_inputs import read_memory_inputs
+
+    try:
+        inputs = read_memory_inputs(path)
+        reports = [analyze_memory(m, xla=x, top=max(top, 20)) for m, x in inputs.modules]
+        dumps = [(name, files, xla_figures(files)) for name, files in inputs.dumps]
+        plotted: list[str] = []
+        if plot is not None:
+            from .._render._plot import plot_memory_timeline
+
+            if not reports:
+                raise _errors.HloscopeError(
+                    f"{path}: --plot needs the module, and this input has none",
+                    hint="pass the HLO file or the dump folder that holds it")
+            for k, r in enumerate(reports):
+                target = str(plot) if len(reports) == 1 else \
+                    f"{plot.with_suffix('')}-{k}-{r.module}{plot.suffix}"
+                plotted.append(plot_memory_timeline(r, target))
+    except _errors.HloscopeError as e:
+        _fail(e)
+    if json_out:
+        data = {"schema": MEMORY_SCHEMA, "file": str(path),
+                "modules": [r.to_dict() for r in reports],
+                "xla_dumps": [{"file": name, **figs.to_dict()} for name, _f, figs in dumps],
+                "spmd_logs": [_spmd_dict(log) for log in inputs.spmd_logs]}
+        sys.stdout.write(render_json(data))
+        return
+    parts = [render_memory(r, top=top) for r in reports]
+    parts += [render_xla_dump(name, files.buffer_assignment, figs, top=max(top, 20))
+              for name, files, figs in dumps]
+    parts += [render_spmd_log(log, top=top) for log in inputs.spmd_logs]
+    parts += [f"wrote {p}\n" for p in plotted]
+    sys.stdout.write("\n".join(parts))
+
+
+def _spmd_dict(log) -> dict:  # type: ignore[no-untyped-def]
+    return {"file": log.path, "hbm": list(log.hbm),
+            "sections": [{"title": s.title, "entries": [
+                {"bytes": e.bytes, "instruction": e.name, "shape": e.shape, "opcode": e.opcode,
+                 "line": e.line} for e in s.entries]} for s in log.sections]}
+
+
+@app.command()
 def demo() -> None:
     """Summarize a built-in example: a 3-D FFT sharded over 8 devices (from seed 000)."""
     data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"

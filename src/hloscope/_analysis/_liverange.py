@@ -1,0 +1,248 @@
+"""Live ranges over the flattened schedule, and the memory peak, as XLA's HloLiveRange.
+
+The schedule is flattened the way XLA's `HloLiveRange` does it in module
+scope: each while loop's condition then body is laid out just before the
+while instruction, each conditional's branches and each call's computation
+before the instruction that calls them.  A value lives from its defining
+instruction (a computation's parameters: from the computation's start) to
+its last use or position; values reaching a computation's root live to the
+computation's end, entry parameters that are not donated to the whole
+program, a while's init value until the body starts.  Values that share a
+buffer get consecutive ranges.
+
+The peak follows XLA's definition exactly, so that hloscope's number equals
+the ``Live ranges at N (peak)`` figure in XLA's ``*-live-range.txt`` dumps:
+XLA picks the peak *moment* with a sweep that sizes every value by its
+defining instruction's whole shape (a tuple's pointer table for a value
+inside a tuple) and counts a value that ended at the previous step; the
+peak *bytes* are then the sizes of the values live at that moment.  The
+timeline (`live_bytes`) counts each buffer once per step, which is what the
+memory really holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._hlo._module import Computation, Instruction, Module
+from .._hlo._shape import UNBOUNDED, Shape
+from ._dataflow import Dataflow, Value
+
+__all__ = ["LiveRanges", "compute_live_ranges"]
+
+
+@dataclass(slots=True)
+class LiveRanges:
+    """The flattened schedule, each value's [start, end] (inclusive) and the peak.
+
+    `sequence` is the flattened schedule (time t runs the instruction
+    ``sequence[t]``); `spans` maps a computation name to its [start, end)
+    times; `ranges` maps a value id to (start, end).  `peak_time` is XLA's
+    peak moment and `peak_values` the values live then, largest first;
+    `peak_bytes` their total (None when a shape is unbounded dynamic).
+    `live_bytes[t]` is the bytes held at step t counting each buffer once.
+    """
+
+    sequence: list[Instruction]
+    spans: dict[str, tuple[int, int]]
+    ranges: dict[int, tuple[int, int]]
+    time_of: dict[int, int]
+    peak_time: int
+    peak_values: list[Value]
+    peak_bytes: int | None
+    live_bytes: list[int]
+
+    @property
+    def end_time(self) -> int:
+        return len(self.sequence)
+
+
+def _flatten(module: Module, df: Dataflow) -> tuple[list[Instruction], dict[str, tuple[int, int]],
+                                                     dict[str, Instruction]]:
+    allowed = {c.name for c in df.computations}
+    seq: list[Instruction] = []
+    spans: dict[str, tuple[int, int]] = {}
+    async_ctx: dict[str, Instruction] = {}
+
+    def visit(comp: Computation, async_caller: Instruction | None) -> None:
+        if comp.name not in allowed or comp.name in spans:
+            return
+        if async_caller is not None:
+            async_ctx[comp.name] = async_caller
+        start = len(seq)
+        for inst in comp.instructions:
+            op = inst.opcode
+            if op in ("call", "conditional"):
+                for c in inst.called_computations:
+                    visit(c, async_caller)
+            elif op == "async-start":
+                for c in inst.called_computations:
+                    visit(c, inst)
+            elif op == "while":
+                for key in ("condition", "body"):
+                    v = inst.attr(key)
+                    if v:
+                        visit(module.computation(v.lstrip("%")), async_caller)
+            seq.append(inst)
+        spans[comp.name] = (start, len(seq))
+
+    visit(module.entry, None)
+    return seq, spans, async_ctx
+
+
+def _async_done(start: Instruction) -> Instruction | None:
+    """Follow an async-start's chain through async-updates to its async-done."""
+    inst = start
+    for _ in range(64):
+        nxt = [u for u in inst.users if u.opcode in ("async-update", "async-done")]
+        if not nxt:
+            return None
+        inst = nxt[0]
+        if inst.opcode == "async-done":
+            return inst
+    return None
+
+
+def compute_live_ranges(df: Dataflow) -> LiveRanges:
+    """Flatten the schedule of `df.module` and compute every value's live range and the peak."""
+    module = df.module
+    entry = module.entry
+    seq, spans, async_ctx = _flatten(module, df)
+    time_of = {id(inst): t for t, inst in enumerate(seq)}
+    end_time = len(seq)
+    aliased_params = {(p, pidx) for _o, p, pidx, _k in module.input_output_alias}
+
+    def last_use(v: Value) -> int:
+        end = -1
+        for user, _n, _i in v.uses:
+            op = user.opcode
+            if op == "call":
+                names = user.called_computation_names
+                if names and names[0] in spans:
+                    continue
+            elif op == "while":
+                body = user.attr("body", "").lstrip("%")
+                if body in spans:
+                    params = module.computation(body).parameters
+                    if params:
+                        user = params[0]
+            t = time_of.get(id(user))
+            if t is not None and t > end:
+                end = t
+        return end
+
+    ranges: dict[int, tuple[int, int]] = {}
+    for t, inst in enumerate(seq):
+        comp = inst.computation
+        cstart, cend = spans[comp.name]
+        start = cstart if inst.opcode == "parameter" else t
+        def_end = cend if inst.is_root else t
+        caller = async_ctx.get(comp.name)
+        if caller is not None:
+            done = _async_done(caller)
+            dt = time_of.get(id(done)) if done is not None else None
+            def_end = max(def_end, dt if dt is not None else cend)
+            outer = spans.get(caller.computation.name)
+            if outer is not None:
+                start = min(start, outer[0])
+        for v in df.defined_by(inst):
+            end = def_end
+            for pinst, _pidx in v.positions[1:]:
+                if pinst.is_root:
+                    span = spans.get(pinst.computation.name)
+                    if span is None:
+                        continue
+                    pt = span[1]
+                else:
+                    pt2 = time_of.get(id(pinst))
+                    if pt2 is None:
+                        continue
+                    pt = pt2
+                end = max(end, pt)
+            if (inst.opcode == "parameter" and comp is entry
+                    and (inst.parameter_number, v.index) not in aliased_params):
+                end = end_time
+            else:
+                end = max(end, last_use(v))
+            ranges[v.id] = (start, end)
+
+    _normalize(df, ranges)
+    peak_time, peak_values, peak_bytes = _peak(df, ranges, end_time)
+    live = _live_bytes(df, ranges, end_time)
+    return LiveRanges(seq, spans, ranges, time_of, peak_time, peak_values, peak_bytes, live)
+
+
+def _normalize(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:
+    """Values of one buffer get back-to-back ranges (XLA's NormalizeAliasedBuffers)."""
+    for buf in df.buffers:
+        if len(buf.values) < 2:
+            continue
+        items = sorted((ranges[v.id][0], ranges[v.id][1], v.id) for v in buf.values
+                        if v.id in ranges)
+        cur = [list(x) for x in items]
+        for i in range(len(cur) - 1):
+            a, b = cur[i], cur[i + 1]
+            b[1] = max(a[1], b[1])
+            a[1] = min(a[1], b[0])
+        for s, e, vid in cur:
+            ranges[vid] = (s, e)
+
+
+def _unbounded(shape: Shape) -> bool:
+    if shape.is_tuple:
+        return any(_unbounded(s) for s in shape.tuple_shapes)
+    return UNBOUNDED in shape.dims
+
+
+def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
+          end_time: int) -> tuple[int, list[Value], int | None]:
+    diff = [0] * (end_time + 4)
+    unbounded = False
+    for v in df.values:
+        r = ranges.get(v.id)
+        if r is None:
+            continue
+        shape = v.inst.shape
+        if shape.dynamic and _unbounded(shape):
+            unbounded = True
+        size = shape.byte_size  # XLA sizes the peak sweep by the whole instruction shape
+        diff[r[0]] += size
+        diff[r[1] + 2] -= size
+    best = 0
+    peak_time = 0
+    usage = 0
+    for t in range(end_time + 2):
+        usage += diff[t]
+        if usage > best:
+            best = usage
+            peak_time = t
+    live = [v for v in df.values if v.id in ranges
+            and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
+    live.sort(key=lambda v: (-v.size, v.inst.name, v.index))
+    total = None if unbounded else sum(v.size for v in live)
+    return peak_time, live, total
+
+
+def _live_bytes(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int) -> list[int]:
+    diff = [0] * (end_time + 3)
+    for buf in df.buffers:
+        spans = sorted(ranges[v.id] for v in buf.values if v.id in ranges)
+        if not spans:
+            continue
+        size = buf.size
+        cs, ce = spans[0]
+        for s, e in spans[1:]:
+            if s <= ce + 1:
+                ce = max(ce, e)
+                continue
+            diff[cs] += size
+            diff[ce + 1] -= size
+            cs, ce = s, e
+        diff[cs] += size
+        diff[ce + 1] -= size
+    out = []
+    usage = 0
+    for t in range(end_time + 1):
+        usage += diff[t]
+        out.append(usage)
+    return out

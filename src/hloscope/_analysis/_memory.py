@@ -1,0 +1,400 @@
+"""The memory report: what is alive at the peak, and which line of code put it there.
+
+`analyze_memory` is a pure function from a `Module` (plus, optionally,
+XLA's own dump files for it) to a `MemoryReport`: plain frozen data that the
+renderers turn into text, JSON and plots.  JSON keys are documented in
+docs/json.md (schema ``hloscope.memory/1``).
+
+The figures:
+
+* ``peak_bytes``: the bytes of the values live at the peak moment, by the
+  same definition as XLA's HloLiveRange (see `_liverange`), so it equals the
+  ``Live ranges at N (peak)`` total in XLA's ``*-live-range.txt`` dump.
+* ``timeline``: bytes held at each step of the flattened schedule, each
+  buffer counted once.
+* ``temp_estimate_bytes``: XLA's temp allocation as hloscope's heap
+  simulation estimates it (see `_heap`).
+* argument, output, aliased and constant bytes as XLA's
+  ``memory_analysis()`` counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .._hlo._module import Instruction, Module
+from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump, XlaMemoryFiles
+from ._dataflow import Dataflow, Value, analyze_dataflow
+from ._heap import classify_buffers, estimate_temp
+from ._liverange import LiveRanges, compute_live_ranges
+from ._summary import _is_partitioned
+
+__all__ = [
+    "MEMORY_SCHEMA",
+    "BufferInfo",
+    "Comparison",
+    "MemoryReport",
+    "ShardedRow",
+    "ShardedView",
+    "XlaFigures",
+    "analyze_memory",
+    "xla_figures",
+]
+
+MEMORY_SCHEMA = "hloscope.memory/1"
+
+
+@dataclass(frozen=True, slots=True)
+class BufferInfo:
+    """One value: the array (or tuple pointer table) an instruction writes.
+
+    `kind` is where XLA puts it: ``parameter``, ``output``, ``constant`` or
+    ``temporary``.  `start`/`end` are its live range in steps of the
+    flattened schedule.  `op_name` and `source` say which line of the
+    user's code made it (for values made by a loop's or branch's parameter,
+    those of the loop or branch instruction).
+    """
+
+    label: str
+    instruction: str
+    index: tuple[int, ...]
+    opcode: str
+    computation: str
+    shape: str
+    bytes: int
+    kind: str
+    start: int
+    end: int
+    op_name: str
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.label, "instruction": self.instruction, "index": list(self.index),
+                "opcode": self.opcode, "computation": self.computation, "shape": self.shape,
+                "bytes": self.bytes, "kind": self.kind, "live_range": [self.start, self.end],
+                "op_name": self.op_name, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """hloscope's figure beside XLA's for one quantity."""
+
+    name: str
+    hloscope: int | None
+    xla: int | None
+
+    @property
+    def equal(self) -> bool:
+        return self.hloscope == self.xla
+
+    @property
+    def relative_difference(self) -> float | None:
+        if self.hloscope is None or self.xla is None:
+            return None
+        if self.xla == 0:
+            return 0.0 if self.hloscope == 0 else float("inf")
+        return (self.hloscope - self.xla) / self.xla
+
+    def to_dict(self) -> dict[str, Any]:
+        rd = self.relative_difference
+        return {"name": self.name, "hloscope": self.hloscope, "xla": self.xla,
+                "equal": self.equal,
+                "relative_difference": None if rd is None or rd == float("inf") else round(rd, 6)}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedRow:
+    """A sharded value of a module not yet partitioned: its whole and per-device size."""
+
+    label: str
+    shape: str
+    sharding: str
+    bytes: int
+    per_device_shape: str
+    per_device_bytes: int
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.label, "shape": self.shape, "sharding": self.sharding,
+                "bytes": self.bytes, "per_device_shape": self.per_device_shape,
+                "per_device_bytes": self.per_device_bytes, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedView:
+    """Per-device memory of a module with sharding annotations.
+
+    `partitioned` says the module is already SPMD-partitioned (its shapes
+    are per device and `rows` is empty).  Otherwise `rows` lists every value
+    whose instruction carries a sharding, largest first, with its shard
+    shape; the totals are over those values: all of it on one device
+    (``replicated_bytes``) against one shard each (``per_device_bytes``),
+    like the SPMD partitioner's "memory usage before/after partition" lists.
+    """
+
+    devices: int
+    partitioned: bool
+    rows: tuple[ShardedRow, ...]
+
+    @property
+    def replicated_bytes(self) -> int:
+        return sum(r.bytes for r in self.rows)
+
+    @property
+    def per_device_bytes(self) -> int:
+        return sum(r.per_device_bytes for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"devices": self.devices, "partitioned": self.partitioned,
+                "replicated_bytes": self.replicated_bytes,
+                "per_device_bytes": self.per_device_bytes,
+                "values": [r.to_dict() for r in self.rows]}
+
+
+@dataclass(frozen=True, slots=True)
+class XlaFigures:
+    """What XLA's own dump files say about the module (each part may be missing)."""
+
+    files: tuple[str, ...]
+    live_range_peak_bytes: int | None
+    live_range_peak_time: int | None
+    live_range_peak_values: tuple[tuple[str, int], ...]
+    temp_bytes: int | None
+    argument_bytes: int | None
+    output_bytes: int | None
+    constant_bytes: int | None
+    total_bytes: int | None
+    allocations: int | None
+    recomputed_peak_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": list(self.files),
+                "live_range_peak_bytes": self.live_range_peak_bytes,
+                "live_range_peak_time": self.live_range_peak_time,
+                "live_range_peak_values": [{"value": v, "bytes": b}
+                                           for v, b in self.live_range_peak_values],
+                "temp_bytes": self.temp_bytes, "argument_bytes": self.argument_bytes,
+                "output_bytes": self.output_bytes, "constant_bytes": self.constant_bytes,
+                "total_bytes": self.total_bytes, "allocations": self.allocations,
+                "recomputed_peak_bytes": self.recomputed_peak_bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReport:
+    """What `hloscope memory` shows for one module.  See docs/json.md for each field."""
+
+    module: str
+    file: str
+    scheduled: bool
+    order: str
+    steps: int
+    values: int
+    buffers: int
+    peak_bytes: int | None
+    peak_step: int
+    peak_instruction: str
+    peak_values: tuple[BufferInfo, ...]
+    argument_bytes: int
+    output_bytes: int
+    alias_bytes: int
+    constant_bytes: int
+    temp_estimate_bytes: int
+    timeline: tuple[int, ...]
+    timeline_labels: tuple[str, ...]
+    largest: tuple[BufferInfo, ...]
+    sharded: ShardedView | None
+    xla: XlaFigures | None
+    comparisons: tuple[Comparison, ...]
+
+    @property
+    def timeline_max(self) -> tuple[int, int]:
+        """(bytes, step) of the highest point of the timeline."""
+        if not self.timeline:
+            return (0, 0)
+        best = max(range(len(self.timeline)), key=lambda t: (self.timeline[t], -t))
+        return self.timeline[best], best
+
+    def to_dict(self) -> dict[str, Any]:
+        tmax, tstep = self.timeline_max
+        return {
+            "module": self.module, "file": self.file, "scheduled": self.scheduled,
+            "order": self.order, "steps": self.steps, "value_count": self.values,
+            "buffer_count": self.buffers,
+            "peak_bytes": self.peak_bytes, "peak_step": self.peak_step,
+            "peak_instruction": self.peak_instruction,
+            "peak_values": [b.to_dict() for b in self.peak_values],
+            "argument_bytes": self.argument_bytes, "output_bytes": self.output_bytes,
+            "alias_bytes": self.alias_bytes, "constant_bytes": self.constant_bytes,
+            "temp_estimate_bytes": self.temp_estimate_bytes,
+            "timeline": list(self.timeline), "timeline_max_bytes": tmax,
+            "timeline_max_step": tstep,
+            "largest": [b.to_dict() for b in self.largest],
+            "sharded": self.sharded.to_dict() if self.sharded is not None else None,
+            "xla": self.xla.to_dict() if self.xla is not None else None,
+            "comparisons": [c.to_dict() for c in self.comparisons],
+        }
+
+
+# ---------------------------------------------------------------------------
+
+
+def _origin(inst: Instruction) -> Instruction:
+    """The instruction whose metadata explains `inst` (a loop's or branch's parameter: its caller)."""
+    if inst.opcode == "parameter" and not inst.computation.is_entry and not inst.attr("metadata"):
+        callers = inst.computation.module.callers(inst.computation)
+        if callers:
+            return callers[0]
+    return inst
+
+
+def _info(v: Value, kind: str, r: tuple[int, int]) -> BufferInfo:
+    o = _origin(v.inst)
+    loc = o.source
+    return BufferInfo(v.label, v.inst.name, v.index, v.inst.opcode, v.inst.computation.name,
+                      str(v.shape), v.size, kind, r[0], r[1], o.metadata.op_name,
+                      str(loc) if loc is not None else None)
+
+
+def _sharded_view(module: Module, df: Dataflow) -> ShardedView | None:
+    devices = max(module.num_partitions, module.replica_count)
+    if _is_partitioned(module):
+        return ShardedView(module.num_partitions, True, ())
+    rows: list[ShardedRow] = []
+    for comp in df.computations:
+        for inst in comp.instructions:
+            s = inst.sharding
+            if s is None:
+                continue
+            shape = inst.shape
+            if shape.is_tuple:
+                leaves = shape.leaves()
+                elems = s.elements if s.kind == "tuple" else (s,) * len(leaves)
+                pairs = [(f"{inst.name}{{{','.join(map(str, idx))}}}", leaf, e)
+                         for (idx, leaf), e in zip(leaves, elems)]
+            else:
+                pairs = [(inst.name, shape, s)]
+            loc = inst.source
+            for label, leaf, sh in pairs:
+                dev = sh.shard_shape(leaf)
+                rows.append(ShardedRow(label, str(leaf), sh.text, leaf.byte_size, str(dev),
+                                       dev.byte_size, str(loc) if loc is not None else None))
+                devices = max(devices, sh.num_devices or 1)
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (-r.bytes, r.label))
+    return ShardedView(devices, False, tuple(rows))
+
+
+def xla_figures(dump: XlaMemoryFiles) -> XlaFigures:
+    """Collect XLA's own numbers from whichever of its memory files are at hand."""
+    ba = dump.buffer_assignment
+    memory_usage = dump.memory_usage
+    files = dump.files
+    lr = dump.live_range or (ba.live_range if ba is not None else None)
+    recomputed = None
+    if ba is not None and lr is not None and lr.ranges:
+        recomputed = _recompute_peak(ba, lr)
+    return XlaFigures(
+        files=files,
+        live_range_peak_bytes=lr.peak_bytes if lr is not None else None,
+        live_range_peak_time=lr.peak_time if lr is not None else None,
+        live_range_peak_values=lr.peak_values if lr is not None else (),
+        temp_bytes=ba.temp_bytes if ba is not None else None,
+        argument_bytes=ba.total("parameter") if ba is not None else None,
+        output_bytes=ba.total("output") if ba is not None else None,
+        constant_bytes=ba.total("constant") if ba is not None else None,
+        total_bytes=(memory_usage.total_bytes if memory_usage is not None
+                     else ba.total_bytes if ba is not None else None),
+        allocations=len(ba.allocations) if ba is not None else None,
+        recomputed_peak_bytes=recomputed,
+    )
+
+
+def _recompute_peak(ba: BufferAssignmentDump, lr: LiveRangeDump) -> int | None:
+    """The peak by XLA's definition from the dump's own ranges and sizes (a consistency check)."""
+    sizes = ba.value_sizes
+    if any(label not in sizes for label in lr.ranges):
+        return None
+    end = max((e for _, e in lr.ranges.values()), default=0)
+    diff = [0] * (end + 4)
+    for label, (s, e) in lr.ranges.items():
+        whole = label[:label.index("{")] + "{}"
+        size = sizes.get(whole, sizes[label])
+        diff[s] += size
+        diff[e + 2] -= size
+    best, peak_t, usage = 0, 0, 0
+    for t in range(end + 2):
+        usage += diff[t]
+        if usage > best:
+            best, peak_t = usage, t
+    return sum(sizes[label] for label, (s, e) in lr.ranges.items() if s <= peak_t <= e)
+
+
+def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = None,
+                   top: int = 20) -> MemoryReport:
+    """Buffers, live ranges, the peak and what makes it up, the temp estimate, per-device sizes.
+
+    A module that is not scheduled (``is_scheduled=true`` missing, e.g. before
+    optimization) is analysed in its printed instruction order, which XLA
+    prints as a valid post order; the report says so in `order`.  `xla`
+    (XLA's memory files for this module) puts XLA's figures beside
+    hloscope's; `top` is how many of the largest values to list.
+    """
+    df = analyze_dataflow(module)
+    lr = compute_live_ranges(df)
+    kinds = classify_buffers(df)
+    heap = estimate_temp(df, lr, kinds)
+    figs = xla_figures(xla) if isinstance(xla, XlaMemoryFiles) else xla
+    return _report(module, df, lr, kinds, heap.size, figs, top)
+
+
+def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: dict[int, str], temp: int,
+            xla: XlaFigures | None, top: int) -> MemoryReport:
+    entry = module.entry
+    kind_of = {v.id: kinds[df.buffer_of[v.id].id] for v in df.values}
+    peak_values = tuple(_info(v, kind_of[v.id], lr.ranges[v.id]) for v in lr.peak_values)
+    ranked = sorted((v for v in df.values if v.id in lr.ranges),
+                    key=lambda v: (-v.size, lr.ranges[v.id][0], v.inst.name, v.index))
+    largest = tuple(_info(v, kind_of[v.id], lr.ranges[v.id]) for v in ranked[:top])
+    argument_bytes = sum(p.shape.total_byte_size for p in entry.parameters)
+    output_bytes = entry.root.shape.total_byte_size
+    alias_bytes = sum(entry.root.shape.subshape(o).total_byte_size if o else
+                      entry.root.shape.total_byte_size
+                      for o, _p, _pi, _k in module.input_output_alias
+                      if _valid_index(entry.root.shape, o))
+    constant_bytes = sum(v.size for v in df.values if v.inst.opcode == "constant")
+    scheduled = module.is_scheduled
+    order = ("the module's schedule (is_scheduled=true), flattened through loops, branches "
+             "and calls" if scheduled else
+             "not scheduled: the printed instruction order (a valid post order) stands in "
+             "for the schedule, so the peak is an estimate of the order XLA will choose")
+    labels = tuple(f"{inst.computation.name}/{inst.name}" if not inst.computation.is_entry
+                   else inst.name for inst in lr.sequence)
+    peak_inst = labels[lr.peak_time] if lr.peak_time < len(labels) else ""
+    comparisons: list[Comparison] = []
+    if xla is not None:
+        if xla.live_range_peak_bytes is not None:
+            comparisons.append(Comparison("peak_bytes", lr.peak_bytes, xla.live_range_peak_bytes))
+        if xla.temp_bytes is not None:
+            comparisons.append(Comparison("temp_bytes", temp, xla.temp_bytes))
+        if xla.argument_bytes is not None:
+            comparisons.append(Comparison("argument_bytes", argument_bytes, xla.argument_bytes))
+    return MemoryReport(
+        module=module.name, file=module.filename, scheduled=scheduled, order=order,
+        steps=lr.end_time, values=len(lr.ranges), buffers=len(df.buffers),
+        peak_bytes=lr.peak_bytes, peak_step=lr.peak_time, peak_instruction=peak_inst,
+        peak_values=peak_values, argument_bytes=argument_bytes, output_bytes=output_bytes,
+        alias_bytes=alias_bytes, constant_bytes=constant_bytes, temp_estimate_bytes=temp,
+        timeline=tuple(lr.live_bytes[:lr.end_time]), timeline_labels=labels,
+        largest=largest, sharded=_sharded_view(module, df), xla=xla,
+        comparisons=tuple(comparisons),
+    )
+
+
+def _valid_index(shape, index: tuple[int, ...]) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        shape.subshape(index)
+    except (IndexError, AttributeError):
+        return False
+    return True

@@ -1,0 +1,106 @@
+"""`hloscope memory`: golden output, JSON keys documented, plots, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import GENERATED, SEEDS, check_golden
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI from the repository root with paths relative to it (for golden files)."""
+    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=ROOT)
+
+
+@pytest.mark.parametrize("name,path", [
+    ("dump_f_for_loop", GENERATED / "f_for_loop.dump"),
+    ("f_filter_with_temp", GENERATED / "f_filter_with_temp.hlo"),
+    ("seed_buffer_assignment", SEEDS / "gpu_auto_sharding.buffer-assignment.txt"),
+    ("torch_xla_sharded", SEEDS / "torch_xla_02_IrToHlo.19_sharded.hlo"),
+    ("spmd_log", SEEDS / "tpu_spmd_partitioner.log"),
+    ("fft_pencil_partitioned", GENERATED / "fft_cont_pencil_4x2.hlo"),
+])
+def test_memory_text_golden(name, path):
+    r = run("memory", str(path))
+    assert r.returncode == 0, r.stderr
+    check_golden(f"memory/{name}.txt", r.stdout)
+
+
+MODULE_KEYS = ["module", "file", "scheduled", "order", "steps", "value_count", "buffer_count",
+               "peak_bytes", "peak_step", "peak_instruction", "peak_values", "argument_bytes",
+               "output_bytes", "alias_bytes", "constant_bytes", "temp_estimate_bytes",
+               "timeline", "timeline_max_bytes", "timeline_max_step", "largest", "sharded",
+               "xla", "comparisons"]
+VALUE_KEYS = ["value", "instruction", "index", "opcode", "computation", "shape", "bytes", "kind",
+              "live_range", "op_name", "source"]
+
+
+def test_memory_json_is_stable_and_documented():
+    path = str(GENERATED / "f_filter_with_temp.dump")
+    r = run("memory", "--json", path)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["schema"] == "hloscope.memory/1"
+    assert list(data) == ["schema", "file", "modules", "xla_dumps", "spmd_logs"]
+    m = data["modules"][0]
+    assert list(m) == MODULE_KEYS
+    assert list(m["peak_values"][0]) == VALUE_KEYS
+    assert m["peak_bytes"] == 4259844 == m["xla"]["live_range_peak_bytes"]
+    doc = (ROOT / "docs" / "json.md").read_text()
+    for k in MODULE_KEYS + VALUE_KEYS + list(m["xla"]):
+        assert f"`{k}`" in doc, f"docs/json.md does not document {k}"
+    assert run("memory", "--json", path).stdout == r.stdout  # deterministic
+
+
+def test_memory_plot_png_and_deterministic_svg(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = str(GENERATED / "f_filter_with_temp.hlo")
+    png, svg = tmp_path / "t.png", tmp_path / "t.svg"
+    assert run("memory", path, "--plot", str(png)).returncode == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run("memory", path, "--plot", str(svg)).returncode == 0
+    first = svg.read_bytes()
+    assert b"<svg" in first and b"peak" in first
+    assert run("memory", path, "--plot", str(svg)).returncode == 0
+    assert svg.read_bytes() == first
+
+
+@pytest.mark.parametrize("content,expect", [
+    (b"", "empty"),
+    (b"\x00\x01\x02binary" * 100, "binary"),
+    (b"BufferAssignment:\nnothing here\n", "no 'allocation N: size"),
+    (b"HloLiveRange (max 3):\n  InstructionSequence:\n", "live"),
+    (b"just some words\n", "HloModule"),
+])
+def test_memory_bad_input_is_one_clear_line(tmp_path, content, expect):
+    f = tmp_path / ("x-live-range.txt" if b"HloLiveRange" in content else "x.txt")
+    f.write_bytes(content)
+    r = run("memory", str(f))
+    if expect == "live":  # a live-range file with no ranges reads, and says so
+        assert r.returncode == 0, r.stderr
+        return
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    assert expect.lower() in r.stderr.lower()
+
+
+def test_memory_empty_folder_and_missing_path(tmp_path):
+    r = run("memory", str(tmp_path))
+    assert r.returncode == 2 and "no XLA dump files" in r.stderr
+    r = run("memory", str(tmp_path / "nope.hlo"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_memory_plot_needs_a_module(tmp_path):
+    r = run("memory", str(SEEDS / "gpu_auto_sharding.buffer-assignment.txt"),
+            "--plot", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "--plot needs the module" in r.stderr
