@@ -19,6 +19,7 @@ Usage: python benchmarks/memory_speed.py [--layers 8 16 32 64] [--repeat 7] [--c
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -78,9 +79,11 @@ def main() -> None:
             t0 = time.perf_counter()
             report = analyze_memory(module)
             times.append(time.perf_counter() - t0)
+            gc.disable()  # as analyze_memory does
             t0 = time.perf_counter()
             compute_live_ranges(analyze_dataflow(module))
             peak_times.append(time.perf_counter() - t0)
+            gc.enable()
         assert report is not None
         rows.append((layers, module.instruction_count, statistics.median(times), min(times),
                      max(times), statistics.median(peak_times), report, truth))

@@ -95,6 +95,17 @@ def _elementwise_on(user: Instruction, operand: int) -> bool:
     return user.opcode in ELEMENTWISE_OPCODES
 
 
+_SHARING_OPCODES = ELEMENTWISE_OPCODES | {
+    "fusion", "while", "conditional", "dynamic-update-slice", "scatter", "set-dimension-size",
+    "triangular-solve", "sort", "custom-call", "all-reduce-start", "collective-permute",
+    "collective-permute-start", "async-start", "ragged-all-to-all"}
+
+
+def _never_shares(user: Instruction) -> bool:
+    """`user` can never write over one of its operands (a quick test before `_can_share`)."""
+    return user.opcode not in _SHARING_OPCODES
+
+
 def _can_share(operand: Instruction, user: Instruction, user_index: tuple[int, ...]) -> bool:
     """May `user` write its output at `user_index` over `operand`'s buffer (XLA's rule, abridged)?"""
     if operand.opcode == "constant":
@@ -308,19 +319,32 @@ def _assign_allocations(df: Dataflow, lr: LiveRanges, kinds: dict[int, str]) -> 
     busy = _BusyTree(lr.end_time)
     moved: set[int] = set()
 
+    # Per step, the reusable allocations with a value ending there, and those with a value
+    # starting there that could be written over an operand: the only ones a buffer may meet
+    # at an end point.  Every other allocation busy at a buffer's end points is ruled out
+    # with bit operations, without the exact check.
+    ends_at: dict[int, int] = {}
+    sharing_starts_at: dict[int, int] = {}
+
+    def mark(bit: int, v: Value, r: tuple[int, int]) -> None:
+        busy.add(r[0], r[1], bit)
+        ends_at[r[1]] = ends_at.get(r[1], 0) | bit
+        if not _never_shares(v.inst):
+            sharing_starts_at[r[0]] = sharing_starts_at.get(r[0], 0) | bit
+
     def place(a: _Allocation, vals: list[Value]) -> None:
         bit = bit_of.get(id(a))
         for v in vals:
             r = ranges[v.id]
             a.add(v, r)
             if bit is not None:
-                busy.add(r[0], r[1], bit)
+                mark(bit, v, r)
 
     def new_reusable(a: _Allocation) -> None:
-        bit_of[id(a)] = 1 << len(reusable)
+        bit = bit_of[id(a)] = 1 << len(reusable)
         reusable.append(a)
-        for s0, e0, _v in a.spans:
-            busy.add(s0, e0, bit_of[id(a)])
+        for s0, e0, v in a.spans:
+            mark(bit, v, (s0, e0))
 
     for buf in order:
         kind = kinds[buf.id]
@@ -366,7 +390,11 @@ def _assign_allocations(df: Dataflow, lr: LiveRanges, kinds: dict[int, str]) -> 
             for v in vals:
                 s0, e0 = ranges[v.id]
                 inner |= busy.query(s0 + 1, e0 - 1)
-                edge |= busy.query(s0, s0) | busy.query(e0, e0)
+                at_start, at_end = busy.query(s0, s0), busy.query(e0, e0)
+                edge |= at_start | at_end
+                if len(vals) == 1 and s0 < e0:
+                    may_start = 0 if _never_shares(v.inst) else ends_at.get(s0, 0)
+                    inner |= (at_start & ~may_start) | (at_end & ~sharing_starts_at.get(e0, 0))
             candidates = ((1 << len(reusable)) - 1) & ~inner
             while candidates:
                 i = candidates.bit_length() - 1
@@ -401,15 +429,15 @@ def _post_order(comp: Computation) -> list[Instruction]:
     for start in comp.instructions:
         if start.users or id(start) in done:
             continue
-        stack: list[tuple[Instruction, int]] = [(start, 0)]
+        stack: list[tuple[Instruction, tuple[Instruction, ...], int]] = [
+            (start, start.operands, 0)]
         while stack:
-            inst, i = stack.pop()
-            ops = inst.operands
+            inst, ops, i = stack.pop()
             if i < len(ops):
-                stack.append((inst, i + 1))
+                stack.append((inst, ops, i + 1))
                 op = ops[i]
                 if id(op) not in done:
-                    stack.append((op, 0))
+                    stack.append((op, op.operands, 0))
                 continue
             if id(inst) not in done:
                 done.add(id(inst))
@@ -472,6 +500,8 @@ def _may_follow(operand: Value, user: Value, lr: LiveRanges) -> bool:
         if t > best:
             best, end_inst = t, p
     u = user.inst
+    if _never_shares(u):
+        return False
     return (u.opcode != "copy" and end_inst.name in u.operand_names
             and end_inst.computation is u.computation and _can_share(end_inst, u, user.index))
 
@@ -479,6 +509,8 @@ def _may_follow(operand: Value, user: Value, lr: LiveRanges) -> bool:
 def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int, int]],
                      temp_ids: set[int], freed_at: dict[int, set[int]]) -> Value | None:
     user = v.inst
+    if _never_shares(user):
+        return None
     by_name = user.computation.by_name
     for name in dict.fromkeys(user.operand_names):
         for ov in df.values_at(by_name[name], ()):
