@@ -9,6 +9,7 @@ import hloscope
 from hloscope._analysis._dataflow import analyze_dataflow
 from hloscope._analysis._heap import classify_buffers, estimate_temp
 from hloscope._analysis._liverange import compute_live_ranges
+from test_properties import modules
 
 _DIMS = st.sampled_from(["[8]", "[4,4]", "[16]", "[2,8]", "[]"])
 _UNARY = st.sampled_from(["negate", "exponential", "copy", "tanh"])
@@ -85,3 +86,17 @@ def test_memory_invariants(text):
     r2 = hloscope.analyze_memory(hloscope.read_text(text).module).to_dict()
     r1.pop("file"), r2.pop("file")
     assert r1 == r2
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules())
+def test_memory_analysis_of_arbitrary_modules_never_crashes(text):
+    """Any module that parses (fusions, custom-calls and tuples wired at random, scheduled or
+    not) gets a memory report or an HloscopeError, never another exception."""
+    module = hloscope.parse(text)
+    try:
+        r = hloscope.analyze_memory(module)
+    except hloscope.HloscopeError:
+        return
+    assert r.peak_bytes is None or r.peak_bytes >= 0
+    assert len(r.timeline) == r.steps

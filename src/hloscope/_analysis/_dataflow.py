@@ -40,6 +40,7 @@ __all__ = [
     "Value",
     "analyze_dataflow",
     "in_place_pairs",
+    "operand_positions",
 ]
 
 Index = tuple[int, ...]
@@ -95,31 +96,34 @@ def _may_use(user: Instruction, index: Index) -> bool:
     return op != "tuple" and op != "domain"
 
 
-def _compute_uses(value: Value) -> list[tuple[Instruction, int, Index]]:
+def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
+                  ) -> list[tuple[Instruction, int, Index]]:
     roots = {id(inst) for inst, _ in value.positions if inst.is_root}
     uses: list[tuple[Instruction, int, Index]] = []
     for inst, index in value.positions:
         for user in inst.users:
             if id(user) in roots or _may_use(user, index):
-                for i in operand_positions(user).get(inst.name, ()):
+                for i in operand_positions(user, cache).get(inst.name, ()):
                     uses.append((user, i, index))
     return uses
 
 
-_positions_cache: dict[int, tuple[Instruction, dict[str, list[int]]]] = {}
+def operand_positions(user: Instruction, cache: dict[int, dict[str, list[int]]] | None = None,
+                      ) -> dict[str, list[int]]:
+    """Operand name -> the operand numbers where `user` reads it.
 
-
-def operand_positions(user: Instruction) -> dict[str, list[int]]:
-    """Operand name -> the operand numbers where `user` reads it (cached)."""
-    hit = _positions_cache.get(id(user))
-    if hit is not None and hit[0] is user:
-        return hit[1]
+    `cache` (keyed by ``id(user)``; the caller keeps the instructions alive while
+    it uses the cache) saves rescanning long operand lists.
+    """
+    if cache is not None:
+        hit = cache.get(id(user))
+        if hit is not None:
+            return hit
     out: dict[str, list[int]] = {}
     for i, n in enumerate(user.operand_names):
         out.setdefault(n, []).append(i)
-    if len(_positions_cache) > 1_000_000:
-        _positions_cache.clear()
-    _positions_cache[id(user)] = (user, out)
+    if cache is not None:
+        cache[id(user)] = out
     return out
 
 
@@ -674,6 +678,9 @@ class _Builder:
                         if v.inst is not inst:
                             v.positions.append((inst, index))
         values = sorted(self.values.values(), key=lambda v: v.id)
+        cache: dict[int, dict[str, list[int]]] = {}
+        for v in values:
+            v._uses = _compute_uses(v, cache)
         df = Dataflow(self.module, self.comps, values, self.sets)
         _build_buffers(df)
         return df

@@ -1,11 +1,13 @@
 """An estimate of XLA's temporary allocation: temporaries packed in one heap.
 
 XLA's buffer assignment gives entry parameters, constants and outputs their
-own allocations and packs every other buffer into one ``preallocated-temp``
-allocation with a heap simulator: values whose live ranges do not overlap
-may share an offset; a fused elementwise kernel may write its result over
-an operand that dies at that step; offsets are aligned (64 bytes on CPU,
-128 on GPU); and of two decreasing-size best-fit packings (by size, and by
+own allocations.  Going through the buffers largest first, it lets a buffer
+reuse an operand's allocation or an earlier output's (or donated
+parameter's) allocation when their lives do not overlap; it packs every
+other buffer into one ``preallocated-temp`` allocation with a heap
+simulator, where a fused elementwise kernel may write its result over an
+operand that dies at that step, offsets are aligned (64 bytes on CPU, 128
+on GPU), and of two decreasing-size best-fit packings (by size, and by
 lifetime) the smaller wins.  This module follows that recipe over
 hloscope's own live ranges.  It is an estimate: XLA's packer also splits
 and colocates in ways not visible in the HLO text.
@@ -101,6 +103,10 @@ _SHARING_OPCODES = ELEMENTWISE_OPCODES | {
     "collective-permute-start", "async-start", "ragged-all-to-all"}
 
 
+# Operand positions of the instructions seen during one `estimate_temp` (cleared after it).
+_POSITIONS: dict[int, dict[str, list[int]]] = {}
+
+
 def _never_shares(user: Instruction) -> bool:
     """`user` can never write over one of its operands (a quick test before `_can_share`)."""
     return user.opcode not in _SHARING_OPCODES
@@ -114,7 +120,7 @@ def _can_share(operand: Instruction, user: Instruction, user_index: tuple[int, .
     a, b = operand.shape, user_shape
     if a is not b and a != b:
         return False
-    positions = operand_positions(user).get(operand.name, [])
+    positions = operand_positions(user, _POSITIONS).get(operand.name, [])
     for opnum, opidx, outidx in in_place_pairs(user):
         if outidx == user_index and opnum in positions and not opidx:
             return True
@@ -145,6 +151,13 @@ def _can_share(operand: Instruction, user: Instruction, user_index: tuple[int, .
 
 def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: dict[int, str] | None = None) -> HeapEstimate:
     """Pack the temporary buffers of `df` over the live ranges `lr` (see the module docstring)."""
+    try:
+        return _estimate_temp(df, lr, kinds)
+    finally:
+        _POSITIONS.clear()
+
+
+def _estimate_temp(df: Dataflow, lr: LiveRanges, kinds: dict[int, str] | None) -> HeapEstimate:
     kinds = kinds if kinds is not None else classify_buffers(df)
     ranges = lr.ranges
     in_allocation = _assign_allocations(df, lr, kinds)
