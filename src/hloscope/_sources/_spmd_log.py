@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._xla_dumps import human_bytes
+
 __all__ = ["SpmdEntry", "SpmdMemoryLog", "SpmdSection", "is_spmd_log", "parse_spmd_log"]
 
 _GLOG_RE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]*\] ?")
@@ -27,8 +29,6 @@ _HEAD_RE = re.compile(r"\*{5} SPMD memory (usage before partition|usage after pa
 _SUB_RE = re.compile(r"^\s*\*\* (.+?)\s*$")
 _ENTRY_RE = re.compile(r"^\s*([\d.]+)\s*([KMGT]?i?B)\s*:\s*%?([\w.\-]+)\s*=\s*(\S+?)\s+([\w\-]+)\(")
 _HBM_RE = re.compile(r"(?i)hbm usage|hbm requirement|^Output size")
-_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4,
-          "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def parse_spmd_log(text: str, *, path: str = "<string>") -> SpmdMemoryLog:
             continue
         e = _ENTRY_RE.match(line)
         if e and current is not None:
-            size = round(float(e.group(1)) * _UNITS.get(e.group(2), 1))
+            size = human_bytes(e.group(1), e.group(2))
             current.append(SpmdEntry(size, e.group(3), e.group(4), e.group(5), n))
             continue
         if _HBM_RE.search(line):

@@ -250,15 +250,17 @@ def parse_memory_usage_report(text: str, *, filename: str = "<string>") -> Memor
     rows = []
     for r in re.finditer(r"^\s*[\d.]+\w*\(\s*\d+%\);\s*([\d.]+)(\w*);\s*(\d+);\s*(\d+);\s*(.*)$",
                          text, re.MULTILINE):
-        rows.append((_human_bytes(r.group(1), r.group(2)), int(r.group(3)), int(r.group(4)),
+        rows.append((human_bytes(r.group(1), r.group(2)), int(r.group(3)), int(r.group(4)),
                      r.group(5).strip()))
     return MemoryUsageReport(int(m.group(1)), tuple(rows))
 
 
-_UNITS = {"B": 1, "": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4}
+_UNITS = {"B": 1, "": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4,
+          "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3, "TB": 1000 ** 4}
 
 
-def _human_bytes(num: str, unit: str) -> int:
+def human_bytes(num: str, unit: str) -> int:
+    """``("256.00", "MiB")`` -> bytes, as XLA's logs and reports print sizes."""
     return round(float(num) * _UNITS.get(unit, 1))
 
 
