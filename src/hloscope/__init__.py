@@ -6,6 +6,16 @@ it all takes.  The core needs only the standard library; JAX is imported only
 by the front end that compiles functions.
 """
 
+from ._analysis._advisor import RULES as RULES
+from ._analysis._advisor import Finding as Finding
+from ._analysis._advisor import advise as advise
+from ._analysis._devices import DEVICES as DEVICES
+from ._analysis._devices import Device as Device
+from ._analysis._kernels import CollectiveTraffic as CollectiveTraffic
+from ._analysis._kernels import Edge as Edge
+from ._analysis._kernels import Kernel as Kernel
+from ._analysis._kernels import KernelGraph as KernelGraph
+from ._analysis._kernels import kernel_graph as kernel_graph
 from ._analysis._memory import BufferInfo as BufferInfo
 from ._analysis._memory import MemoryReport as MemoryReport
 from ._analysis._memory import ShardedView as ShardedView
@@ -23,6 +33,7 @@ from ._hlo._module import Instruction as Instruction
 from ._hlo._module import Module as Module
 from ._hlo._module import SourceLocation as SourceLocation
 from ._hlo._module import StackFrameIndex as StackFrameIndex
+from ._hlo._replica_groups import parse_replica_groups as parse_replica_groups
 from ._hlo._shape import Layout as Layout
 from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape

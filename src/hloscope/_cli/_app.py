@@ -131,6 +131,99 @@ def _spmd_dict(log) -> dict:  # type: ignore[no-untyped-def]
                  "line": e.line} for e in s.entries]} for s in log.sections]}
 
 
+def _modules(path: Path) -> list:  # type: ignore[type-arg]
+    hf = _load(path)
+    return list(hf.modules)
+
+
+@app.command()
+def kernels(
+    file: Path = typer.Argument(..., help="HLO text, ideally the optimized module "
+                                "(compiled.as_text() or *after_optimizations.txt)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.kernels/1)."),
+    device: str | None = typer.Option(None, "--device", help="Add a roofline time per kernel for "
+                                      "a100, h100, v100, tpu-v4, tpu-v5e or tpu-v5p."),
+    peak_flops: float | None = typer.Option(None, "--peak-flops", help="Your device's peak "
+                                            "FLOP/s (with --bandwidth), instead of --device."),
+    bandwidth: float | None = typer.Option(None, "--bandwidth", help="Your device's memory "
+                                           "bandwidth in bytes/s."),
+) -> None:
+    """The kernels XLA launches: fusions and what is fused inside, library calls,
+    collectives; the arrays passed between them; flops, bytes and roofline time."""
+    from .._analysis._devices import Device
+    from .._analysis._devices import device as find_device
+    from .._analysis._kernels import KERNELS_SCHEMA, kernel_graph
+    from .._render._kernels_text import render_kernels
+
+    try:
+        dev = None
+        if peak_flops is not None or bandwidth is not None:
+            if peak_flops is None or bandwidth is None:
+                raise _errors.HloscopeError("--peak-flops and --bandwidth go together",
+                                            hint="give both, or use --device NAME")
+            dev = Device("custom", {"*": peak_flops}, bandwidth, "given on the command line")
+        elif device is not None:
+            dev = find_device(device)
+        mods = _modules(file)
+        graphs = [kernel_graph(m) for m in mods]
+    except _errors.HloscopeError as e:
+        _fail(e)
+    if json_out:
+        data = {"schema": KERNELS_SCHEMA, "file": str(file),
+                "device": None if dev is None else {"name": dev.name, "source": dev.source},
+                "modules": [g.to_dict() for g in graphs]}
+        if dev is not None:
+            for d, g in zip(data["modules"], graphs):
+                for kd, k in zip(d["kernels"], g.kernels):
+                    et = k.shape.split("[", 1)[0].lstrip("(")
+                    kd["roofline_seconds"] = k.roofline_seconds(dev, et)
+        sys.stdout.write(render_json(data))
+        return
+    sys.stdout.write("\n".join(render_kernels(g, device=dev, scheduled=m.is_scheduled)
+                                for g, m in zip(graphs, mods)))
+
+
+@app.command()
+def lint(
+    file: Path = typer.Argument(..., help="HLO text, ideally the optimized module."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/1)."),
+    fail_on: list[str] = typer.Option([], "--fail-on", help="Exit with status 1 when this rule "
+                                      "fires (an id like HS101 or a name like reduction-split; "
+                                      "'all' for any). Repeat for several."),
+) -> None:
+    """The advisor: what in the compiled program costs memory or time, with the evidence
+    and the change to try in your code."""
+    from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise
+    from .._render._kernels_text import render_findings
+
+    known = {r.id.lower(): r.id for r in RULES} | {r.name: r.id for r in RULES}
+    wanted: set[str] = set()
+    for name in fail_on:
+        if name.lower() == "all":
+            wanted |= {r.id for r in RULES}
+        elif name.lower() in known:
+            wanted.add(known[name.lower()])
+        else:
+            _fail(_errors.HloscopeError(
+                f"unknown rule {name!r} for --fail-on",
+                hint="rules: " + ", ".join(f"{r.id} ({r.name})" for r in RULES)))
+    try:
+        mods = _modules(file)
+        results = [(m, advise(m)) for m in mods]
+    except _errors.HloscopeError as e:
+        _fail(e)
+    if json_out:
+        data = {"schema": ADVICE_SCHEMA, "file": str(file),
+                "modules": [{"module": m.name, "findings": [f.to_dict() for f in fs]}
+                            for m, fs in results]}
+        sys.stdout.write(render_json(data))
+    else:
+        sys.stdout.write("\n".join(render_findings(m.name, fs) for m, fs in results))
+    fired = {f.rule for _m, fs in results for f in fs}
+    if fired & wanted:
+        raise typer.Exit(1)
+
+
 @app.command()
 def demo() -> None:
     """Summarize a built-in example: a 3-D FFT sharded over 8 devices (from seed 000)."""

@@ -1,0 +1,67 @@
+"""Peak compute and memory bandwidth of common accelerators, for roofline estimates.
+
+Each figure is the vendor's published peak (dense, without sparsity), with
+where it comes from.  A user can describe any other device with `Device`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .._errors import HloModelError
+
+__all__ = ["DEVICES", "Device", "device"]
+
+T = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """`flops` maps an element type (``f32``, ``bf16``, ...) to peak FLOP/s; ``*`` is the
+    fallback.  `bandwidth` is memory bandwidth in bytes/s."""
+
+    name: str
+    flops: dict[str, float]
+    bandwidth: float
+    source: str = ""
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def peak_flops(self, element_type: str) -> float:
+        f = self.flops.get(element_type)
+        if f is None:
+            f = self.flops.get("*", 0.0)
+        return f
+
+
+DEVICES: dict[str, Device] = {d.name: d for d in (
+    Device("a100", {"f64": 9.7 * T, "f32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T,
+                    "f16": 312 * T, "s8": 624 * T, "*": 19.5 * T}, 2.039e12,
+           "NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB): FP64 9.7, FP32 19.5, "
+           "BF16/FP16 Tensor 312, INT8 624 TFLOPS dense; HBM2e 2,039 GB/s"),
+    Device("h100", {"f64": 34 * T, "f32": 67 * T, "tf32": 494.5 * T, "bf16": 989.5 * T,
+                    "f16": 989.5 * T, "f8e4m3fn": 1979 * T, "f8e5m2": 1979 * T, "*": 67 * T},
+           3.35e12,
+           "NVIDIA H100 Tensor Core GPU datasheet (SXM5): FP64 34, FP32 67, BF16/FP16 "
+           "Tensor 989.5, FP8 1,979 TFLOPS dense; HBM3 3.35 TB/s"),
+    Device("v100", {"f64": 7.8 * T, "f32": 15.7 * T, "f16": 125 * T, "*": 15.7 * T}, 0.9e12,
+           "NVIDIA V100 datasheet (SXM2): FP64 7.8, FP32 15.7, Tensor 125 TFLOPS; HBM2 "
+           "900 GB/s"),
+    Device("tpu-v4", {"bf16": 275 * T, "s8": 275 * T, "*": 275 * T}, 1.2e12,
+           "Google Cloud TPU v4 documentation: 275 TFLOPS bf16/int8 per chip; HBM 1,200 GB/s"),
+    Device("tpu-v5e", {"bf16": 197 * T, "s8": 394 * T, "*": 197 * T}, 0.819e12,
+           "Google Cloud TPU v5e documentation: 197 TFLOPS bf16, 394 TOPS int8 per chip; "
+           "HBM 819 GB/s"),
+    Device("tpu-v5p", {"bf16": 459 * T, "s8": 918 * T, "*": 459 * T}, 2.765e12,
+           "Google Cloud TPU v5p documentation: 459 TFLOPS bf16, 918 TOPS int8 per chip; "
+           "HBM 2,765 GB/s"),
+)}
+
+
+def device(name: str) -> Device:
+    """A built-in device by name (``a100``, ``h100``, ``v100``, ``tpu-v4``, ``tpu-v5e``, ``tpu-v5p``)."""
+    try:
+        return DEVICES[name.lower()]
+    except KeyError:
+        raise HloModelError(f"unknown device {name!r}",
+                            hint=f"use one of {', '.join(sorted(DEVICES))}, or give "
+                                 "--peak-flops and --bandwidth") from None

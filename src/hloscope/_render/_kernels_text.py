@@ -1,0 +1,125 @@
+"""`hloscope kernels` and `hloscope lint` as text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._analysis._advisor import Finding
+from .._analysis._devices import Device
+from .._analysis._kernels import KernelGraph
+from ._text import format_bytes, table
+
+__all__ = ["format_count", "render_findings", "render_kernels"]
+
+
+def format_count(n: int) -> str:
+    """``1234567`` -> ``1.23 M``; exact below 10,000."""
+    if n < 10_000:
+        return str(n)
+    for div, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return str(n)
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _fused(k) -> str:  # type: ignore[no-untyped-def]
+    if k.category == "library call":
+        return k.target
+    parts = [f"{op} {n}" if n > 1 else op for op, n in k.fused[:4]]
+    if len(k.fused) > 4:
+        parts.append(f"+{len(k.fused) - 4}")
+    return ", ".join(parts) or "-"
+
+
+def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
+                   top_edges: int = 20) -> str:
+    out = [f"Module {g.module}", f"  from {g.file}"]
+    if not scheduled:
+        out.append("  not optimized (no schedule): every operation counts as a kernel here; "
+                   "read the optimized module to see XLA's fusions")
+    temps = g.temporaries
+    out.append(f"  {_n(len(g.kernels), 'kernel')}, {_n(len(temps), 'array')} passed between kernels "
+               f"({format_bytes(g.temporary_bytes)})"
+               + (f", memory peak {format_bytes(g.peak_bytes)}" if g.peak_bytes is not None else ""))
+    flops = sum(k.flops for k in g.kernels)
+    moved = sum(k.bytes_accessed for k in g.kernels)
+    out.append(f"  {format_count(flops)} flops, {format_bytes(moved)} accessed"
+               + (f", intensity {flops / moved:.2f} flop/byte" if moved else ""))
+    out.append("")
+    inputs: dict[str, list[str]] = {}
+    for e in g.edges:
+        if e.dst != "result":
+            inputs.setdefault(e.dst, [])
+            label = e.src if e.src_kind == "kernel" else f"{e.src_kind}:{e.src}"
+            if label not in inputs[e.dst]:
+                inputs[e.dst].append(label)
+    headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
+    if device is not None:
+        headers += [f"{device.name} us", "bound"]
+    headers.append("source")
+    by_group: dict[str, list] = {}
+    for k in g.kernels:
+        by_group.setdefault(k.group, []).append(k)
+    group_info = {gr.name: gr for gr in g.groups}
+    for group, ks in by_group.items():
+        gi = group_info.get(group)
+        title = (f"{gi.kind} {group} (of {gi.caller} in {gi.parent})" if gi is not None
+                 else f"entry {group}")
+        out.append(f"{title}: {_n(len(ks), 'kernel')}")
+        rows = []
+        for k in ks:
+            kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
+            ins = inputs.get(k.name, [])
+            row = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
+                   or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
+            if device is not None:
+                et = k.shape.split("[", 1)[0].lstrip("(")
+                t = k.roofline_seconds(device, et)
+                peak = device.peak_flops(et)
+                bound = "compute" if peak and k.flops / peak >= k.bytes_accessed / device.bandwidth \
+                    else "memory"
+                row += [f"{t * 1e6:.2f}", bound]
+            row.append(k.source or "-")
+            rows.append(row)
+        right = (5, 6, 7) if device is not None else (5, 6)
+        out.append(table(headers, rows, right=right, max_width=40))
+        out.append("")
+    passed = [e for e in g.edges if e.value in set(temps) and e.dst != "result"]
+    if passed:
+        out.append("Arrays passed between kernels")
+        rows = [[e.value, f"{e.src} -> {e.dst}", e.shape, format_bytes(e.bytes), e.kind,
+                 "yes" if e.live_at_peak else "-"] for e in passed[:top_edges]]
+        out.append(table(["array", "from -> to", "shape", "bytes", "kind", "at peak"], rows,
+                         right=(3,), max_width=48))
+        if len(passed) > top_edges:
+            out.append(f"  ... and {len(passed) - top_edges} more (see --json)")
+        out.append("")
+    if g.collectives:
+        out.append(f"Collectives ({len(g.collectives)})")
+        rows = [[c.name, c.opcode, c.shape, f"{len(c.groups) or 1} x {c.group_size}",
+                 format_bytes(c.sent_per_device), format_bytes(c.received_per_device),
+                 c.source or "-"] for c in g.collectives]
+        out.append(table(["name", "opcode", "shape", "groups", "sent/device", "received/device",
+                          "source"], rows, right=(4, 5), max_width=40))
+        out.append("")
+    if device is not None:
+        out.append(f"Roofline device {device.name}: {device.source}")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def render_findings(module: str, findings: Sequence[Finding]) -> str:
+    out = [f"Module {module}: {_n(len(findings), 'finding')}"]
+    for f in findings:
+        out.append("")
+        out.append(f"{f.rule} {f.title}")
+        out.append(f"  {f.message}")
+        for e in f.evidence[:6]:
+            where = ", ".join(x for x in (e.op_name, e.source) if x)
+            out.append(f"  - {e.what} {e.name} {e.shape} ({format_bytes(e.bytes)})"
+                       + (f": {where}" if where else ""))
+        out.append(f"  try: {f.suggestion}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,243 @@
+"""The kernel graph, collectives, cost, and the advisor's rules on their twins."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DATA, GENERATED, check_golden
+from hypothesis import HealthCheck, given, settings
+from test_memory_properties import scheduled_modules
+from test_properties import modules
+
+import hloscope
+from hloscope._analysis._kernels import kernel_graph
+from hloscope._hlo._replica_groups import ReplicaGroupsError, parse_replica_groups
+
+ADVISOR = DATA / "advisor"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def graph(path):
+    return kernel_graph(hloscope.read(path).module)
+
+
+# -- seed 004's examples ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,kernels,temps", [
+    ("f_well_fused", 1, 0), ("f_sum_explicit", 1, 0), ("f_sum_jax", 2, 1),
+    ("f_for_unrolled", 1, 0), ("f_barrier", 1, 0), ("f_recalc", 2, 1), ("f_stored", 2, 1),
+])
+def test_kernel_counts_and_temporaries_of_seed_004(name, kernels, temps):
+    g = graph(GENERATED / f"{name}.hlo")
+    assert len(g.kernels) == kernels
+    assert len(g.temporaries) == temps
+
+
+def test_sum_jax_passes_a_1mib_temporary_live_at_the_peak():
+    g = graph(GENERATED / "f_sum_jax.hlo")
+    (e,) = [e for e in g.edges if e.value == "concatenate_convert_fusion{}"]
+    assert (e.src, e.dst, e.bytes, e.kind, e.live_at_peak) == (
+        "concatenate_convert_fusion", "ynn_fusion", 1048576, "temporary", True)
+    k = {k.name: k for k in g.kernels}["ynn_fusion"]
+    assert k.category == "fusion" and k.fusion_kind == "kCustom" and "reduce" in dict(k.fused)
+
+
+def test_for_loop_is_a_group_of_three_kernels_with_its_state_in_memory():
+    g = graph(GENERATED / "f_for_loop.hlo")
+    loop = [k for k in g.kernels if k.group in {x.name for x in g.groups}]
+    assert len(loop) == 3
+    assert {x.kind for x in g.groups} == {"while body", "while condition"}
+    assert "arg_tuple.1{1}" in g.temporaries
+
+
+def test_fused_ops_and_flops():
+    g = graph(GENERATED / "f_well_fused.hlo")
+    (k,) = g.kernels
+    assert k.category == "fusion" and k.fusion_kind == "kLoop" and k.flops > 0
+    assert k.bytes_accessed == 2 * 1048576
+
+
+def test_dot_flops_from_contracting_size():
+    m = hloscope.parse("""HloModule m, is_scheduled=true
+ENTRY e {
+  a = f32[64,128]{1,0} parameter(0)
+  b = f32[128,32]{1,0} parameter(1)
+  ROOT d = f32[64,32]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}""")
+    (k,) = kernel_graph(m).kernels
+    assert k.flops == 2 * 64 * 32 * 128
+    assert k.bytes_accessed == (64 * 128 + 128 * 32 + 64 * 32) * 4
+    a100 = hloscope.DEVICES["a100"]
+    assert k.roofline_seconds(a100, "f32") == pytest.approx(
+        max(k.flops / 19.5e12, k.bytes_accessed / 2.039e12))
+
+
+# -- collectives ---------------------------------------------------------------
+
+
+def test_collectives_of_the_sharded_fft_with_bytes_per_device():
+    g = graph(GENERATED / "fft_cont_pencil_4x2.hlo")
+    rows = [(c.name, c.opcode, c.group_size, c.bytes, c.sent_per_device, c.received_per_device)
+            for c in g.collectives]
+    assert rows == [("all-gather", "all-gather", 2, 65536, 32768, 32768),
+                    ("all-gather.1", "all-gather", 4, 262144, 196608, 196608)]
+    assert g.collectives[0].groups == ((0, 1), (2, 3), (4, 5), (6, 7))
+    assert g.collectives[0].source == "generate.py:159"
+
+
+def test_seed_gpu_fft_communicates_inside_its_library_call():
+    g = graph(DATA / "seeds" / "fft_cont_2048_pencil8.after_opt.hlo")
+    assert not g.collectives  # jaxDecomp's pfft3d does its all-to-alls itself
+    (call,) = [k for k in g.kernels if k.category == "library call"]
+    assert call.target == "pfft3d" and call.bytes_out == 8 * 1024 * 512 * 2048
+
+
+@pytest.mark.parametrize("text,groups", [
+    ("{{0,1},{2,3}}", ((0, 1), (2, 3))),
+    ("{}", ()),
+    ("[2,4]<=[8]", ((0, 1, 2, 3), (4, 5, 6, 7))),
+    ("[4,2]<=[2,4]T(1,0)", ((0, 4), (1, 5), (2, 6), (3, 7))),
+    ("mesh['x'=4,'y'=2] {'y'}", ((0, 1), (2, 3), (4, 5), (6, 7))),
+    ("mesh['x'=4,'y'=2] {'x'}", ((0, 2, 4, 6), (1, 3, 5, 7))),
+])
+def test_replica_groups_in_every_printed_form(text, groups):
+    assert parse_replica_groups(text) == groups
+
+
+@pytest.mark.parametrize("bad", ["[2,4]<=[8]T(0,0)", "nonsense", "[3]<=[3]"])
+def test_bad_replica_groups(bad):
+    with pytest.raises(ReplicaGroupsError):
+        parse_replica_groups(bad)
+
+
+# -- the advisor ---------------------------------------------------------------
+
+PAIRS = [
+    ("HS101", GENERATED / "f_sum_jax.hlo", GENERATED / "f_sum_explicit.hlo"),
+    ("HS102", GENERATED / "f_numpy_constant.hlo", GENERATED / "f_sum_explicit.hlo"),
+    ("HS103", GENERATED / "f_fft3d.hlo", GENERATED / "f_fft3d_transposed.hlo"),
+    ("HS104", GENERATED / "f_recalc.hlo", GENERATED / "f_stored.hlo"),
+    ("HS105", GENERATED / "f_for_loop.hlo", GENERATED / "f_for_unrolled.hlo"),
+    ("HS106", ADVISOR / "side_by_side_ffts.hlo", ADVISOR / "one_fft_chain.hlo"),
+    ("HS107", ADVISOR / "donation_unused.hlo", ADVISOR / "donation_used.hlo"),
+    ("HS108", ADVISOR / "f64_promoted.hlo", ADVISOR / "f32_only.hlo"),
+    ("HS109", ADVISOR / "loop_invariant_collective.hlo", ADVISOR / "loop_varying_collective.hlo"),
+]
+
+
+@pytest.mark.parametrize("rule,trigger,clean", PAIRS, ids=[p[0] for p in PAIRS])
+def test_rule_fires_on_its_trigger_and_stays_quiet_on_its_twin(rule, trigger, clean):
+    fired = [f for f in hloscope.advise(hloscope.read(trigger).module) if f.rule == rule]
+    assert fired, f"{rule} did not fire on {trigger.name}"
+    f = fired[0]
+    assert f.title and f.message and f.suggestion and f.evidence
+    assert not [f for f in hloscope.advise(hloscope.read(clean).module) if f.rule == rule]
+
+
+def test_every_rule_is_tested_and_documented():
+    assert {r.id for r in hloscope.RULES} == {p[0] for p in PAIRS}
+    doc = (ROOT / "docs" / "advisor.md").read_text()
+    for r in hloscope.RULES:
+        assert r.id in doc and r.name in doc
+
+
+def test_evidence_names_the_source_line():
+    (f,) = [f for f in hloscope.advise(hloscope.read(GENERATED / "f_recalc.hlo").module)
+            if f.rule == "HS104"]
+    assert f.evidence[0].name == "add_convert_fusion" and f.evidence[0].source
+
+
+# -- the command line -------------------------------------------------------------
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=ROOT)
+
+
+@pytest.mark.parametrize("name,path,extra", [
+    ("f_for_loop", GENERATED / "f_for_loop.hlo", ()),
+    ("fft_pencil_a100", GENERATED / "fft_cont_pencil_4x2.hlo", ("--device", "a100")),
+    ("f_sum_jax", GENERATED / "f_sum_jax.hlo", ()),
+])
+def test_kernels_text_golden(name, path, extra):
+    r = run("kernels", str(path), *extra)
+    assert r.returncode == 0, r.stderr
+    check_golden(f"kernels/{name}.txt", r.stdout)
+
+
+def test_lint_text_golden_and_exit_status():
+    r = run("lint", str(GENERATED / "f_recalc.hlo"))
+    assert r.returncode == 0, r.stderr
+    check_golden("kernels/lint_f_recalc.txt", r.stdout)
+    assert run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS104").returncode == 1
+    assert run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "loop-state").returncode == 0
+    assert run("lint", str(GENERATED / "f_well_fused.hlo"), "--fail-on", "all").returncode == 0
+    bad = run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS999")
+    assert bad.returncode == 2 and "unknown rule" in bad.stderr
+
+
+def test_kernels_and_lint_json_documented():
+    doc = (ROOT / "docs" / "json.md").read_text()
+    r = run("kernels", "--json", "--device", "h100", str(GENERATED / "fft_cont_pencil_4x2.hlo"))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["schema"] == "hloscope.kernels/1"
+    m = data["modules"][0]
+    for key in list(m) + list(m["kernels"][0]) + list(m["edges"][0]) + list(m["collectives"][0]):
+        assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
+    r2 = run("lint", "--json", str(GENERATED / "f_sum_jax.hlo"))
+    data2 = json.loads(r2.stdout)
+    assert data2["schema"] == "hloscope.lint/1"
+    f = data2["modules"][0]["findings"][0]
+    for key in list(f) + list(f["evidence"][0]):
+        assert f"`{key}`" in doc
+    assert run("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout == \
+        run("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout
+
+
+def test_kernels_bad_device_and_bad_input(tmp_path):
+    r = run("kernels", str(GENERATED / "f_sum_jax.hlo"), "--device", "abacus")
+    assert r.returncode == 2 and "unknown device" in r.stderr
+    r = run("kernels", str(GENERATED / "f_sum_jax.hlo"), "--peak-flops", "1e12")
+    assert r.returncode == 2 and "--bandwidth" in r.stderr
+    f = tmp_path / "x.hlo"
+    f.write_bytes(b"\x00\xff" * 50)
+    r = run("lint", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+# -- properties ---------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(modules())
+def test_kernel_graph_and_advisor_never_crash(text):
+    m = hloscope.parse(text)
+    try:
+        g = kernel_graph(m)
+        findings = hloscope.advise(m, graph=g)
+    except hloscope.HloscopeError:
+        return
+    names = {k.name for k in g.kernels}
+    assert all(e.dst in names or e.dst == "result" for e in g.edges)
+    assert all(k.flops >= 0 and k.bytes_accessed >= 0 for k in g.kernels)
+    assert all(f.rule in {r.id for r in hloscope.RULES} for f in findings)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scheduled_modules())
+def test_every_array_passed_between_kernels_comes_from_a_kernel_or_the_loop(text):
+    g = kernel_graph(hloscope.read_text(text).module)
+    passed = set(g.temporaries)
+    for e in g.edges:
+        if e.value in passed:
+            assert e.src_kind in ("kernel", "loop state")
+    assert len(g.to_dict()["kernels"]) == len(g.kernels)
