@@ -39,6 +39,7 @@ from ._dataflow import CONTROL_FLOW_OPCODES, Dataflow, Value, analyze_dataflow
 from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
+from ._summary import _wraps_collective
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -227,7 +228,7 @@ def _category(inst: Instruction) -> str:
         return "fusion"
     if op == "custom-call":
         return "library call"
-    if op in _COLLECTIVES or (op == "async-start" and _wrapped_collective(inst)):
+    if op in _COLLECTIVES or (op == "async-start" and _wraps_collective(inst)):
         return "collective"
     if op in _HOST:
         return "host transfer"
@@ -238,14 +239,6 @@ def _category(inst: Instruction) -> str:
     if op in ("reduce", "reduce-window", "scatter", "gather", "select-and-scatter"):
         return op
     return "op"
-
-
-def _wrapped_collective(inst: Instruction) -> bool:
-    try:
-        return any(i.opcode in _COLLECTIVES for c in inst.called_computations
-                   for i in c.instructions)
-    except Exception:  # noqa: BLE001  (an unresolvable wrapper is simply not a collective)
-        return False
 
 
 def _elements(shape: Shape) -> int:
