@@ -37,3 +37,19 @@ def test_matches_xla(name, tmp_path):
     assert lr.peak_bytes == dump.peak_bytes
     temp = figures["temp_size_in_bytes"]
     assert abs(estimate_temp(df, lr).size - temp) <= 0.05 * temp
+
+
+def test_collectives_of_a_shard_map_program(tmp_path):
+    import jax
+
+    if len(jax.devices()) < 8:
+        pytest.skip("needs 8 devices")
+    hlo, _lr, _ba, _fig = compile_with_dump("shard_map_collectives", str(tmp_path))
+    g = hloscope.kernel_graph(hloscope.read_text(hlo).module)
+    ops = {c.opcode for c in g.collectives}
+    assert {"all-reduce", "all-gather", "collective-permute", "all-to-all"} <= ops
+    for c in g.collectives:
+        assert c.sent_per_device > 0 and c.received_per_device > 0
+        assert c.group_size in (2, 8)
+        if c.opcode == "all-gather":  # each device holds 8x16x4 B and gathers the other 7 shards
+            assert c.received_per_device == 7 * 8 * 16 * 4
