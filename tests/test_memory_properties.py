@@ -39,15 +39,15 @@ def scheduled_modules(draw):
             lines.append(f"  {name} = {shape} get-tuple-element(t{k}), index={draw(st.integers(0, 1))}")
         else:
             body, cond = f"body{k}", f"cond{k}"
+            comps.append(  # names unique in the module, as XLA keeps them
+                f"{cond} {{\n  c{k}c = (s32[], {shape}) parameter(0)\n"
+                f"  i{k}c = s32[] get-tuple-element(c{k}c), index=0\n  n{k}c = s32[] constant(3)\n"
+                f"  ROOT lt{k}c = pred[] compare(i{k}c, n{k}c), direction=LT\n}}\n")
             comps.append(
-                f"{cond} {{\n  c = (s32[], {shape}) parameter(0)\n"
-                f"  i = s32[] get-tuple-element(c), index=0\n  n = s32[] constant(3)\n"
-                f"  ROOT lt = pred[] compare(i, n), direction=LT\n}}\n")
-            comps.append(
-                f"{body} {{\n  c = (s32[], {shape}) parameter(0)\n"
-                f"  i = s32[] get-tuple-element(c), index=0\n  one = s32[] constant(1)\n"
-                f"  j = s32[] add(i, one)\n  x = {shape} get-tuple-element(c), index=1\n"
-                f"  y = {shape} {draw(_UNARY)}(x)\n  ROOT r = (s32[], {shape}) tuple(j, y)\n}}\n")
+                f"{body} {{\n  c{k}b = (s32[], {shape}) parameter(0)\n"
+                f"  i{k}b = s32[] get-tuple-element(c{k}b), index=0\n  one{k} = s32[] constant(1)\n"
+                f"  j{k} = s32[] add(i{k}b, one{k})\n  x{k} = {shape} get-tuple-element(c{k}b), index=1\n"
+                f"  y{k} = {shape} {draw(_UNARY)}(x{k})\n  ROOT r{k} = (s32[], {shape}) tuple(j{k}, y{k})\n}}\n")
             lines.append(f"  z{k} = s32[] constant(0)")
             lines.append(f"  i{k} = (s32[], {shape}) tuple(z{k}, {a})")
             lines.append(f"  w{k} = (s32[], {shape}) while(i{k}), condition={cond}, body={body}")

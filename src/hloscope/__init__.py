@@ -11,6 +11,8 @@ from ._analysis._advisor import Finding as Finding
 from ._analysis._advisor import advise as advise
 from ._analysis._devices import DEVICES as DEVICES
 from ._analysis._devices import Device as Device
+from ._analysis._diff import ModuleDiff as ModuleDiff
+from ._analysis._diff import diff_modules as diff_modules
 from ._analysis._kernels import CollectiveTraffic as CollectiveTraffic
 from ._analysis._kernels import Edge as Edge
 from ._analysis._kernels import Kernel as Kernel

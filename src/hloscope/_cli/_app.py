@@ -224,6 +224,37 @@ def lint(
         raise typer.Exit(1)
 
 
+def _one_module(path: Path):  # type: ignore[no-untyped-def]
+    mods = _modules(path)
+    if len(mods) > 1:
+        biggest = max(mods, key=lambda m: m.instruction_count)
+        sys.stderr.write(f"note: {path} holds {len(mods)} modules; comparing the largest, "
+                         f"{biggest.name}\n")
+        return biggest
+    return mods[0]
+
+
+@app.command()
+def diff(
+    a: Path = typer.Argument(..., help="The first version: HLO text (optimized)."),
+    b: Path = typer.Argument(..., help="The second version."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
+) -> None:
+    """What changed between two versions of a program: kernels matched by what they compute,
+    arrays between kernels, the memory peak, collectives, flops, the advisor's findings."""
+    from .._analysis._diff import DIFF_SCHEMA, diff_modules
+    from .._render._diff_text import render_diff
+
+    try:
+        result = diff_modules(_one_module(a), _one_module(b))
+    except _errors.HloscopeError as e:
+        _fail(e)
+    if json_out:
+        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
+        return
+    sys.stdout.write(render_diff(result))
+
+
 @app.command()
 def demo() -> None:
     """Summarize a built-in example: a 3-D FFT sharded over 8 devices (from seed 000)."""

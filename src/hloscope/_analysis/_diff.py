@@ -1,0 +1,411 @@
+"""What changed between two versions of a program, by what the kernels compute.
+
+`diff_modules` is a pure function from two modules to a `ModuleDiff`: plain
+frozen data (JSON schema ``hloscope.diff/1``).  XLA renumbers instructions
+from one compile to the next, so kernels are matched by what they compute,
+never by name, in passes from strict to loose:
+
+1. the same place (entry, loop body, branch, ...), kind, result shape,
+   inputs, fused operations, op_name and source line;
+2. the same but op_name and source line (the code moved);
+3. the same place, kind and shapes, whatever is fused inside: a *changed*
+   kernel, reported with the operations it gained and lost.
+
+What is left is removed (only in A) or added (only in B).  Arrays passed
+between kernels, the values live at the peak, collectives and the advisor's
+findings are compared the same way, by shapes and op_names.  Renaming alone
+gives an empty diff.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .._hlo._module import Module
+from ._advisor import Finding, advise
+from ._dataflow import analyze_dataflow
+from ._kernels import Kernel, KernelGraph, kernel_graph
+from ._liverange import compute_live_ranges
+
+__all__ = ["DIFF_SCHEMA", "KernelChange", "ModuleDiff", "diff_modules"]
+
+DIFF_SCHEMA = "hloscope.diff/1"
+
+
+@dataclass(frozen=True, slots=True)
+class KernelChange:
+    """A kernel matched across the versions whose fused operations (or op_name) changed."""
+
+    a: str
+    b: str
+    place: str
+    gained: tuple[tuple[str, int], ...]
+    lost: tuple[tuple[str, int], ...]
+    op_name_a: str
+    op_name_b: str
+    source_a: str | None
+    source_b: str | None
+    flops_a: int
+    flops_b: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "place": self.place, "gained": dict(self.gained),
+                "lost": dict(self.lost), "op_name_a": self.op_name_a,
+                "op_name_b": self.op_name_b, "source_a": self.source_a,
+                "source_b": self.source_b, "flops_a": self.flops_a, "flops_b": self.flops_b}
+
+
+def _kernel_dict(k: Kernel, place: str) -> dict[str, Any]:
+    return {"name": k.name, "place": place, "category": k.category,
+            "fusion_kind": k.fusion_kind or None, "target": k.target or None, "shape": k.shape,
+            "fused": dict(k.fused), "flops": k.flops, "op_name": k.op_name, "source": k.source}
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleDiff:
+    """What `hloscope diff` shows.  Each list holds plain dicts (see docs/json.md)."""
+
+    a: KernelGraph
+    b: KernelGraph
+    headline: tuple[str, ...]
+    removed: tuple[dict[str, Any], ...]
+    added: tuple[dict[str, Any], ...]
+    changed: tuple[KernelChange, ...]
+    matched: int
+    temporaries_removed: tuple[dict[str, Any], ...]
+    temporaries_added: tuple[dict[str, Any], ...]
+    peak_a: int | None
+    peak_b: int | None
+    peak_removed: tuple[dict[str, Any], ...]
+    peak_added: tuple[dict[str, Any], ...]
+    collectives_removed: tuple[dict[str, Any], ...]
+    collectives_added: tuple[dict[str, Any], ...]
+    math_lost: tuple[tuple[str, int], ...]
+    math_gained: tuple[tuple[str, int], ...]
+    findings_gone: tuple[Finding, ...]
+    findings_new: tuple[Finding, ...]
+
+    @property
+    def flops(self) -> tuple[int, int]:
+        return sum(k.flops for k in self.a.kernels), sum(k.flops for k in self.b.kernels)
+
+    @property
+    def bytes_accessed(self) -> tuple[int, int]:
+        return (sum(k.bytes_accessed for k in self.a.kernels),
+                sum(k.bytes_accessed for k in self.b.kernels))
+
+    @property
+    def is_empty(self) -> bool:
+        """Nothing but names changed."""
+        return not (self.removed or self.added or self.changed or self.temporaries_removed
+                    or self.temporaries_added or self.peak_a != self.peak_b
+                    or self.peak_removed or self.peak_added or self.collectives_removed
+                    or self.collectives_added or self.findings_gone or self.findings_new
+                    or self.flops[0] != self.flops[1]
+                    or self.bytes_accessed[0] != self.bytes_accessed[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        fa, fb = self.flops
+        ba, bb = self.bytes_accessed
+        return {
+            "a": {"module": self.a.module, "file": self.a.file},
+            "b": {"module": self.b.module, "file": self.b.file},
+            "empty": self.is_empty, "headline": list(self.headline),
+            "kernels": {"a": len(self.a.kernels), "b": len(self.b.kernels),
+                        "matched": self.matched, "removed": list(self.removed),
+                        "added": list(self.added),
+                        "changed": [c.to_dict() for c in self.changed]},
+            "temporaries": {"a_bytes": self.a.temporary_bytes, "b_bytes": self.b.temporary_bytes,
+                            "removed": list(self.temporaries_removed),
+                            "added": list(self.temporaries_added)},
+            "peak": {"a": self.peak_a, "b": self.peak_b,
+                     "removed": list(self.peak_removed), "added": list(self.peak_added)},
+            "collectives": {"removed": list(self.collectives_removed),
+                            "added": list(self.collectives_added)},
+            "math": {"lost": dict(self.math_lost), "gained": dict(self.math_gained)},
+            "flops": {"a": fa, "b": fb}, "bytes_accessed": {"a": ba, "b": bb},
+            "findings": {"gone": [f.to_dict() for f in self.findings_gone],
+                         "new": [f.to_dict() for f in self.findings_new]},
+        }
+
+
+# ---------------------------------------------------------------------------
+
+
+def _places(g: KernelGraph) -> dict[str, str]:
+    """Computation name -> where it runs, without names: ``entry``, ``while body``, ..."""
+    groups = {x.name: x for x in g.groups}
+    out: dict[str, str] = {}
+
+    def place(name: str, depth: int = 0) -> str:
+        if name in out:
+            return out[name]
+        grp = groups.get(name)
+        if grp is None or depth > 32:
+            return "entry"
+        parent = place(grp.parent, depth + 1)
+        out[name] = grp.kind if parent == "entry" else f"{parent} / {grp.kind}"
+        return out[name]
+
+    for k in g.kernels:
+        out[k.group] = place(k.group)
+    return out
+
+
+def _inputs(g: KernelGraph) -> dict[str, tuple[tuple[str, str], ...]]:
+    acc: dict[str, list[tuple[str, str]]] = {}
+    for e in g.edges:
+        if e.dst != "result":
+            acc.setdefault(e.dst, []).append((e.src_kind, e.shape))
+    return {k: tuple(sorted(v)) for k, v in acc.items()}
+
+
+def _keys(g: KernelGraph) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]:
+    places = _places(g)
+    ins = _inputs(g)
+    out = []
+    for k in g.kernels:
+        place = places.get(k.group, "entry")
+        base = (place, k.category, k.fusion_kind, k.target, k.shape, ins.get(k.name, ()))
+        loose = base
+        mid = (*base, k.fused)
+        strict = (*mid, k.op_name, k.source)
+        out.append((k, place, strict, mid, loose))
+    return out
+
+
+def _match(a: list, b: list, level: int) -> tuple[list[tuple[Any, Any]], list, list]:
+    """Pair items of `a` and `b` with equal key `level`, in order; return pairs and the rest."""
+    pool: dict[Any, list[Any]] = {}
+    for item in b:
+        pool.setdefault(item[level], []).append(item)
+    pairs = []
+    rest_a = []
+    for item in a:
+        cands = pool.get(item[level])
+        if cands:
+            pairs.append((item, cands.pop(0)))
+        else:
+            rest_a.append(item)
+    used = {id(y) for _, y in pairs}
+    rest_b = [y for y in b if id(y) not in used]
+    return pairs, rest_a, rest_b
+
+
+def _counter_diff(a: Counter[Any], b: Counter[Any]) -> tuple[list[Any], list[Any]]:
+    removed = list((a - b).elements())
+    added = list((b - a).elements())
+    return removed, added
+
+
+def _fused_total(g: KernelGraph) -> Counter[str]:
+    c: Counter[str] = Counter()
+    for k in g.kernels:
+        for op, n in k.fused:
+            c[op] += n
+        if not k.fused and k.category not in ("fusion",):
+            c[k.opcode] += 1
+    return c
+
+
+def _finding_key(f: Finding) -> tuple[Any, ...]:
+    return (f.rule, tuple((e.what, e.shape) for e in f.evidence))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _where(module: Module, kernel: str, opcode: str) -> str:
+    """``op_name, file:line`` of the first `opcode` fused inside `kernel` (empty if none)."""
+    for comp in module.computations:
+        inst = comp.by_name.get(kernel)
+        if inst is None:
+            continue
+        stack = list(inst.called_computation_names)
+        seen: set[str] = set()
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for i in module.computation(name).instructions:
+                if i.opcode == opcode:
+                    loc = i.source
+                    return ", ".join(x for x in (i.metadata.op_name, str(loc) if loc else "") if x)
+                stack.extend(i.called_computation_names)
+    return ""
+
+
+_HELPER_OPS = frozenset({"broadcast", "constant", "parameter", "bitcast", "reshape"})
+
+
+def _bytes(n: int) -> str:
+    if n >= 2**20:
+        return f"{n / 2**20:.2f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.2f} KiB"
+    return f"{n} B"
+
+
+def diff_modules(a: Module, b: Module) -> ModuleDiff:
+    """Compare two versions of a program (see the module docstring)."""
+    analyses = []
+    for m in (a, b):
+        df = analyze_dataflow(m)
+        lr = compute_live_ranges(df)
+        g = kernel_graph(m, df=df, lr=lr)
+        analyses.append((g, lr, advise(m, graph=g, df=df, lr=lr)))
+    (ga, lra, fa), (gb, lrb, fb) = analyses
+
+    ka, kb = _keys(ga), _keys(gb)
+    p1, ra, rb = _match(ka, kb, 2)
+    p2, ra, rb = _match(ra, rb, 3)
+    p3, ra, rb = _match(ra, rb, 4)
+    changed = []
+    for x, y in p2 + p3:
+        kx, ky = x[0], y[0]
+        lost, gained = _counter_diff(Counter(dict(kx.fused)), Counter(dict(ky.fused)))
+        if not lost and not gained and kx.op_name == ky.op_name:
+            continue  # only the source line moved
+        changed.append(KernelChange(
+            kx.name, ky.name, x[1], tuple(sorted(Counter(gained).items())),
+            tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
+            ky.source, kx.flops, ky.flops))
+    matched = len(p1) + len(p2) + len(p3)
+    removed = tuple(_kernel_dict(x[0], x[1]) for x in ra)
+    added = tuple(_kernel_dict(y[0], y[1]) for y in rb)
+
+    def temps(g: KernelGraph) -> Counter[tuple[str, int, str]]:
+        names = set(g.temporaries)
+        c: Counter[tuple[str, int, str]] = Counter()
+        seen = set()
+        for e in g.edges:
+            if e.value in names and e.value not in seen:
+                seen.add(e.value)
+                c[(e.shape, e.bytes, e.src_kind)] += 1
+        return c
+
+    t_removed, t_added = _counter_diff(temps(ga), temps(gb))
+    by_value_a = {e.value: e for e in ga.edges}
+    by_value_b = {e.value: e for e in gb.edges}
+
+    def temp_rows(items: list, g: KernelGraph, by_value: dict) -> tuple[dict[str, Any], ...]:
+        rows = []
+        pool = [v for v in g.temporaries]
+        for shape, size, src_kind in items:
+            name = next((v for v in pool if by_value[v].shape == shape
+                         and by_value[v].bytes == size and by_value[v].src_kind == src_kind), "?")
+            if name in pool:
+                pool.remove(name)
+            e = by_value.get(name)
+            rows.append({"value": name, "shape": shape, "bytes": size,
+                         "from": e.src if e else None, "src_kind": src_kind})
+        return tuple(rows)
+
+    def peak_key(lr) -> Counter[tuple[str, str]]:  # type: ignore[no-untyped-def]
+        return Counter((str(v.shape), v.inst.metadata.op_name) for v in lr.peak_values)
+
+    pk_removed, pk_added = _counter_diff(peak_key(lra), peak_key(lrb))
+
+    def coll_key(g: KernelGraph) -> Counter[tuple[str, str, int, str]]:
+        return Counter((c.opcode, c.shape, c.sent_per_device, c.op_name) for c in g.collectives)
+
+    c_removed, c_added = _counter_diff(coll_key(ga), coll_key(gb))
+    m_lost, m_gained = _counter_diff(_fused_total(ga), _fused_total(gb))
+    fkeys_a = Counter(_finding_key(f) for f in fa)
+    fkeys_b = Counter(_finding_key(f) for f in fb)
+    gone = [f for f in fa if fkeys_b[_finding_key(f)] == 0]
+    new = [f for f in fb if fkeys_a[_finding_key(f)] == 0]
+
+    d = ModuleDiff(
+        ga, gb, (), removed, added, tuple(changed), matched,
+        temp_rows(t_removed, ga, by_value_a), temp_rows(t_added, gb, by_value_b),
+        lra.peak_bytes, lrb.peak_bytes,
+        tuple({"shape": s, "op_name": o} for s, o in pk_removed),
+        tuple({"shape": s, "op_name": o} for s, o in pk_added),
+        tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
+              for o, s, b, n in c_removed),
+        tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
+              for o, s, b, n in c_added),
+        tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
+        tuple(gone), tuple(new))
+    return _with_headline(d, a, b)
+
+
+def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
+    lines: list[str] = []
+    if d.is_empty:
+        lines.append("no difference but names: the same kernels, arrays, peak and collectives")
+        return _replace_headline(d, lines)
+    a, b = d.a, d.b
+    loops_a = [g for g in a.groups if g.kind == "while body"]
+    loops_b = [g for g in b.groups if g.kind == "while body"]
+    if len(loops_a) > len(loops_b):
+        for g in loops_a[len(loops_b):]:
+            per_iter = len(a.kernels_in(g.name)) + sum(
+                len(a.kernels_in(x.name)) for x in a.groups
+                if x.caller == g.caller and x.kind == "while condition")
+            state = sum(e["bytes"] for e in d.temporaries_removed if e["src_kind"] == "loop state")
+            lines.append(f"the loop {g.caller} ({per_iter} kernels per iteration"
+                         + (f", its state of {_bytes(state)} kept in memory" if state else "")
+                         + ") is gone")
+    elif len(loops_b) > len(loops_a):
+        for g in loops_b[len(loops_a):]:
+            lines.append(f"a loop {g.caller} appears ({len(b.kernels_in(g.name))} kernels in its body)")
+    if len(a.kernels) != len(b.kernels):
+        lines.append(f"{len(a.kernels)} kernels became {len(b.kernels)}")
+    else:
+        lines.append(f"the same structure: {_plural(len(a.kernels), 'kernel')} and "
+                     f"{_plural(len(a.temporaries), 'array')} between kernels on each side")
+    if d.temporaries_removed:
+        total = sum(e["bytes"] for e in d.temporaries_removed)
+        n = len(d.temporaries_removed)
+        lines.append(f"{_plural(n, 'array')} between kernels ({_bytes(total)}) "
+                     f"{'is' if n == 1 else 'are'} gone: " + ", ".join(f"{e['value']} {e['shape']}"
+                                              for e in d.temporaries_removed[:4]))
+    if d.temporaries_added:
+        total = sum(e["bytes"] for e in d.temporaries_added)
+        lines.append(f"{_plural(len(d.temporaries_added), 'new array')} between kernels ({_bytes(total)}): "
+                     + ", ".join(f"{e['value']} {e['shape']}" for e in d.temporaries_added[:4]))
+    if d.peak_a != d.peak_b and d.peak_a is not None and d.peak_b is not None:
+        pa, pb = _bytes(d.peak_a), _bytes(d.peak_b)
+        if pa == pb:
+            pa, pb = f"{d.peak_a:,} B", f"{d.peak_b:,} B"
+        lines.append(f"the memory peak goes from {pa} to {pb} ({d.peak_b - d.peak_a:+,} B)")
+    lost = [(op, n) for op, n in d.math_lost if op not in _HELPER_OPS]
+    gained = [(op, n) for op, n in d.math_gained if op not in _HELPER_OPS]
+    if lost or gained:
+        def where(items: list[tuple[str, int]], side: str) -> str:
+            parts = []
+            for op, n in items:
+                kernels = [c for c in d.changed if op in dict(c.lost if side == "a" else c.gained)]
+                k = (kernels[0].a if side == "a" else kernels[0].b) if kernels else ""
+                at = _where(ma if side == "a" else mb, k, op) if k else ""
+                parts.append(op + (f" x{n}" if n > 1 else "")
+                             + (f" (in {k}: {at})" if k and at else f" (in {k})" if k else ""))
+            return ", ".join(parts) or "nothing"
+        lines.append(f"the math changed: {where(lost, 'a')} became {where(gained, 'b')}")
+    moved = []
+    for c in d.changed:
+        for op, _n in c.lost:
+            if op in _HELPER_OPS:
+                continue
+            dest = [x for x in d.changed if x is not c and op in dict(x.gained)]
+            if dest:
+                moved.append(f"{op} moved from {c.a} into {dest[0].b}")
+    if moved:
+        lines.append("; ".join(moved))
+    for f in d.findings_gone:
+        lines.append(f"advisor: {f.rule} ({f.title}) no longer fires")
+    for f in d.findings_new:
+        lines.append(f"advisor: {f.rule} ({f.title}) now fires")
+    return _replace_headline(d, lines)
+
+
+def _replace_headline(d: ModuleDiff, lines: list[str]) -> ModuleDiff:
+    from dataclasses import replace
+
+    return replace(d, headline=tuple(lines))
