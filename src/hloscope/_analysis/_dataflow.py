@@ -96,13 +96,38 @@ def _may_use(user: Instruction, index: Index) -> bool:
     return op != "tuple" and op != "domain"
 
 
+_PASS_THROUGH = frozenset({"get-tuple-element", "copy", "tuple", "domain"})
+
+
 def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
+                  readers: dict[int, tuple[Instruction, ...]] | None = None,
                   ) -> list[tuple[Instruction, int, Index]]:
-    roots = {id(inst) for inst, _ in value.positions if inst.is_root}
+    """The (user, operand number, operand index) that read `value`, by XLA's rules.
+
+    A get-tuple-element, copy, tuple or domain reads only the top of its
+    operand, so for a value inside a tuple only the other users (and the
+    computation roots among the value's positions) are looked at; `readers`
+    caches those per instruction, which keeps wide tuples linear.
+    """
+    roots = [inst for inst, _ in value.positions if inst.is_root]
+    root_ids = {id(r) for r in roots}
     uses: list[tuple[Instruction, int, Index]] = []
     for inst, index in value.positions:
-        for user in inst.users:
-            if id(user) in roots or _may_use(user, index):
+        if index:
+            key = id(inst)
+            users = readers.get(key) if readers is not None else None
+            if users is None:
+                users = tuple(u for u in inst.users if u.opcode not in _PASS_THROUGH)
+                if readers is not None:
+                    readers[key] = users
+            if roots:
+                users = users + tuple(r for r in roots if r.opcode in _PASS_THROUGH
+                                      and inst.name in r.operand_names
+                                      and r.computation is inst.computation)
+        else:
+            users = inst.users
+        for user in users:
+            if id(user) in root_ids or _may_use(user, index):
                 for i in operand_positions(user, cache).get(inst.name, ()):
                     uses.append((user, i, index))
     return uses
@@ -679,8 +704,9 @@ class _Builder:
                             v.positions.append((inst, index))
         values = sorted(self.values.values(), key=lambda v: v.id)
         cache: dict[int, dict[str, list[int]]] = {}
+        readers: dict[int, tuple[Instruction, ...]] = {}
         for v in values:
-            v._uses = _compute_uses(v, cache)
+            v._uses = _compute_uses(v, cache, readers)
         df = Dataflow(self.module, self.comps, values, self.sets)
         _build_buffers(df)
         return df

@@ -538,41 +538,80 @@ def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int
     return None
 
 
+class _Ranges:
+    """Disjoint occupied offset ranges [start, end), kept merged and sorted."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def add(self, lo: int, hi: int) -> None:
+        starts, ends = self.starts, self.ends
+        j = bisect.bisect_left(ends, lo)      # first range ending at or after lo
+        k = bisect.bisect_right(starts, hi)   # ranges starting at or before hi
+        if j < k:
+            lo = min(lo, starts[j])
+            hi = max(hi, ends[k - 1])
+        starts[j:k] = [lo]
+        ends[j:k] = [hi]
+
+
 def _best_fit(items: list[tuple[int, int, int, int]], align: int,
               end_time: int) -> tuple[int, dict[int, int]]:
     """Place each (group, size, start, end) at the smallest aligned gap free over its lifetime.
 
-    Two segment trees find the placed chunks that overlap a lifetime: one
-    holds each chunk at the nodes covering its lifetime (chunks alive at the
-    start), the other at the nodes above its start (chunks born inside).
+    Two segment trees over time find what is occupied during a lifetime: one
+    holds each placed chunk at the nodes covering its lifetime (what is alive
+    at the start), the other at the nodes above its start (what is born
+    inside).  Each node keeps the union of its chunks' offset ranges, merged,
+    so a query reads a few short lists however many chunks were placed.
     """
     n = 1
     while n < end_time + 2:
         n *= 2
-    alive: list[list[tuple[int, int]]] = [[] for _ in range(2 * n)]
-    born: list[list[tuple[int, int]]] = [[] for _ in range(2 * n)]
+    alive: list[_Ranges | None] = [None] * (2 * n)
+    born: list[_Ranges | None] = [None] * (2 * n)
     offsets: dict[int, int] = {}
     heap_size = 0
+
+    def put(tree: list[_Ranges | None], i: int, lo: int, hi: int) -> None:
+        r = tree[i]
+        if r is None:
+            r = tree[i] = _Ranges()
+        r.add(lo, hi)
+
     for g, size, start, end in items:
-        busy: list[tuple[int, int]] = []
+        parts: list[_Ranges] = []
         i = start + n
         while i:
-            busy.extend(alive[i])
+            r = alive[i]
+            if r is not None:
+                parts.append(r)
             i >>= 1
         lo, hi = start + 1 + n, end + n + 1
         while lo < hi:
             if lo & 1:
-                busy.extend(born[lo])
+                r = born[lo]
+                if r is not None:
+                    parts.append(r)
                 lo += 1
             if hi & 1:
                 hi -= 1
-                busy.extend(born[hi])
+                r = born[hi]
+                if r is not None:
+                    parts.append(r)
             lo >>= 1
             hi >>= 1
+        if len(parts) == 1:
+            busy = list(zip(parts[0].starts, parts[0].ends))
+        else:
+            busy = sorted(pair for r in parts for pair in zip(r.starts, r.ends))
         best_off = -1
         best_gap = -1
         cur = 0
-        for off, stop in sorted(set(busy)):  # a slot reused over time counts once
+        for off, stop in busy:
             gap = off - cur
             if gap >= size and (best_gap < 0 or gap < best_gap):
                 best_gap, best_off = gap, cur
@@ -581,20 +620,20 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int,
         if best_off < 0:
             best_off = cur
         offsets[g] = best_off
-        heap_size = max(heap_size, best_off + size)
-        rec = (best_off, best_off + size)
+        top = best_off + size
+        heap_size = max(heap_size, top)
         lo, hi = start + n, end + n + 1
         while lo < hi:
             if lo & 1:
-                alive[lo].append(rec)
+                put(alive, lo, best_off, top)
                 lo += 1
             if hi & 1:
                 hi -= 1
-                alive[hi].append(rec)
+                put(alive, hi, best_off, top)
             lo >>= 1
             hi >>= 1
         i = start + n
         while i:
-            born[i].append(rec)
+            put(born, i, best_off, top)
             i >>= 1
     return heap_size, offsets
