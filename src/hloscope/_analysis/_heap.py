@@ -541,7 +541,7 @@ def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int
 class _Ranges:
     """Disjoint occupied offset ranges [start, end), kept merged and sorted."""
 
-    __slots__ = ("starts", "ends")
+    __slots__ = ("ends", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
