@@ -29,9 +29,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .._errors import HloModelError
-from .._hlo._attrs import parse_input_output_alias
 from .._hlo._module import Computation, Instruction, Module
 from .._hlo._shape import Shape
+from ._inplace import in_place_pairs
+from ._phigraph import PhiGraph
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
@@ -39,7 +40,6 @@ __all__ = [
     "Dataflow",
     "Value",
     "analyze_dataflow",
-    "in_place_pairs",
     "operand_positions",
 ]
 
@@ -207,179 +207,6 @@ def _indices(shape: Shape) -> list[Index]:
 
 
 # ---------------------------------------------------------------------------
-# In-place operations
-# ---------------------------------------------------------------------------
-
-def _follow_tuples(inst: Instruction, index: Index) -> tuple[Instruction, Index]:
-    while inst.opcode == "tuple" and index:
-        inst = inst.operands[index[0]]
-        index = index[1:]
-    while inst.opcode == "get-tuple-element":
-        index = (int(inst.attr("index", "0") or 0), *index)
-        inst = inst.operands[0]
-    return inst, index
-
-
-def in_place_pairs(inst: Instruction) -> list[tuple[int, Index, Index]]:
-    """``(operand_number, operand_index, output_index)`` that must share a buffer."""
-    op = inst.opcode
-    if op in ("dynamic-update-slice", "scatter", "all-reduce-start"):
-        n = len(inst.operand_names)
-        if op == "scatter":
-            n = (n - 1) // 2
-        elif op == "dynamic-update-slice":
-            n = 1
-        if n == 1:
-            return [(0, (), ())]
-        return [(i, (), (i,)) for i in range(n)]
-    if op in ("collective-permute", "collective-permute-start") and len(inst.operand_names) == 4:
-        base = (1,) if op == "collective-permute-start" else ()
-        operand = inst.operands[1]
-        pairs = [(1, (), base)]
-        if operand.shape.is_tuple:
-            pairs += [(1, (i,), (*base, i)) for i in range(len(operand.shape.tuple_shapes))]
-        return pairs
-    pairs: list[tuple[int, Index, Index]] = []
-    if op == "fusion":
-        pairs.extend(_fusion_in_place_pairs(inst))
-    if op in ("custom-call", "fusion", "async-start"):
-        v = inst.attr("output_to_operand_aliasing")
-        if v:
-            pairs.extend((p, pidx, out) for out, p, pidx, _ in parse_input_output_alias(v))
-    if op == "set-dimension-size":
-        return [(0, (), ())]
-    if op == "ragged-all-to-all":
-        return [(1, (), ())]
-    return pairs
-
-
-def _fusion_in_place_pairs(fusion: Instruction) -> list[tuple[int, Index, Index]]:
-    names = fusion.called_computation_names
-    if not names:
-        return []
-    comp = fusion.computation.module.computation(names[0])
-    out: list[tuple[int, Index, Index]] = []
-    for index, _leaf in fusion.shape.leaves():
-        src, src_index = _follow_tuples(comp.root, index)
-        source: Instruction | None = None
-        source_index: Index = ()
-        for opnum, opidx, outidx in in_place_pairs(src):
-            if outidx != src_index:
-                continue
-            source, source_index = _follow_tuples(src.operands[opnum], opidx)
-            if source.opcode == "fusion":
-                for n2, i2, o2 in in_place_pairs(source):
-                    if o2 == source_index:
-                        source, source_index = _follow_tuples(source.operands[n2], i2)
-        if source is not None and source.opcode == "bitcast":
-            source = source.operands[0]
-        if source is not None and source.opcode == "parameter":
-            out.append((source.parameter_number, source_index, index))
-    return out
-
-
-# ---------------------------------------------------------------------------
-# The phi graph: folds phis that carry one value (XLA's PhiGraph)
-# ---------------------------------------------------------------------------
-
-class _Node:
-    __slots__ = ("dead", "ids", "is_phi", "operands", "users", "value_id")
-
-    def __init__(self, value_id: int) -> None:
-        self.value_id = value_id
-        self.is_phi = False
-        self.dead = False
-        self.operands: list[_Node] = []
-        self.users: list[_Node] = []
-        self.ids = [value_id]
-
-
-class _PhiGraph:
-    def __init__(self) -> None:
-        self.nodes: list[_Node] = []
-        self.by_id: dict[int, _Node] = {}
-
-    def node(self, vid: int) -> _Node:
-        n = self.by_id.get(vid)
-        if n is None:
-            n = _Node(vid)
-            self.nodes.append(n)
-            self.by_id[vid] = n
-        return n
-
-    def register(self, phi: Value, inputs: list[Value]) -> None:
-        n = self.node(phi.id)
-        n.is_phi = True
-        n.operands = [self.node(v.id) for v in inputs]
-
-    def inputs_equal(self, phi: Value, inputs: list[Value]) -> bool:
-        return {o.value_id for o in self.by_id[phi.id].operands} == {v.id for v in inputs}
-
-    def find(self, vid: int) -> int:
-        return self.by_id[vid].value_id
-
-    def _replace(self, node: _Node, by: _Node) -> None:
-        if node.dead:
-            return
-        while by.dead:
-            by = self.by_id[by.value_id]
-        for u in node.users:
-            u.operands = [by if o is node else o for o in u.operands]
-        for o in node.operands:
-            o.users = [by if x is node else x for x in o.users]
-        for vid in node.ids:
-            self.by_id[vid] = by
-        by.ids.extend(node.ids)
-        node.ids = []
-        node.dead = True
-
-    def optimize(self) -> None:
-        for n in self.nodes:
-            for o in n.operands:
-                o.users.append(n)
-        changed = True
-        while changed:
-            changed = False
-            checked: set[int] = set()
-            for n in self.nodes:
-                if not n.is_phi or n.dead:
-                    continue
-                n.operands = [o for o in n.operands if o is not n]
-                n.users = [u for u in n.users if u is not n]
-                if not n.operands:
-                    continue
-                first = n.operands[0]
-                if all(o is first for o in n.operands):
-                    self._replace(n, first)
-                    changed = True
-                    continue
-                if id(n) in checked:
-                    continue
-                # A closure of phis fed by exactly one non-phi folds into it.
-                seen: dict[int, _Node] = {}
-                work = [n]
-                non_phi: _Node | None = None
-                ok = True
-                while work:
-                    t = work.pop(0)
-                    if id(t) in seen:
-                        continue
-                    checked.add(id(t))
-                    seen[id(t)] = t
-                    work.extend(t.operands)
-                    if not t.is_phi:
-                        if non_phi is not None and non_phi is not t:
-                            ok = False
-                            break
-                        non_phi = t
-                if ok and non_phi is not None:
-                    for t in seen.values():
-                        if t.is_phi:
-                            self._replace(t, non_phi)
-                            changed = True
-
-
-# ---------------------------------------------------------------------------
 # The analysis
 # ---------------------------------------------------------------------------
 
@@ -389,7 +216,7 @@ class _Builder:
         self.sets: dict[int, dict[Index, list[Value]]] = {}
         self.values: dict[int, Value] = {}
         self.next_id = 0
-        self.phis = _PhiGraph()
+        self.phis = PhiGraph()
         self.deleted: set[int] = set()
         self.comps = _control_flow_computations(module)
         self.callers: dict[str, list[Instruction]] = {

@@ -19,7 +19,8 @@ import bisect
 from dataclasses import dataclass
 
 from .._hlo._module import Computation, Instruction
-from ._dataflow import Dataflow, Value, in_place_pairs, operand_positions
+from ._dataflow import Dataflow, Value, operand_positions
+from ._inplace import in_place_pairs
 from ._liverange import LiveRanges
 
 __all__ = ["ELEMENTWISE_OPCODES", "HeapEstimate", "classify_buffers", "estimate_temp"]
