@@ -88,7 +88,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         right = (5, 6, 7) if device is not None else (5, 6)
         out.append(table(headers, rows, right=right, max_width=40))
         out.append("")
-    passed = [e for e in g.edges if e.value in set(temps) and e.dst != "result"]
+    temp_set = set(temps)
+    passed = [e for e in g.edges if e.value in temp_set and e.dst != "result"]
     if passed:
         out.append("Arrays passed between kernels")
         rows = [[e.value, f"{e.src} -> {e.dst}", e.shape, format_bytes(e.bytes), e.kind,
