@@ -19,7 +19,7 @@ from typing import Any
 
 from .._hlo._module import Instruction, Module
 from ._dataflow import Dataflow, analyze_dataflow
-from ._kernels import Kernel, KernelGraph, kernel_graph
+from ._kernels import Edge, Kernel, KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 
 __all__ = ["ADVICE_SCHEMA", "RULES", "Evidence", "Finding", "Rule", "advise"]
@@ -66,18 +66,23 @@ class Finding:
                 "suggestion": self.suggestion, "evidence": [e.to_dict() for e in self.evidence]}
 
 
-@dataclass(frozen=True, slots=True)
 class _Context:
-    module: Module
-    graph: KernelGraph
-    df: Dataflow
-    lr: LiveRanges
+    """What the rules read, with the kernel graph indexed by name."""
+
+    def __init__(self, module: Module, graph: KernelGraph, df: Dataflow, lr: LiveRanges) -> None:
+        self.module = module
+        self.graph = graph
+        self.df = df
+        self.lr = lr
+        self._kernels = {k.name: k for k in graph.kernels}
+        self.edges_to: dict[str, list[Edge]] = {}
+        self.edges_from: dict[str, list[Edge]] = {}
+        for e in graph.edges:
+            self.edges_to.setdefault(e.dst, []).append(e)
+            self.edges_from.setdefault(e.src, []).append(e)
 
     def kernel(self, name: str) -> Kernel | None:
-        for k in self.graph.kernels:
-            if k.name == name:
-                return k
-        return None
+        return self._kernels.get(name)
 
     def inst(self, name: str) -> Instruction | None:
         for c in self.df.computations:
@@ -118,7 +123,7 @@ def _reduction_split(ctx: _Context) -> list[Finding]:
         fused = dict(k.fused)
         if not (k.opcode == "reduce" or "reduce" in fused):
             continue
-        feeds = [e for e in ctx.graph.edges if e.dst == k.name and e.src_kind == "kernel"
+        feeds = [e for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"
                  and e.kind != "argument"]
         producers = [ctx.kernel(e.src) for e in feeds]
         producers = [p for p in producers if p is not None and p.category == "fusion"
@@ -189,10 +194,10 @@ def _recompute(ctx: _Context) -> list[Finding]:
         fused = set(dict(k.fused))
         if not fused or not fused <= _CHEAP_OPS or fused & _HEAVY_OPS:
             continue
-        inputs = [e for e in ctx.graph.edges if e.dst == k.name]
+        inputs = ctx.edges_to.get(k.name, [])
         if any(e.src_kind == "kernel" for e in inputs):
             continue  # computed from other kernels' results: not free to redo
-        consumers = [e for e in ctx.graph.edges if e.src == k.name and e.src_kind == "kernel"
+        consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.src_kind == "kernel"
                      and e.dst != "result"]
         if not consumers or k.bytes_out < LARGE_ARRAY_BYTES:
             continue
@@ -220,8 +225,8 @@ def _loop_state(ctx: _Context) -> list[Finding]:
     body_groups = {g.name: g for g in ctx.graph.groups if g.kind == "while body"}
     for name, g in body_groups.items():
         state = [e for e in ctx.graph.edges if e.src_kind == "loop state"
-                 and (ctx.kernel(e.dst) or Kernel) is not Kernel
-                 and ctx.kernel(e.dst).group == name and e.bytes >= LARGE_ARRAY_BYTES]
+                 and e.bytes >= LARGE_ARRAY_BYTES
+                 and (k := ctx.kernel(e.dst)) is not None and k.group == name]
         if not state:
             continue
         values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))
