@@ -44,6 +44,10 @@ def test_demo():
     r = run("demo")
     assert r.returncode == 0, r.stderr
     assert "Module jit__lambda" in r.stdout and "all-gather" in r.stdout
+    for part in ("==> hloscope summary", "==> hloscope kernels", "==> hloscope memory",
+                 "==> hloscope lint"):
+        assert part in r.stdout
+    check_golden("cli/demo.txt", r.stdout)
 
 
 @pytest.mark.parametrize("path,needle", [

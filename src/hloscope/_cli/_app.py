@@ -257,18 +257,35 @@ def diff(
 
 @app.command()
 def demo() -> None:
-    """Summarize a built-in example: a 3-D FFT sharded over 8 devices (from seed 000)."""
+    """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices (from seed 000):
+    what is in it, its kernels, its memory peak, and the advisor."""
+    from .._analysis._advisor import advise
+    from .._analysis._kernels import kernel_graph
+    from .._analysis._memory import analyze_memory
+    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._memory_text import render_memory
+
     data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
     with resources.as_file(data) as p:
         hf = _load(Path(p))
-    s = summarize(hf.module)
-    sys.stdout.write(render_summary(s).replace(str(p), "<built-in example fft_pencil_4x2.hlo>"))
+    m = hf.module
+    name = "<built-in example fft_pencil_4x2.hlo>"
+    parts = [
+        ("hloscope summary", render_summary(summarize(m))),
+        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=m.is_scheduled)),
+        ("hloscope memory", render_memory(analyze_memory(m), top=5)),
+        ("hloscope lint", render_findings(m.name, advise(m))),
+    ]
+    for title, text in parts:
+        sys.stdout.write(f"==> {title} {name}\n\n")
+        sys.stdout.write(text.replace(str(p), name) + "\n")
     sys.stdout.write(
-        "\nThis is `hloscope summary` on a built-in module: a 32x32x32 FFT that JAX sharded\n"
-        "over a 4x2 mesh of CPU devices.  Try it on your own module:\n"
+        "This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a 4x2\n"
+        "mesh of CPU devices.  Try it on your own module:\n"
         "  python -c \"import jax, jax.numpy as jnp; "
         "print(jax.jit(jnp.sin).lower(jnp.ones(8)).compile().as_text())\" > my.hlo\n"
-        "  hloscope summary my.hlo\n")
+        "  hloscope summary my.hlo; hloscope kernels my.hlo; hloscope memory my.hlo; "
+        "hloscope lint my.hlo\n")
 
 
 def main() -> None:
