@@ -117,3 +117,28 @@ def test_report_is_deterministic_json():
     a = json.dumps(analyze_memory(m).to_dict())
     b = json.dumps(analyze_memory(hloscope.read(GENERATED / "f_for_loop.hlo").module).to_dict())
     assert a == b
+
+
+def test_dump_folder_groups_files_by_module_gpu_names_included(tmp_path):
+    from hloscope._sources._xla_dumps import read_dump_dir
+
+    names = ["module_0007.jit_f.sm_8.0_gpu_after_optimizations.txt",
+             "module_0007.jit_f.sm_8.0_gpu_after_optimizations-buffer-assignment.txt",
+             "module_0007.jit_f.sm_8.0_gpu_after_optimizations-memory-usage-report.txt",
+             "module_0007.jit_f.before_optimizations.txt", "module_0007.jit_f.ir-no-opt.ll",
+             "module_0008.jit_g.cpu_after_optimizations.txt", "notes.txt"]
+    for n in names:
+        (tmp_path / n).write_text("x")
+    mods = read_dump_dir(str(tmp_path))
+    assert [(m.prefix, bool(m.after), bool(m.buffer_assignment), bool(m.memory_usage),
+             bool(m.before)) for m in mods] == [
+        ("module_0007.jit_f", True, True, True, True), ("module_0008.jit_g", True, False, False, False)]
+
+
+def test_memory_usage_report_reads():
+    from hloscope._sources._xla_dumps import parse_memory_usage_report
+
+    path = next((GENERATED / "fft_cont_pencil_4x2.dump").glob("*memory-usage-report.txt"))
+    r = parse_memory_usage_report(path.read_text())
+    assert r.total_bytes == 573508
+    assert r.rows[0] == (262144, 0, 2, "c64[32,32,32], c64[8,32,32]")

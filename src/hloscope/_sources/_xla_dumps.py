@@ -264,7 +264,7 @@ def human_bytes(num: str, unit: str) -> int:
     return round(float(num) * _UNITS.get(unit, 1))
 
 
-_DUMP_RE = re.compile(r"^(module_\d+)\.(.+?)\.((?:\w+_)?(?:after|before)_optimizations)"
+_DUMP_RE = re.compile(r"^(module_\d+)\.(.+?)\.((?:[\w.]+_)?(?:after|before)_optimizations)"
                       r"(-buffer-assignment|-live-range|-memory-usage-report)?\.txt$")
 
 
