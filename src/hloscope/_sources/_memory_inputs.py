@@ -100,6 +100,8 @@ def read_memory_inputs(path: str | os.PathLike[str]) -> MemoryInputs:
                     out.modules.append((m, figs))
             elif figs is not None:
                 out.dumps.append((dm.prefix, figs))
+            elif dm.before:  # only the module before optimization: analysed as printed
+                out.modules.extend((m, None) for m in read(dm.before).modules)
         return out
     kind = _sniff_kind(p)
     if kind == "spmd-log":
