@@ -45,7 +45,8 @@ def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) ->
     ys = [v / scale for v in series]
     fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
     try:
-        steps = list(range(len(ys)))
+        steps = list(range(len(ys) + 1))
+        ys = ys + ys[-1:]  # the last step lasts one step too
         ax.step(steps, ys, where="post", color="#3b6ea8", linewidth=1.2)
         ax.fill_between(steps, ys, step="post", color="#3b6ea8", alpha=0.18)
         if report.peak_bytes is not None:
@@ -53,9 +54,14 @@ def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) ->
             py = report.peak_bytes / scale
             ax.axvline(px, color="#c0392b", linewidth=1, linestyle="--")
             ax.plot([px], [py], "o", color="#c0392b")
+            right_half = px > len(ys) / 2
             ax.annotate(f"peak {format_bytes(report.peak_bytes)}\nstep {px}: "
-                        f"{report.peak_instruction}", (px, py), xytext=(8, -4),
-                        textcoords="offset points", fontsize=8, color="#c0392b", va="top")
+                        f"{report.peak_instruction}", (px, py),
+                        xytext=(-8 if right_half else 8, -4), textcoords="offset points",
+                        fontsize=8, color="#c0392b", va="top",
+                        ha="right" if right_half else "left",
+                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
+                              "alpha": 0.85})
             names = [f"{b.label} {b.shape}: {format_bytes(b.bytes)}"
                      + (f" ({b.source})" if b.source else "")
                      for b in report.peak_values[:labels]]
@@ -64,6 +70,9 @@ def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) ->
                         transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
                         family="monospace",
                         bbox={"boxstyle": "round", "fc": "white", "ec": "#999999", "alpha": 0.9})
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("step of the flattened schedule")
         ax.set_ylabel(f"live bytes ({unit})")
         ax.set_title(f"{report.module}: memory over the schedule", fontsize=10)
