@@ -42,6 +42,8 @@ from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
 from ._render._plot import plot_memory_timeline as plot_memory_timeline
+from ._render._svg import Drawing as Drawing
+from ._render._svg import draw as draw
 from ._sources._memory_inputs import MemoryInputs as MemoryInputs
 from ._sources._memory_inputs import read_memory_inputs as read_memory_inputs
 from ._sources._reader import HloFile as HloFile

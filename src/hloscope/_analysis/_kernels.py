@@ -81,10 +81,11 @@ class Group:
     kind: str          # "while body", "while condition", "branch N", "call", "async"
     caller: str        # the instruction that runs it
     parent: str        # the computation the caller is in
+    inputs: tuple[tuple[str, str], ...] = ()  # (src_kind, name) of what the caller reads
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "caller": self.caller,
-                "parent": self.parent}
+                "parent": self.parent, "inputs": [list(i) for i in self.inputs]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +471,17 @@ def kernel_graph(module: Module, *, df: Dataflow | None = None,
         for v in df.values_at(root, idx):
             if v.size > 0:
                 edges.append(edge(v, "result"))
+    groups = []
+    for grp in _groups(module, df.computations):
+        caller = module.computation(grp.parent).by_name.get(grp.caller)
+        inputs: list[tuple[str, str]] = []
+        if caller is not None:
+            for operand in dict.fromkeys(caller.operands):
+                for idx, _leaf in operand.shape.leaves():
+                    for v in df.values_at(operand, idx):
+                        src, kind = source_of(v)
+                        if (kind, src) not in inputs and v.size > 0:
+                            inputs.append((kind, src))
+        groups.append(Group(grp.name, grp.kind, grp.caller, grp.parent, tuple(inputs)))
     return KernelGraph(module.name, module.filename, tuple(kernels), tuple(edges),
-                       tuple(_groups(module, df.computations)), tuple(collectives),
-                       lr.peak_bytes)
+                       tuple(groups), tuple(collectives), lr.peak_bytes)

@@ -224,6 +224,36 @@ def lint(
         raise typer.Exit(1)
 
 
+@app.command()
+def graph(
+    file: Path = typer.Argument(..., help="HLO text, ideally the optimized module."),
+    output: Path = typer.Option(..., "-o", "--output", help="Where to write: .svg or .png."),
+    max_kernels: int = typer.Option(300, "--max-kernels", help="Refuse larger graphs (the "
+                                    "picture gets unreadable); raise it to draw anyway."),
+) -> None:
+    """Draw the kernel graph of a small module: kernels as boxes listing what is fused
+    inside, arrays as arrows with shape and size, the arrays live at the memory peak in red,
+    loops and branches as frames.  No Graphviz needed."""
+    from .._analysis._kernels import kernel_graph
+    from .._render._graph_layout import layout_graph
+    from .._render._svg import write_picture
+
+    try:
+        m = _one_module(file)
+        g = kernel_graph(m)
+        if len(g.kernels) > max_kernels:
+            raise _errors.HloscopeError(
+                f"{file}: {len(g.kernels)} kernels is too many for one picture "
+                f"(--max-kernels {max_kernels})",
+                hint="raise --max-kernels to draw it anyway, or list them with hloscope kernels")
+        path = write_picture(layout_graph(g), str(output))
+    except _errors.HloscopeError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
+    sys.stdout.write(f"wrote {path} ({len(g.kernels)} kernels)\n")
+
+
 def _one_module(path: Path):  # type: ignore[no-untyped-def]
     mods = _modules(path)
     if len(mods) > 1:
