@@ -7,6 +7,8 @@ them after an intended change (then review the diff).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 # Sharded test programs need 8 virtual CPU devices; this must be set before JAX starts.
@@ -38,3 +40,14 @@ def check_golden(name: str, text: str) -> None:
         return
     expected = path.read_text()
     assert text == expected, f"output differs from golden file {path}"
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run `hloscope ARGS` from the repository root, with paths under it made relative
+    (so golden files hold the same text on every machine)."""
+    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
+    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=ROOT)

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import GENERATED, check_golden
+from conftest import GENERATED, ROOT, check_golden, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_memory_properties import scheduled_modules
 
 import hloscope
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def diff(a: str, b: str):
@@ -86,22 +80,18 @@ def test_renaming_never_shows_up(text, seed):
     assert hloscope.diff_modules(m, hloscope.parse(_shuffle_names(m, seed))).is_empty
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=ROOT)
 
 
 @pytest.mark.parametrize("a,b", [("f_for_loop", "f_for_unrolled"), ("f_sum_jax", "f_sum_explicit"),
                                  ("f_recalc", "f_stored")])
 def test_diff_text_golden(a, b):
-    r = run("diff", str(GENERATED / f"{a}.hlo"), str(GENERATED / f"{b}.hlo"))
+    r = run_cli("diff", str(GENERATED / f"{a}.hlo"), str(GENERATED / f"{b}.hlo"))
     assert r.returncode == 0, r.stderr
     check_golden(f"diff/{a}__{b}.txt", r.stdout)
 
 
 def test_diff_json_documented_and_bad_input(tmp_path):
-    r = run("diff", "--json", str(GENERATED / "f_recalc.hlo"), str(GENERATED / "f_stored.hlo"))
+    r = run_cli("diff", "--json", str(GENERATED / "f_recalc.hlo"), str(GENERATED / "f_stored.hlo"))
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["schema"] == "hloscope.diff/1" and data["empty"] is False
@@ -110,5 +100,5 @@ def test_diff_json_documented_and_bad_input(tmp_path):
         assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
     bad = tmp_path / "bad.hlo"
     bad.write_text("HloModule m\n\nENTRY e {\n  ROOT x = f32[ parameter(0)\n}\n")
-    r = run("diff", str(bad), str(GENERATED / "f_stored.hlo"))
+    r = run_cli("diff", str(bad), str(GENERATED / "f_stored.hlo"))
     assert r.returncode == 2 and "Traceback" not in r.stderr and ":4:" in r.stderr

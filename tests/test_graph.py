@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
-from conftest import GENERATED, check_golden
+from conftest import GENERATED, check_golden, run_cli
 
 import hloscope
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("name", ["f_sum_jax", "f_for_loop", "f_filter_with_temp",
@@ -75,17 +69,13 @@ def test_png_is_drawn(tmp_path):
     assert pixels.std() > 0.05  # not blank
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=ROOT)
 
 
 def test_graph_cli(tmp_path):
     out = tmp_path / "g.svg"
-    r = run("graph", str(GENERATED / "f_sum_jax.hlo"), "-o", str(out))
+    r = run_cli("graph", str(GENERATED / "f_sum_jax.hlo"), "-o", str(out))
     assert r.returncode == 0 and out.read_text().startswith("<svg")
-    r = run("graph", str(GENERATED / "f_sum_jax.hlo"), "-o", str(tmp_path / "g.pdf"))
+    r = run_cli("graph", str(GENERATED / "f_sum_jax.hlo"), "-o", str(tmp_path / "g.pdf"))
     assert r.returncode == 2 and "unknown file type" in r.stderr
-    r = run("graph", str(GENERATED / "f_filter_with_temp.hlo"), "-o", str(out), "--max-kernels", "3")
+    r = run_cli("graph", str(GENERATED / "f_filter_with_temp.hlo"), "-o", str(out), "--max-kernels", "3")
     assert r.returncode == 2 and "too many" in r.stderr

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import DATA, GENERATED, check_golden
+from conftest import DATA, GENERATED, ROOT, check_golden, run_cli
 from hypothesis import HealthCheck, given, settings
 from test_memory_properties import scheduled_modules
 from test_properties import modules
@@ -19,7 +15,6 @@ from hloscope._analysis._kernels import kernel_graph
 from hloscope._hlo._replica_groups import ReplicaGroupsError, parse_replica_groups
 
 ADVISOR = DATA / "advisor"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def graph(path):
@@ -156,10 +151,6 @@ def test_evidence_names_the_source_line():
 # -- the command line -------------------------------------------------------------
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=ROOT)
 
 
 @pytest.mark.parametrize("name,path,extra", [
@@ -168,49 +159,49 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     ("f_sum_jax", GENERATED / "f_sum_jax.hlo", ()),
 ])
 def test_kernels_text_golden(name, path, extra):
-    r = run("kernels", str(path), *extra)
+    r = run_cli("kernels", str(path), *extra)
     assert r.returncode == 0, r.stderr
     check_golden(f"kernels/{name}.txt", r.stdout)
 
 
 def test_lint_text_golden_and_exit_status():
-    r = run("lint", str(GENERATED / "f_recalc.hlo"))
+    r = run_cli("lint", str(GENERATED / "f_recalc.hlo"))
     assert r.returncode == 0, r.stderr
     check_golden("kernels/lint_f_recalc.txt", r.stdout)
-    assert run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS104").returncode == 1
-    assert run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "loop-state").returncode == 0
-    assert run("lint", str(GENERATED / "f_well_fused.hlo"), "--fail-on", "all").returncode == 0
-    bad = run("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS999")
+    assert run_cli("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS104").returncode == 1
+    assert run_cli("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "loop-state").returncode == 0
+    assert run_cli("lint", str(GENERATED / "f_well_fused.hlo"), "--fail-on", "all").returncode == 0
+    bad = run_cli("lint", str(GENERATED / "f_recalc.hlo"), "--fail-on", "HS999")
     assert bad.returncode == 2 and "unknown rule" in bad.stderr
 
 
 def test_kernels_and_lint_json_documented():
     doc = (ROOT / "docs" / "json.md").read_text()
-    r = run("kernels", "--json", "--device", "h100", str(GENERATED / "fft_cont_pencil_4x2.hlo"))
+    r = run_cli("kernels", "--json", "--device", "h100", str(GENERATED / "fft_cont_pencil_4x2.hlo"))
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["schema"] == "hloscope.kernels/1"
     m = data["modules"][0]
     for key in list(m) + list(m["kernels"][0]) + list(m["edges"][0]) + list(m["collectives"][0]):
         assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
-    r2 = run("lint", "--json", str(GENERATED / "f_sum_jax.hlo"))
+    r2 = run_cli("lint", "--json", str(GENERATED / "f_sum_jax.hlo"))
     data2 = json.loads(r2.stdout)
     assert data2["schema"] == "hloscope.lint/1"
     f = data2["modules"][0]["findings"][0]
     for key in list(f) + list(f["evidence"][0]):
         assert f"`{key}`" in doc
-    assert run("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout == \
-        run("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout
+    assert run_cli("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout == \
+        run_cli("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout
 
 
 def test_kernels_bad_device_and_bad_input(tmp_path):
-    r = run("kernels", str(GENERATED / "f_sum_jax.hlo"), "--device", "abacus")
+    r = run_cli("kernels", str(GENERATED / "f_sum_jax.hlo"), "--device", "abacus")
     assert r.returncode == 2 and "unknown device" in r.stderr
-    r = run("kernels", str(GENERATED / "f_sum_jax.hlo"), "--peak-flops", "1e12")
+    r = run_cli("kernels", str(GENERATED / "f_sum_jax.hlo"), "--peak-flops", "1e12")
     assert r.returncode == 2 and "--bandwidth" in r.stderr
     f = tmp_path / "x.hlo"
     f.write_bytes(b"\x00\xff" * 50)
-    r = run("lint", str(f))
+    r = run_cli("lint", str(f))
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 

@@ -3,22 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from conftest import GENERATED, SEEDS, check_golden
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI from the repository root with paths relative to it (for golden files)."""
-    args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=ROOT)
+from conftest import GENERATED, ROOT, SEEDS, check_golden, run_cli
 
 
 @pytest.mark.parametrize("name,path", [
@@ -30,7 +17,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     ("fft_pencil_partitioned", GENERATED / "fft_cont_pencil_4x2.hlo"),
 ])
 def test_memory_text_golden(name, path):
-    r = run("memory", str(path))
+    r = run_cli("memory", str(path))
     assert r.returncode == 0, r.stderr
     check_golden(f"memory/{name}.txt", r.stdout)
 
@@ -46,7 +33,7 @@ VALUE_KEYS = ["value", "instruction", "index", "opcode", "computation", "shape",
 
 def test_memory_json_is_stable_and_documented():
     path = str(GENERATED / "f_filter_with_temp.dump")
-    r = run("memory", "--json", path)
+    r = run_cli("memory", "--json", path)
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["schema"] == "hloscope.memory/1"
@@ -58,19 +45,19 @@ def test_memory_json_is_stable_and_documented():
     doc = (ROOT / "docs" / "json.md").read_text()
     for k in MODULE_KEYS + VALUE_KEYS + list(m["xla"]):
         assert f"`{k}`" in doc, f"docs/json.md does not document {k}"
-    assert run("memory", "--json", path).stdout == r.stdout  # deterministic
+    assert run_cli("memory", "--json", path).stdout == r.stdout  # deterministic
 
 
 def test_memory_plot_png_and_deterministic_svg(tmp_path):
     pytest.importorskip("matplotlib")
     path = str(GENERATED / "f_filter_with_temp.hlo")
     png, svg = tmp_path / "t.png", tmp_path / "t.svg"
-    assert run("memory", path, "--plot", str(png)).returncode == 0
+    assert run_cli("memory", path, "--plot", str(png)).returncode == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert run("memory", path, "--plot", str(svg)).returncode == 0
+    assert run_cli("memory", path, "--plot", str(svg)).returncode == 0
     first = svg.read_bytes()
     assert b"<svg" in first and b"peak" in first
-    assert run("memory", path, "--plot", str(svg)).returncode == 0
+    assert run_cli("memory", path, "--plot", str(svg)).returncode == 0
     assert svg.read_bytes() == first
 
 
@@ -84,7 +71,7 @@ def test_memory_plot_png_and_deterministic_svg(tmp_path):
 def test_memory_bad_input_is_one_clear_line(tmp_path, content, expect):
     f = tmp_path / ("x-live-range.txt" if b"HloLiveRange" in content else "x.txt")
     f.write_bytes(content)
-    r = run("memory", str(f))
+    r = run_cli("memory", str(f))
     if expect == "live":  # a live-range file with no ranges reads, and says so
         assert r.returncode == 0, r.stderr
         return
@@ -94,13 +81,13 @@ def test_memory_bad_input_is_one_clear_line(tmp_path, content, expect):
 
 
 def test_memory_empty_folder_and_missing_path(tmp_path):
-    r = run("memory", str(tmp_path))
+    r = run_cli("memory", str(tmp_path))
     assert r.returncode == 2 and "no XLA dump files" in r.stderr
-    r = run("memory", str(tmp_path / "nope.hlo"))
+    r = run_cli("memory", str(tmp_path / "nope.hlo"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
 def test_memory_plot_needs_a_module(tmp_path):
-    r = run("memory", str(SEEDS / "gpu_auto_sharding.buffer-assignment.txt"),
+    r = run_cli("memory", str(SEEDS / "gpu_auto_sharding.buffer-assignment.txt"),
             "--plot", str(tmp_path / "x.png"))
     assert r.returncode == 2 and "--plot needs the module" in r.stderr
