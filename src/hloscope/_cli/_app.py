@@ -254,6 +254,54 @@ def graph(
     sys.stdout.write(f"wrote {path} ({len(g.kernels)} kernels)\n")
 
 
+@app.command()
+def report(
+    path: Path = typer.Argument(..., help="HLO text, or an XLA dump folder (--xla_dump_to)."),
+    output: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
+) -> None:
+    """One self-contained HTML page (no network; opens from disk): the summary, the memory
+    timeline (hover to see what is live), the kernel graph (groups open on click, search,
+    the HLO of each kernel) and the advisor's findings."""
+    from .._analysis._advisor import advise
+    from .._analysis._dataflow import analyze_dataflow
+    from .._analysis._kernels import kernel_graph
+    from .._analysis._liverange import compute_live_ranges
+    from .._analysis._memory import analyze_memory, xla_figures
+    from .._render._html import render_html
+    from .._render._report_data import dump_report_data, report_data
+    from .._sources._memory_inputs import read_memory_inputs
+
+    try:
+        inputs = read_memory_inputs(path)
+        kernels_n = 0
+        if inputs.modules:
+            module, files = max(inputs.modules, key=lambda mf: mf[0].instruction_count)
+            df = analyze_dataflow(module)
+            lr = compute_live_ranges(df)
+            graph_ = kernel_graph(module, df=df, lr=lr)
+            kernels_n = len(graph_.kernels)
+            memory_ = analyze_memory(module, xla=files, top=1 << 30)
+            data = report_data(module, summarize(module), graph_, memory_,
+                               advise(module, graph=graph_, df=df, lr=lr))
+        elif inputs.dumps:
+            name, files = inputs.dumps[0]
+            ba = files.buffer_assignment
+            shapes = {v.label: v.shape for a in ba.allocations for v in a.values} if ba else {}
+            data = dump_report_data(name, xla_figures(files), shapes)
+        else:
+            raise _errors.HloscopeError(f"{path}: nothing to report on",
+                                        hint="pass HLO text, an XLA dump folder or XLA's "
+                                             "memory files")
+        text = render_html(data)
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except _errors.HloscopeError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
+    sys.stdout.write(f"wrote {output} ({len(text) / 2**20:.1f} MiB, {kernels_n} kernels)\n")
+
+
 def _one_module(path: Path):  # type: ignore[no-untyped-def]
     mods = _modules(path)
     if len(mods) > 1:

@@ -1,0 +1,119 @@
+"""The HTML report in a real browser: Playwright driving Debian's chromium from disk.
+
+Needs `apt-get install chromium` and `pip install playwright` (.ci/run installs both; no
+browser download).  Skipped, with the reason, where either is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from conftest import GENERATED, SEEDS, run_cli
+from test_graph import HOSTILE
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.environ.get("CI"):
+    pytest.fail("Debian's chromium is not installed; .ci/run installs it with apt-get",
+                pytrace=False)
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                       "(apt-get install chromium)"),
+]
+playwright = pytest.importorskip("playwright.sync_api")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def open_report(browser, path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (errors.append("dialog: " + d.message), d.dismiss()))
+    page.goto("file://" + os.path.abspath(path))
+    page.wait_for_selector("body[data-ready='1']", timeout=20000)
+    return page, errors
+
+
+def report(tmp_path, src, name="r.html"):
+    out = tmp_path / name
+    r = run_cli("report", str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_graph_draws_group_opens_search_finds_panel_shows_hlo(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_filter_with_temp.hlo"))
+    assert page.locator("g.kernel").count() >= 1 and page.locator("g.group.closed").count() >= 1
+    before = page.locator("g.kernel").count()
+    for _ in range(6):  # open groups (scopes may nest) until more kernels show
+        page.locator("g.group.closed").first.locator("text.title").click()
+        if page.locator("g.kernel").count() > before:
+            break
+    assert page.locator("g.group.open").count() >= 1
+    assert page.locator("g.kernel").count() > before
+    page.fill("#search", "fft.9")
+    page.press("#search", "Enter")
+    assert "found fft.9" in page.inner_text("#search-status")
+    assert "fft(" in page.inner_text("#panel-hlo")
+    assert page.locator("g.kernel.selected").count() == 1
+    page.locator("#timeline-svg").hover()
+    assert "steps" in page.inner_text("#timeline-info")
+    shot = page.screenshot(full_page=True)
+    assert len(shot) > 20000  # a rendered page, not a blank one
+    assert not errors, errors
+
+
+def test_search_by_source_line_and_op_name(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_sum_jax.hlo"))
+    page.fill("#search", "reduce_sum")
+    page.press("#search", "Enter")
+    assert "found ynn_fusion" in page.inner_text("#search-status")
+    page.fill("#search", "generate.py:48")
+    page.press("#search", "Enter")
+    assert "found" in page.inner_text("#search-status")
+    assert not errors, errors
+
+
+def test_every_corpus_module_renders(browser, tmp_path):
+    for src in sorted(GENERATED.glob("*.hlo"))[:30]:
+        page, errors = open_report(browser, report(tmp_path, src, src.stem + ".html"))
+        assert page.locator("#summary h1").count() == 1
+        assert not errors, (src.name, errors)
+        page.close()
+
+
+def test_hostile_metadata_runs_no_script(browser, tmp_path):
+    src = tmp_path / "evil.hlo"
+    src.write_text(HOSTILE)
+    out = report(tmp_path, src, "evil.html")
+    text = out.read_text()
+    assert "<script>alert" not in text and "<img" not in text
+    page, errors = open_report(browser, out)
+    page.fill("#search", "k")
+    page.press("#search", "Enter")
+    assert page.evaluate("document.querySelectorAll('img, script:not([type])').length") == 1
+    assert "&lt;" not in page.inner_text("#panel")  # shown as text, decoded once
+    assert "<img src=x onerror=alert(3)>" in page.inner_text("#panel")
+    assert not errors, errors
+
+
+def test_report_of_a_dump_folder_and_the_seed_dump(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_for_loop.dump"))
+    assert "XLA" in page.inner_text("#summary") and not errors
+    page, errors = open_report(browser, report(
+        tmp_path, SEEDS / "gpu_auto_sharding.buffer-assignment.txt", "seed.html"))
+    text = page.inner_text("#summary")
+    assert "30,724" in text.replace("\u202f", ",") or "30.00 KiB" in text
+    assert page.locator("#peak-values tr").count() == 1 + 8  # the 8 values live at the peak
+    assert not errors, errors
