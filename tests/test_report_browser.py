@@ -117,3 +117,10 @@ def test_report_of_a_dump_folder_and_the_seed_dump(browser, tmp_path):
     assert "30,724" in text.replace("\u202f", ",") or "30.00 KiB" in text
     assert page.locator("#peak-values tr").count() == 1 + 8  # the 8 values live at the peak
     assert not errors, errors
+
+
+def test_report_is_deterministic(tmp_path):
+    a = report(tmp_path, GENERATED / "f_for_loop.hlo", "a.html").read_bytes()
+    b = report(tmp_path, GENERATED / "f_for_loop.hlo", "b.html").read_bytes()
+    assert a == b
+    assert b"http://" not in a.replace(b"http://www.w3.org/2000/svg", b"") and b"https://" not in a

@@ -230,8 +230,8 @@
     while (view.firstChild) view.removeChild(view.firstChild);
     var where = {};
     drawGroup(D.top, L, 10, 10, where);
-    if (!vb) vb = [0, 0, Math.max(L.w + 20, 400), Math.max(L.h + 20, 300)];
     if (focus && where[focus]) { var p = where[focus]; vb = [p[0] - 300, p[1] - 200, 900, 600]; }
+    else vb = [0, 0, Math.max(L.w + 20, 400), Math.max(L.h + 20, 300)];  // fit what is open
     svg.setAttribute("viewBox", vb.join(" "));
   }
   function drawGroup(g, L, ox, oy, where) {
@@ -243,7 +243,7 @@
       var grp = sv("g", {"class": "array " + (l[3] ? "peak" : l[5])}, view);
       var t = sv("title", {}, grp); t.textContent = l[4] + "  " + bytes(l[2]) + (l[3] ? " (live at the peak)" : "");
       sv("path", {d: "M" + x1 + "," + y1 + " C" + x1 + "," + (y1 + dy) + " " + x2 + "," + (y2 - dy) + " " + x2 + "," + y2, "marker-end": "url(#arrowhead)"}, grp);
-      svText((x1 + x2) / 2 + 4, (y1 + y2) / 2, bytes(l[2]), {"class": "label"}, grp);
+      svText((x1 + x2) / 2 + 4, (y1 + y2) / 2, String(l[4]).split("{")[0] + " " + bytes(l[2]), {"class": "label"}, grp);
     });
     L.items.forEach(function (it) {
       var x = ox + L.xy[it][0], y = oy + L.xy[it][1], s = L.size[it];
@@ -293,6 +293,7 @@
   }
   function graph() {
     var box = document.getElementById("graph");
+    if (!K.length) { el("h2", {}, "Kernel graph", box); el("div", {"class": "info"}, "no kernels: this input has XLA's memory files but not the module", box); return; }
     el("h2", {}, "Kernel graph (" + K.length + " kernels; click a group to open it, a kernel to see its HLO)", box);
     var bar = el("div", {"class": "bar"}, null, box);
     var input = el("input", {id: "search", type: "search", placeholder: "search: name, op_name or file:line"}, null, bar);
