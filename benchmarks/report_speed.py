@@ -66,8 +66,10 @@ def graphviz(module_path: str, limit: float) -> str:
     except subprocess.TimeoutExpired:
         return f"gave up after {limit:.0f} s"
     dt = time.perf_counter() - t0
-    return f"{dt:.1f} s" if r.returncode == 0 else f"failed after {dt:.1f} s: " + \
-        r.stderr.decode(errors="replace").strip().splitlines()[-1][:80]
+    if r.returncode == 0:
+        return f"{dt:.1f} s"
+    last = (r.stderr.decode(errors="replace").strip().splitlines() or [""])[-1][:80]
+    return f"failed after {dt:.1f} s (exit status {r.returncode}) {last}".rstrip()
 
 
 def main() -> None:
