@@ -124,3 +124,25 @@ def test_report_is_deterministic(tmp_path):
     b = report(tmp_path, GENERATED / "f_for_loop.hlo", "b.html").read_bytes()
     assert a == b
     assert b"http://" not in a.replace(b"http://www.w3.org/2000/svg", b"") and b"https://" not in a
+
+
+def test_diff_html_shows_both_graphs_coloured(browser, tmp_path):
+    out = tmp_path / "d.html"
+    r = run_cli("diff", str(GENERATED / "f_sum_jax.hlo"), str(GENERATED / "f_sum_explicit.hlo"),
+                "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.count("<svg") == 2 and "#f8c9c4" in text and "#cdebc5" in text
+    page, errors = open_diff(browser, out)
+    assert "2 kernels became 1" in page.inner_text("body")
+    assert page.locator("svg").count() == 2 and not errors, errors
+
+
+def open_diff(browser, path):
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto("file://" + os.path.abspath(path))
+    page.wait_for_load_state()
+    return page, errors

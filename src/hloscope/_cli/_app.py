@@ -317,6 +317,8 @@ def diff(
     a: Path = typer.Argument(..., help="The first version: HLO text (optimized)."),
     b: Path = typer.Argument(..., help="The second version."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Also write an HTML page "
+                                       "with the two kernel graphs, differences coloured."),
 ) -> None:
     """What changed between two versions of a program: kernels matched by what they compute,
     arrays between kernels, the memory peak, collectives, flops, the advisor's findings."""
@@ -325,8 +327,15 @@ def diff(
 
     try:
         result = diff_modules(_one_module(a), _one_module(b))
+        if output is not None:
+            from .._render._diff_html import render_diff_html
+
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(render_diff_html(result))
     except _errors.HloscopeError as e:
         _fail(e)
+    except OSError as e:
+        _fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
     if json_out:
         sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
         return

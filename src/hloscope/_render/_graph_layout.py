@@ -19,7 +19,7 @@ from ._text import format_bytes
 
 __all__ = ["Arrow", "Box", "Frame", "Picture", "layout_graph"]
 
-CHAR_W = 7.0      # px per character of the 12 px monospace font
+CHAR_W = 7.4      # px per character of the 12 px monospace font (with some room)
 LINE_H = 15.0
 PAD = 6.0
 H_GAP = 28.0
@@ -278,7 +278,8 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
         if out is not None:
             arrows.append(Arrow(f"g:{grp.name}", out.id, "", "output", False,
                                 ((left + right) / 2, bottom, out.x + out.w / 2, out.y)))
-    pic = Picture(f"{g.module}: {len(g.kernels)} kernels", width + 2 * margin,
+    n = len(g.kernels)
+    pic = Picture(f"{g.module}: {n} kernel{'' if n == 1 else 's'}", width + 2 * margin,
                   height + 2 * margin + 24.0, sorted(boxes.values(), key=lambda b: b.id),
                   [frames[k] for k in sorted(frames)], arrows)
     return pic

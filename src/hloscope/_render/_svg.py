@@ -36,7 +36,9 @@ def _id(prefix: str, name: str) -> str:
     return prefix + hashlib.sha1(name.encode("utf-8", "replace")).hexdigest()[:12]
 
 
-def render_svg(pic: Picture) -> str:
+def render_svg(pic: Picture, fills: dict[str, str] | None = None) -> str:
+    """The picture as SVG text; `fills` overrides the fill colour of boxes by id."""
+    fills = fills or {}
     w, h = pic.width, pic.height
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" '
             f'viewBox="0 0 {w:.0f} {h:.0f}" font-family="DejaVu Sans Mono, Menlo, monospace" '
@@ -72,7 +74,7 @@ def render_svg(pic: Picture) -> str:
                    f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2:.1f}" font-size="10" '
                    f'fill="{color}">{escape(a.label)}</text></g>')
     for b in pic.boxes:
-        fill = FILLS.get(b.kind, "#eeeeee")
+        fill = fills.get(b.id) or FILLS.get(b.kind, "#eeeeee")
         rx = 14 if b.kind in ("argument", "constant", "loop state", "result") else 4
         out.append(f'<g id="{_id("n", b.id)}" class="box">'
                    + (f"<title>{escape(b.tooltip)}</title>" if b.tooltip else "")
