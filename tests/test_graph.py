@@ -79,3 +79,24 @@ def test_graph_cli(tmp_path):
     assert r.returncode == 2 and "unknown file type" in r.stderr
     r = run_cli("graph", str(GENERATED / "f_filter_with_temp.hlo"), "-o", str(out), "--max-kernels", "3")
     assert r.returncode == 2 and "too many" in r.stderr
+
+
+def test_report_groups_never_show_more_than_a_chunk():
+    from hloscope._analysis._memory import analyze_memory
+    from hloscope._analysis._summary import summarize
+    from hloscope._render._report_data import CHUNK, report_data
+
+    lines = ["HloModule wide, is_scheduled=true", "ENTRY e {", "  p = f32[8]{0} parameter(0)"]
+    prev = "p"
+    for i in range(2000):
+        lines.append(f'  n{i} = f32[8]{{0}} negate({prev}), metadata={{op_name="jit(f)/neg"}}')
+        prev = f"n{i}"
+    lines.append(f"  ROOT r = f32[8]{{0}} copy({prev})")
+    lines.append("}")
+    m = hloscope.parse("\n".join(lines) + "\n")
+    g = hloscope.kernel_graph(m)
+    data = report_data(m, summarize(m), g, analyze_memory(m), [])
+    groups = data["groups"]
+    assert max(len(x["groups"]) + len(x["kernels"]) for x in groups) <= CHUNK
+    assert groups[data["top"]]["size"] == len(g.kernels) == 2001
+    assert all(k["group"] >= 0 for k in data["kernels"])

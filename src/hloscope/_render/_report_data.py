@@ -132,6 +132,7 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
             for piece in pieces:
                 c = new_group(f"kernels {piece[0] + 1}-{piece[-1] + 1}", "chunk", gid)
                 groups[c]["kernels"] = piece
+                chunk(c)  # a big piece is cut again, so no open group shows too much
             if len(g["groups"]) > CHUNK:
                 # Too many child groups: gather them, in order, under chunk groups.
                 kids = g["groups"]
