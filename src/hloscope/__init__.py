@@ -41,6 +41,10 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
+from ._jax._inspect import Report as Report
+from ._jax._inspect import inspect as inspect
+from ._jax._inspect import load as load
+from ._jax._inspect import show as show
 from ._render._plot import plot_memory_timeline as plot_memory_timeline
 from ._render._svg import Drawing as Drawing
 from ._render._svg import draw as draw

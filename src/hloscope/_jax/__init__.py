@@ -1,0 +1,1 @@
+"""The JAX front end (imports JAX lazily)."""

@@ -1,0 +1,266 @@
+"""`hloscope.inspect(fn, *args)`: compile a function once and keep everything XLA says.
+
+JAX is imported here, lazily: reading and analysing HLO files never needs it.
+The function is traced, lowered and compiled separately (each phase timed);
+the compile writes XLA's dump files (buffer assignment, live ranges) into a
+temporary folder through ``compiler_options={'xla_dump_to': ...}``, so the
+module is compiled once.  The `Report` is plain data: the texts of every IR
+level, XLA's figures and the timings; hloscope's analyses (memory, kernels,
+advice) are computed from the optimized module's text on first use, so a
+report saved as JSON and loaded back (`load`) gives the same analyses.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import platform
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import HloscopeError
+
+__all__ = ["REPORT_SCHEMA", "Report", "inspect", "load", "show"]
+
+REPORT_SCHEMA = "hloscope.inspect/1"
+
+
+@dataclass
+class Report:
+    """What `inspect` captured.  Texts: `jaxpr`, `stablehlo`, `hlo_before`, `hlo_after`;
+    XLA's files: `buffer_assignment`, `live_range` (may be empty); XLA's figures:
+    `memory_analysis`, `cost_analysis` (None when this JAX version has none); `timings`
+    in seconds (trace, lower, compile); `shardings` and per-device shapes; `device` and
+    `versions`."""
+
+    name: str
+    jaxpr: str = ""
+    stablehlo: str = ""
+    hlo_before: str = ""
+    hlo_after: str = ""
+    buffer_assignment: str = ""
+    live_range: str = ""
+    memory_analysis: dict[str, int] | None = None
+    cost_analysis: dict[str, float] | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    shardings: dict[str, Any] = field(default_factory=dict)
+    device: dict[str, Any] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    # -- analyses (from the optimized module's text) ----------------------------------
+    @property
+    def module(self):  # type: ignore[no-untyped-def]
+        if "module" not in self._cache:
+            from .._sources._reader import read_text
+
+            self._cache["module"] = read_text(self.hlo_after, filename=f"<{self.name}>").module
+        return self._cache["module"]
+
+    def _xla_files(self):  # type: ignore[no-untyped-def]
+        from .._sources._xla_dumps import XlaMemoryFiles, parse_buffer_assignment, parse_live_range
+
+        ba = parse_buffer_assignment(self.buffer_assignment) if self.buffer_assignment else None
+        lr = parse_live_range(self.live_range) if self.live_range else None
+        files = tuple(n for n, t in (("buffer-assignment", self.buffer_assignment),
+                                     ("live-range", self.live_range)) if t)
+        return XlaMemoryFiles(files, ba, lr) if files else None
+
+    @property
+    def memory(self):  # type: ignore[no-untyped-def]
+        """hloscope's memory report, with XLA's figures beside (see `analyze_memory`)."""
+        if "memory" not in self._cache:
+            from .._analysis._memory import analyze_memory
+
+            self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files())
+        return self._cache["memory"]
+
+    @property
+    def kernels(self):  # type: ignore[no-untyped-def]
+        """The kernel graph (see `kernel_graph`)."""
+        if "kernels" not in self._cache:
+            from .._analysis._kernels import kernel_graph
+
+            self._cache["kernels"] = kernel_graph(self.module)
+        return self._cache["kernels"]
+
+    @property
+    def findings(self):  # type: ignore[no-untyped-def]
+        """The advisor's findings (see `advise`)."""
+        if "findings" not in self._cache:
+            from .._analysis._advisor import advise
+
+            self._cache["findings"] = advise(self.module, graph=self.kernels)
+        return self._cache["findings"]
+
+    # -- saving -----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (the analyses are not stored: they are recomputed)."""
+        out: dict[str, Any] = {"schema": REPORT_SCHEMA}
+        for name in self.__dataclass_fields__:
+            if name != "_cache":
+                out[name] = getattr(self, name)
+        return out
+
+    def save(self, path: str) -> str:
+        """Write the report as JSON (load it back with `hloscope.load`)."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=1, sort_keys=True)
+        return path
+
+    def html(self) -> str:
+        """The page of `hloscope report` for this program."""
+        from .._analysis._summary import summarize
+        from .._render._html import render_html
+        from .._render._report_data import report_data
+
+        mem = self.memory
+        data = report_data(self.module, summarize(self.module), self.kernels, mem,
+                           list(self.findings))
+        data["inspect"] = {"timings": self.timings, "versions": self.versions,
+                           "device": self.device}
+        return render_html(data)
+
+    def summary_line(self) -> str:
+        m = self.memory
+        xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
+        t = self.timings
+        parts = [f"{self.name}: {len(self.kernels.kernels)} kernels",
+                 f"{len(self.kernels.temporaries)} arrays between kernels",
+                 f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
+                 f"temp {m.temp_estimate_bytes:,} B"
+                 + (f" (XLA: {self.memory_analysis['temp_size_in_bytes']:,} B)"
+                    if self.memory_analysis and "temp_size_in_bytes" in self.memory_analysis
+                    else "")]
+        if "compile" in t:
+            parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
+        return "; ".join(parts)
+
+    def _repr_html_(self) -> str:
+        import html as _html
+
+        page = self.html()
+        return (f"<div><b>{_html.escape(self.summary_line())}</b></div>"
+                f"<iframe srcdoc=\"{_html.escape(page, quote=True)}\" "
+                "style=\"width:100%;height:900px;border:1px solid #ddd\" "
+                "sandbox=\"allow-scripts\"></iframe>")
+
+
+def load(path: str) -> Report:
+    """A report saved with `Report.save`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        raise HloscopeError(f"{path}: cannot read the report ({e})",
+                            hint="pass a file written by Report.save") from None
+    if not isinstance(d, dict) or d.get("schema") != REPORT_SCHEMA:
+        raise HloscopeError(f"{path}: not an hloscope report (schema {REPORT_SCHEMA})",
+                            hint="pass a file written by Report.save")
+    d.pop("schema")
+    fields = {k: v for k, v in d.items() if k in Report.__dataclass_fields__ and k != "_cache"}
+    return Report(**fields)
+
+
+def _figures(obj: Any) -> dict[str, Any] | None:
+    if obj is None:
+        return None
+    if isinstance(obj, (list, tuple)):  # some JAX versions give one dict per device
+        obj = obj[0] if obj else None
+        if obj is None:
+            return None
+    if isinstance(obj, dict):
+        return {str(k): (float(v) if isinstance(v, (int, float)) else v) for k, v in obj.items()
+                if isinstance(v, (int, float))}
+    return {k: getattr(obj, k) for k in dir(obj)
+            if k.endswith("_in_bytes") and isinstance(getattr(obj, k), int)}
+
+
+def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
+            compiler_options: dict[str, Any] | None = None, **kwargs: Any) -> Report:
+    """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
+    and cost figures and dump files, the time of each phase, shardings and versions.
+
+    `fn` may be a plain function, a `jax.jit` wrapped one, a `Lowered` or a `Compiled`.
+    """
+    try:
+        import jax
+    except ImportError:
+        raise HloscopeError("hloscope.inspect needs JAX, which is not installed",
+                            hint="pip install 'hloscope[jax]'") from None
+    timings: dict[str, float] = {}
+    jaxpr = ""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    kind = type(fn).__name__
+    if kind == "Compiled":
+        raise HloscopeError("a Compiled object has no dump files to read",
+                            hint="pass the function or its Lowered (jax.jit(f).lower(...)) "
+                                 "so hloscope compiles it once with xla_dump_to")
+    if kind == "Lowered":
+        lowered = fn
+    else:
+        jitted = fn if hasattr(fn, "trace") else jax.jit(fn, static_argnums=static_argnums)
+        t0 = time.perf_counter()
+        traced = jitted.trace(*args, **kwargs)
+        timings["trace"] = time.perf_counter() - t0
+        jaxpr = str(traced.jaxpr)
+        t0 = time.perf_counter()
+        lowered = traced.lower()
+        timings["lower"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="hloscope-") as dump:
+        options = dict(compiler_options or {})
+        options.setdefault("xla_dump_to", dump)
+        t0 = time.perf_counter()
+        compiled = lowered.compile(compiler_options=options)
+        timings["compile"] = time.perf_counter() - t0
+
+        def newest(pattern: str) -> str:
+            found = sorted(glob.glob(os.path.join(options["xla_dump_to"], pattern)),
+                           key=os.path.getmtime)
+            if not found:
+                return ""
+            with open(found[-1], encoding="utf-8", errors="replace") as f:
+                return f.read()
+
+        buffer_assignment = newest("*after_optimizations-buffer-assignment.txt")
+        live_range = newest("*after_optimizations-live-range.txt")
+    try:
+        in_sh, out_sh = compiled.input_shardings, compiled.output_shardings
+        shardings = {"inputs": [str(s) for s in jax.tree_util.tree_leaves(in_sh)],
+                     "outputs": [str(s) for s in jax.tree_util.tree_leaves(out_sh)]}
+        avals = jax.tree_util.tree_leaves(getattr(compiled, "in_avals", ()))
+        leaves = jax.tree_util.tree_leaves(in_sh)
+        shardings["per_device_input_shapes"] = [
+            list(s.shard_shape(a.shape)) for s, a in zip(leaves, avals) if hasattr(a, "shape")]
+    except Exception:  # noqa: BLE001  (sharding details vary across JAX versions)
+        shardings = {}
+    devices = jax.devices()
+    import jaxlib
+
+    return Report(
+        name=name, jaxpr=jaxpr, stablehlo=lowered.as_text(),
+        hlo_before=lowered.as_text(dialect="hlo"), hlo_after=compiled.as_text(),
+        buffer_assignment=buffer_assignment, live_range=live_range,
+        memory_analysis=_figures(compiled.memory_analysis()),
+        cost_analysis=_figures(compiled.cost_analysis()), timings=timings,
+        shardings=shardings,
+        device={"kind": devices[0].device_kind, "platform": devices[0].platform,
+                "count": len(devices)},
+        versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__,
+                  "python": platform.python_version()},
+    )
+
+
+def show(fn: Any, *args: Any, **kwargs: Any) -> Report:
+    """`inspect` and display the report (in a notebook; its summary line elsewhere)."""
+    report = inspect(fn, *args, **kwargs)
+    try:
+        from IPython.display import display
+
+        display(report)
+    except ImportError:
+        print(report.summary_line())
+    return report
