@@ -128,8 +128,9 @@ class Report:
         m = self.memory
         xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
         t = self.timings
-        parts = [f"{self.name}: {len(self.kernels.kernels)} kernels",
-                 f"{len(self.kernels.temporaries)} arrays between kernels",
+        nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
+        parts = [f"{self.name}: {nk} kernel{'' if nk == 1 else 's'}",
+                 f"{nt} array{'' if nt == 1 else 's'} between kernels",
                  f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
                  f"temp {m.temp_estimate_bytes:,} B"
                  + (f" (XLA: {self.memory_analysis['temp_size_in_bytes']:,} B)"
