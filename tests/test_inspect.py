@@ -61,3 +61,76 @@ def test_load_rejects_other_files(tmp_path):
         hloscope.load(str(bad))
     with pytest.raises(hloscope.HloscopeError, match="cannot read"):
         hloscope.load(str(tmp_path / "missing.json"))
+
+
+# -- variants, sweeps, devices ------------------------------------------------------
+
+def _fft_variants():
+    import jax.numpy as jnp
+
+    def f_fft_multi(x, n=5):  # seed 004's three FFT variants
+        res = 0
+        for i in range(n):
+            res = res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)),
+                                       axes=(1, 2, 3)) ** (i + 2)
+        return res
+
+    def f_fft_multi_for(x, n=5):
+        def step(i, res):
+            return res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i + 1, axes=(1, 2, 3)),
+                                        axes=(1, 2, 3)) ** (i + 2)
+        return jax.lax.fori_loop(0, n, step, jnp.zeros_like(x))
+
+    def f_fft_multi_barrier(x, n=5):
+        res = 0
+        for i in range(n):
+            res = res + jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)),
+                                       axes=(1, 2, 3)) ** (i + 2)
+            res, x = jax.lax.optimization_barrier((res, x))
+        return res
+
+    return f_fft_multi, f_fft_multi_for, f_fft_multi_barrier, jnp.zeros((2, 16, 16, 8))
+
+
+def test_sweep_follows_xla_for_seed_004s_fft_variants(tmp_path):
+    loop, fori, barrier, x = _fft_variants()
+    sweeps = {label: hloscope.sweep(f, x, n=range(1, 5)) for label, f in
+              (("python loop", loop), ("jax for loop", fori), ("barriers", barrier))}
+    for s in sweeps.values():  # hloscope's curve has XLA's shape (within 5% at every n)
+        for ours, theirs in zip(s.figure("temp"), s.figure("xla_temp")):
+            assert abs(ours - theirs) <= 0.05 * theirs
+    py, fo = sweeps["python loop"].figure("temp"), sweeps["jax for loop"].figure("temp")
+    assert py == sorted(py) and py[-1] > 2 * py[0]          # grows with n
+    assert len(set(fo[1:])) == 1 and fo[-1] < py[-1]         # the loop stays flat
+    path = hloscope.plot_sweeps(sweeps, str(tmp_path / "sweep.png"))
+    assert (tmp_path / "sweep.png").stat().st_size > 10000 and path.endswith(".png")
+
+
+def test_compare_table():
+    loop, fori, _barrier, x = _fft_variants()
+    c = hloscope.compare({"python loop": (loop, (x,), {"n": 3, "static_argnames": ("n",)}),
+                          "jax for loop": (fori, (x,), {"n": 3, "static_argnames": ("n",)})})
+    text = c.table()
+    assert "python loop" in text and "jax for loop" in text and "temp bytes (XLA)" in text
+    assert len(c.rows) == 2 and c.to_dict()["columns"][0] == "variant"
+    assert "<table>" in c._repr_html_()
+
+
+def test_use_cpu_devices_too_late_is_a_clear_error():
+    jax.devices()  # the backends are running in this test process
+    have = jax.device_count()
+    hloscope.use_cpu_devices(have)  # asking for what is there is fine
+    with pytest.raises(hloscope.HloscopeError, match="too late"):
+        hloscope.use_cpu_devices(have + 3)
+
+
+def test_use_cpu_devices_before_jax_starts():
+    import subprocess
+    import sys
+
+    code = ("import hloscope; hloscope.use_cpu_devices(4); import jax; "
+            "print(jax.device_count())")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "XLA_FLAGS"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120, check=False)
+    assert r.stdout.strip().endswith("4"), r.stderr

@@ -41,6 +41,12 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
+from ._jax._compare import Comparison as Comparison
+from ._jax._compare import Sweep as Sweep
+from ._jax._compare import compare as compare
+from ._jax._compare import plot_sweeps as plot_sweeps
+from ._jax._compare import sweep as sweep
+from ._jax._compare import use_cpu_devices as use_cpu_devices
 from ._jax._inspect import Report as Report
 from ._jax._inspect import inspect as inspect
 from ._jax._inspect import load as load

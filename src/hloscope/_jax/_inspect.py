@@ -181,6 +181,7 @@ def _figures(obj: Any) -> dict[str, Any] | None:
 
 
 def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
+            static_argnames: str | tuple[str, ...] = (),
             compiler_options: dict[str, Any] | None = None, **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
@@ -203,7 +204,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     if kind == "Lowered":
         lowered = fn
     else:
-        jitted = fn if hasattr(fn, "trace") else jax.jit(fn, static_argnums=static_argnums)
+        jitted = fn if hasattr(fn, "trace") else jax.jit(
+            fn, static_argnums=static_argnums, static_argnames=static_argnames)
         t0 = time.perf_counter()
         traced = jitted.trace(*args, **kwargs)
         timings["trace"] = time.perf_counter() - t0
