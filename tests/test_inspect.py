@@ -134,3 +134,59 @@ def test_use_cpu_devices_before_jax_starts():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120, check=False)
     assert r.stdout.strip().endswith("4"), r.stderr
+
+
+def test_inspect_command(tmp_path):
+    from conftest import run_cli
+
+    script = tmp_path / "prog.py"
+    script.write_text("import jax.numpy as jnp\n\ndef f(x, n=2):\n    for _ in range(n):\n"
+                      "        x = jnp.sin(x) @ x.T\n    return x.sum()\n")
+    out, saved = tmp_path / "r.html", tmp_path / "r.json"
+    r = run_cli("inspect", f"{script}:f", "--arg", "f32[32,32]", "--static", "n=3",
+                "-o", str(out), "--save", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "(XLA: " in r.stdout.splitlines()[0] and "compile" in r.stdout
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    assert hloscope.load(str(saved)).name == "f"
+    bad = run_cli("inspect", f"{script}:nope", "--arg", "f32[4]")
+    assert bad.returncode == 2 and "has no 'nope'" in bad.stderr
+
+
+def test_notebook_display_in_a_real_kernel_rendered_in_chromium(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    import shutil
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import jax, jax.numpy as jnp, hloscope\n"
+        "f = lambda x: jnp.fft.irfftn(jnp.fft.rfftn(x) * 2)\n"
+        "hloscope.show(f, jnp.ones((16, 16, 8)))")]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    outputs = [o for o in nb.cells[0].outputs if o.get("output_type") == "display_data"]
+    assert outputs, nb.cells[0].outputs
+    html = outputs[0]["data"]["text/html"]
+    assert "<iframe srcdoc=" in html and "<summary>jaxpr" in html and "HLO after optimization" in html
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "cell.html"
+    page_file.write_text("<!DOCTYPE html><html><body>" + html + "</body></html>")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = b.new_page(viewport={"width": 1200, "height": 1000})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto("file://" + str(page_file))
+        frame = page.frames[1]
+        frame.wait_for_selector("body[data-ready='1']", timeout=20000)
+        assert frame.locator("g.kernel, g.group").count() >= 1
+        shot = page.screenshot()
+        b.close()
+    assert len(shot) > 20000 and not errors, errors

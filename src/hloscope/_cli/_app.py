@@ -342,6 +342,107 @@ def diff(
     sys.stdout.write(render_diff(result))
 
 
+_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16",
+           "s32": "int32", "s64": "int64", "s8": "int8", "u8": "uint8", "u32": "uint32",
+           "pred": "bool", "c64": "complex64", "c128": "complex128"}
+
+
+def _load_target(target: str):  # type: ignore[no-untyped-def]
+    import importlib
+    import importlib.util
+
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise _errors.HloscopeError(f"cannot find {target!r}: give FILE.py:FUNCTION or "
+                                    "package.module:FUNCTION")
+    if where.endswith(".py"):
+        if not os.path.exists(where):
+            raise _errors.HloscopeError(f"{where}: no such file")
+        spec = importlib.util.spec_from_file_location("_hloscope_target", where)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    else:
+        module = importlib.import_module(where)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise _errors.HloscopeError(f"{where} has no {name!r}") from None
+
+
+@app.command("inspect")
+def inspect_cmd(
+    target: str = typer.Argument(..., help="The function: FILE.py:FUNCTION or "
+                                 "package.module:FUNCTION."),
+    arg: list[str] = typer.Option([], "--arg", help="An argument's shape, e.g. f32[128,2] "
+                                  "(zeros of that shape); repeat for each argument."),
+    static: list[str] = typer.Option([], "--static", help="A static keyword argument, "
+                                     "NAME=VALUE (a Python literal); repeat."),
+    devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU devices."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the HTML report."),
+    save: Path | None = typer.Option(None, "--save", help="Save the report as JSON "
+                                     "(hloscope.load reads it)."),
+) -> None:
+    """Compile a JAX function once and show what XLA did: kernels, memory (beside XLA's
+    figures), the advisor, and the time of each phase."""
+    import ast
+
+    from .._hlo._shape import parse_shape
+    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._memory_text import render_memory
+
+    try:
+        if devices is not None:
+            from .._jax._compare import use_cpu_devices
+
+            use_cpu_devices(devices)
+        fn = _load_target(target)
+        try:
+            import jax.numpy as jnp
+        except ImportError:
+            raise _errors.HloscopeError("hloscope inspect needs JAX",
+                                        hint="pip install 'hloscope[jax]'") from None
+        args = []
+        for a in arg:
+            try:
+                shape = parse_shape(a)
+            except ValueError:
+                raise _errors.HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]") from None
+            if shape.element_type not in _DTYPES:
+                raise _errors.HloscopeError(f"--arg {a!r}: unsupported element type")
+            args.append(jnp.zeros(shape.dims, dtype=_DTYPES[shape.element_type]))
+        kwargs = {}
+        for item in static:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise _errors.HloscopeError(f"--static {item!r}: give NAME=VALUE")
+            try:
+                kwargs[name] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                kwargs[name] = value
+        from .._jax._inspect import inspect as run_inspect
+
+        report = run_inspect(fn, *args, static_argnames=tuple(kwargs), **kwargs)
+        if output is not None:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(report.html())
+        if save is not None:
+            report.save(str(save))
+    except _errors.HloscopeError as e:
+        _fail(e)
+    except OSError as e:
+        _fail(_errors.HloscopeError(f"cannot write: {e.strerror}"))
+    t = report.timings
+    sys.stdout.write(report.summary_line() + "\n")
+    sys.stdout.write("timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
+                     + f"; {report.device.get('count')} {report.device.get('kind')} device(s); "
+                     f"jax {report.versions.get('jax')}\n\n")
+    m = report.module
+    sys.stdout.write(render_kernels(report.kernels, scheduled=m.is_scheduled) + "\n")
+    sys.stdout.write(render_memory(report.memory) + "\n")
+    sys.stdout.write(render_findings(m.name, list(report.findings)))
+
+
 @app.command()
 def demo() -> None:
     """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices (from seed 000):

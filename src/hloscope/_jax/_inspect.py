@@ -144,10 +144,16 @@ class Report:
         import html as _html
 
         page = self.html()
+        levels = "".join(
+            f"<details><summary>{_html.escape(title)} ({len(text):,} characters)</summary>"
+            f"<pre style=\"max-height:400px;overflow:auto\">{_html.escape(text)}</pre></details>"
+            for title, text in (("jaxpr", self.jaxpr), ("StableHLO", self.stablehlo),
+                                ("HLO before optimization", self.hlo_before),
+                                ("HLO after optimization", self.hlo_after)) if text)
         return (f"<div><b>{_html.escape(self.summary_line())}</b></div>"
                 f"<iframe srcdoc=\"{_html.escape(page, quote=True)}\" "
                 "style=\"width:100%;height:900px;border:1px solid #ddd\" "
-                "sandbox=\"allow-scripts\"></iframe>")
+                "sandbox=\"allow-scripts\"></iframe>" + levels)
 
 
 def load(path: str) -> Report:
