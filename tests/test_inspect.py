@@ -190,3 +190,36 @@ def test_notebook_display_in_a_real_kernel_rendered_in_chromium(tmp_path):
         shot = page.screenshot()
         b.close()
     assert len(shot) > 20000 and not errors, errors
+
+
+def _corpus_program(name):
+    """Some programs of ../shared/corpus/generate.py (seed 004's examples), as written there."""
+    import jax.numpy as jnp
+
+    x = jnp.zeros((1024 * 128, 2))
+    x3d = jnp.zeros((64, 64, 32, 2))
+    programs = {
+        "f_well_fused": (lambda x: jnp.sin(x * 2) + (x * 2) ** 2
+                         + jnp.arange(x.shape[0])[:, None] * 3 + (x[0] + x - x * 2), x),
+        "f_for_loop": (lambda x: jax.lax.fori_loop(0, 4, lambda i, x: x * x + 1, x), x),
+        "f_for_unrolled": (lambda x: jax.lax.fori_loop(0, 4, lambda i, x: x * x + 1, x,
+                                                       unroll=4), x),
+        "f_fft3d": (lambda x: jnp.fft.irfftn(jnp.fft.rfftn(x, axes=(0, 1, 2)), axes=(0, 1, 2)),
+                    x3d),
+    }
+    fn, arg = programs[name]
+    return jax.jit(fn), arg
+
+
+@pytest.mark.parametrize("name", ["f_well_fused", "f_for_loop", "f_for_unrolled", "f_fft3d"])
+def test_inspect_on_corpus_programs_agrees_with_xla_and_the_corpus_file(name):
+    from conftest import GENERATED
+
+    fn, arg = _corpus_program(name)
+    r = hloscope.inspect(fn, arg)
+    assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    assert r.memory.temp_estimate_bytes == r.memory_analysis["temp_size_in_bytes"]
+    stored = hloscope.kernel_graph(hloscope.read(GENERATED / f"{name}.hlo").module)
+    if jax.__version__ == "0.10.2":  # the corpus was made with this version
+        assert [(k.category, k.fusion_kind, k.shape) for k in r.kernels.kernels] == \
+            [(k.category, k.fusion_kind, k.shape) for k in stored.kernels]
