@@ -41,6 +41,10 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
+from ._jax._bench import BenchResult as BenchResult
+from ._jax._bench import Timer as Timer
+from ._jax._bench import bench as bench
+from ._jax._bench import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep
 from ._jax._compare import compare as compare

@@ -249,7 +249,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     devices = jax.devices()
     import jaxlib
 
-    return Report(
+    report = Report(
         name=name, jaxpr=jaxpr, stablehlo=lowered.as_text(),
         hlo_before=lowered.as_text(dialect="hlo"), hlo_after=compiled.as_text(),
         buffer_assignment=buffer_assignment, live_range=live_range,
@@ -261,6 +261,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__,
                   "python": platform.python_version()},
     )
+    report._cache["compiled"] = compiled  # for bench; not saved
+    return report
 
 
 def show(fn: Any, *args: Any, **kwargs: Any) -> Report:

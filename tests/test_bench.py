@@ -1,0 +1,56 @@
+"""hloscope.bench: phases apart, first run apart, statistics, adaptive count, timers.
+
+No timing targets here (they live in benchmarks/); these check what is measured and how.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+jax = pytest.importorskip("jax")
+
+import hloscope
+from hloscope._jax._bench import BenchResult, _median_ci
+
+
+def test_bench_measures_phases_first_run_and_steady_state_apart():
+    import jax.numpy as jnp
+
+    r = hloscope.bench(lambda x: jnp.sin(x) @ x.T, jnp.ones((64, 64)), warmup=2, iterations=15)
+    s = r.stats
+    assert s["runs"] == 15 and len(r.times) == 15 and s["warmup"] == 2
+    assert set(r.report.timings) == {"trace", "lower", "compile"}
+    assert r.first_run > 0 and r.first_run not in r.times
+    assert s["min"] <= s["median"] <= s["max"] and s["median_ci95"][0] <= s["median"] <= s["median_ci95"][1]
+    assert 0 < s["overhead_per_run"] < 1e-3
+    assert r.to_dict()["schema"] == "hloscope.bench/1" and "median" in r.summary()
+
+
+def test_min_time_adds_runs_until_enough_is_measured():
+    import jax.numpy as jnp
+
+    r = hloscope.bench(lambda x: x * 2, jnp.ones(16), iterations=3, min_time=0.05)
+    assert r.stats["runs"] >= 3 and sum(r.times) >= 0.05
+
+
+def test_statistics_and_outliers():
+    times = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 9.0, 1.02, 0.98]
+    r = BenchResult("f", {}, times, first_run=20.0, warmup=1, overhead=1e-6)
+    assert r.stats["outliers"] == [7]
+    assert r.stats["median"] == pytest.approx(1.0)
+    assert r.stats["max"] == 9.0 and r.stats["last"] == 0.98
+    lo, hi = _median_ci(times)
+    assert lo <= 1.0 <= hi
+
+
+def test_timer_as_context_manager_and_decorator():
+    import jax.numpy as jnp
+
+    t = hloscope.timer("test-region")
+    n0 = len(t.times)
+    with t:
+        t.sync = jnp.ones(8) * 2
+    step = t(lambda x: jnp.tanh(x))
+    step(jnp.ones(8))
+    assert len(t.times) == n0 + 2 and all(x > 0 for x in t.times)
+    assert hloscope.timer("test-region") is t
