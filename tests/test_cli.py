@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from conftest import GENERATED, SEEDS, TRUNCATED, check_golden
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120)
+from conftest import run_cli as run
 
 
 def test_summary_text_golden():

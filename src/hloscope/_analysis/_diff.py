@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._hlo._module import Module
+from .._units import format_bytes
 from ._advisor import Finding, advise
 from ._dataflow import analyze_dataflow
 from ._kernels import Kernel, KernelGraph, kernel_graph
@@ -242,14 +243,6 @@ def _where(module: Module, kernel: str, opcode: str) -> str:
 _HELPER_OPS = frozenset({"broadcast", "constant", "parameter", "bitcast", "reshape"})
 
 
-def _bytes(n: int) -> str:
-    if n >= 2**20:
-        return f"{n / 2**20:.2f} MiB"
-    if n >= 1024:
-        return f"{n / 1024:.2f} KiB"
-    return f"{n} B"
-
-
 def diff_modules(a: Module, b: Module) -> ModuleDiff:
     """Compare two versions of a program (see the module docstring)."""
     analyses = []
@@ -350,7 +343,7 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
                 if x.caller == g.caller and x.kind == "while condition")
             state = sum(e["bytes"] for e in d.temporaries_removed if e["src_kind"] == "loop state")
             lines.append(f"the loop {g.caller} ({per_iter} kernels per iteration"
-                         + (f", its state of {_bytes(state)} kept in memory" if state else "")
+                         + (f", its state of {format_bytes(state)} kept in memory" if state else "")
                          + ") is gone")
     elif len(loops_b) > len(loops_a):
         for g in loops_b[len(loops_a):]:
@@ -363,15 +356,15 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     if d.temporaries_removed:
         total = sum(e["bytes"] for e in d.temporaries_removed)
         n = len(d.temporaries_removed)
-        lines.append(f"{_plural(n, 'array')} between kernels ({_bytes(total)}) "
+        lines.append(f"{_plural(n, 'array')} between kernels ({format_bytes(total)}) "
                      f"{'is' if n == 1 else 'are'} gone: " + ", ".join(f"{e['value']} {e['shape']}"
                                               for e in d.temporaries_removed[:4]))
     if d.temporaries_added:
         total = sum(e["bytes"] for e in d.temporaries_added)
-        lines.append(f"{_plural(len(d.temporaries_added), 'new array')} between kernels ({_bytes(total)}): "
+        lines.append(f"{_plural(len(d.temporaries_added), 'new array')} between kernels ({format_bytes(total)}): "
                      + ", ".join(f"{e['value']} {e['shape']}" for e in d.temporaries_added[:4]))
     if d.peak_a != d.peak_b and d.peak_a is not None and d.peak_b is not None:
-        pa, pb = _bytes(d.peak_a), _bytes(d.peak_b)
+        pa, pb = format_bytes(d.peak_a), format_bytes(d.peak_b)
         if pa == pb:
             pa, pb = f"{d.peak_a:,} B", f"{d.peak_b:,} B"
         lines.append(f"the memory peak goes from {pa} to {pb} ({d.peak_b - d.peak_a:+,} B)")

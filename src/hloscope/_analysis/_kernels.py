@@ -39,7 +39,7 @@ from ._dataflow import CONTROL_FLOW_OPCODES, Dataflow, Value, analyze_dataflow
 from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
-from ._summary import _wraps_collective
+from ._summary import COLLECTIVE_OPCODES, _wraps_collective
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -60,11 +60,8 @@ NOT_KERNELS = frozenset({
     "conditional", "call", "all-gather-done", "all-reduce-done", "collective-permute-done",
     "async-done", "async-update", "copy-done", "send-done", "recv-done",
 })
-_COLLECTIVES = frozenset({
-    "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
-    "all-to-all", "ragged-all-to-all", "collective-permute", "collective-permute-start",
-    "collective-broadcast",
-})
+# What moves data between devices and launches work (send/recv are host transfers here).
+_COLLECTIVES = COLLECTIVE_OPCODES - {"send", "recv"}
 _HOST = frozenset({"send", "recv", "infeed", "outfeed", "copy-start"})
 _TRANSCENDENTAL = frozenset({
     "exponential", "exponential-minus-one", "log", "log-plus-one", "sine", "cosine", "tan",

@@ -22,13 +22,14 @@ memory really holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .._hlo._module import Computation, Instruction, Module
 from .._hlo._shape import UNBOUNDED, Shape
 from ._dataflow import Dataflow, Value
 
-__all__ = ["LiveRanges", "compute_live_ranges"]
+__all__ = ["LiveRanges", "compute_live_ranges", "xla_peak_moment"]
 
 
 @dataclass(slots=True)
@@ -194,10 +195,28 @@ def _unbounded(shape: Shape) -> bool:
     return UNBOUNDED in shape.dims
 
 
+def xla_peak_moment(spans: Iterable[tuple[int, int, int]], end_time: int) -> int:
+    """The step XLA's HloLiveRange calls the peak, from (start, end, sweep size) per value.
+
+    XLA sweeps start and end+1 events with starts first at equal times, so a value
+    still counts in the step after its end; the first step with the highest sum wins.
+    """
+    diff = [0] * (end_time + 4)
+    for start, end, size in spans:
+        diff[start] += size
+        diff[end + 2] -= size
+    best = peak_time = usage = 0
+    for t in range(end_time + 2):
+        usage += diff[t]
+        if usage > best:
+            best, peak_time = usage, t
+    return peak_time
+
+
 def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
           end_time: int) -> tuple[int, list[Value], int | None]:
-    diff = [0] * (end_time + 4)
     unbounded = False
+    spans = []
     for v in df.values:
         r = ranges.get(v.id)
         if r is None:
@@ -205,17 +224,8 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
         shape = v.inst.shape
         if shape.dynamic and _unbounded(shape):
             unbounded = True
-        size = shape.byte_size  # XLA sizes the peak sweep by the whole instruction shape
-        diff[r[0]] += size
-        diff[r[1] + 2] -= size
-    best = 0
-    peak_time = 0
-    usage = 0
-    for t in range(end_time + 2):
-        usage += diff[t]
-        if usage > best:
-            best = usage
-            peak_time = t
+        spans.append((r[0], r[1], shape.byte_size))  # sized by the whole instruction shape
+    peak_time = xla_peak_moment(spans, end_time)
     live = [v for v in df.values if v.id in ranges
             and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
     live.sort(key=lambda v: (-v.size, v.inst.name, v.index))

@@ -28,7 +28,7 @@ from .._hlo._module import Instruction, Module
 from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump, XlaMemoryFiles
 from ._dataflow import Dataflow, Value, analyze_dataflow
 from ._heap import classify_buffers, estimate_temp
-from ._liverange import LiveRanges, compute_live_ranges
+from ._liverange import LiveRanges, compute_live_ranges, xla_peak_moment
 from ._summary import _is_partitioned
 
 __all__ = [
@@ -318,29 +318,23 @@ def _recompute_peak(ba: BufferAssignmentDump, lr: LiveRangeDump) -> int | None:
     if any(label not in sizes for label in lr.ranges):
         return None
     end = max((e for _, e in lr.ranges.values()), default=0)
-    diff = [0] * (end + 4)
-    for label, (s, e) in lr.ranges.items():
-        whole = label[:label.index("{")] + "{}"
-        size = sizes.get(whole, sizes[label])
-        diff[s] += size
-        diff[e + 2] -= size
-    best, peak_t, usage = 0, 0, 0
-    for t in range(end + 2):
-        usage += diff[t]
-        if usage > best:
-            best, peak_t = usage, t
+    # XLA's sweep sizes a value inside a tuple by the tuple's pointer table (its {} value).
+    peak_t = xla_peak_moment(((s, e, sizes.get(label[:label.index("{")] + "{}", sizes[label]))
+                              for label, (s, e) in lr.ranges.items()), end)
     return sum(sizes[label] for label, (s, e) in lr.ranges.items() if s <= peak_t <= e)
 
 
 def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = None,
-                   top: int = 20) -> MemoryReport:
+                   top: int = 20, df: Dataflow | None = None,
+                   lr: LiveRanges | None = None) -> MemoryReport:
     """Buffers, live ranges, the peak and what makes it up, the temp estimate, per-device sizes.
 
     A module that is not scheduled (``is_scheduled=true`` missing, e.g. before
     optimization) is analysed in its printed instruction order, which XLA
     prints as a valid post order; the report says so in `order`.  `xla`
     (XLA's memory files for this module) puts XLA's figures beside
-    hloscope's; `top` is how many of the largest values to list.
+    hloscope's; `top` is how many of the largest values to list.  `df` and `lr`
+    reuse a dataflow and live ranges already computed for `module`.
     """
     # The analysis allocates many small objects and no reference cycles: pause the cyclic
     # garbage collector, whose passes over a large module's objects would cost more than
@@ -348,8 +342,8 @@ def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = 
     paused = gc.isenabled()
     gc.disable()
     try:
-        df = analyze_dataflow(module)
-        lr = compute_live_ranges(df)
+        df = df if df is not None else analyze_dataflow(module)
+        lr = lr if lr is not None else compute_live_ranges(df)
         kinds = classify_buffers(df)
         heap = estimate_temp(df, lr, kinds)
         figs = xla_figures(xla) if isinstance(xla, XlaMemoryFiles) else xla

@@ -280,7 +280,7 @@ def report(
             lr = compute_live_ranges(df)
             graph_ = kernel_graph(module, df=df, lr=lr)
             kernels_n = len(graph_.kernels)
-            memory_ = analyze_memory(module, xla=files, top=1 << 30)
+            memory_ = analyze_memory(module, xla=files, top=1 << 30, df=df, lr=lr)
             data = report_data(module, summarize(module), graph_, memory_,
                                advise(module, graph=graph_, df=df, lr=lr))
         elif inputs.dumps:

@@ -8,6 +8,8 @@ remains reachable.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,9 @@ CALLED_COMPUTATION_KEYS = (
     "scatter", "comparator",
 )
 _EMPTY_METADATA = OpMetadata()
+# Whether an attribute text may name a called computation (a match inside a quoted
+# string only sends the instruction down the full decoding path).
+_MAY_CALL_RE = re.compile(r"(?:^|[\s,])(?:" + "|".join(CALLED_COMPUTATION_KEYS) + r")=")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +228,8 @@ class Instruction:
     @property
     def called_computation_names(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls, in attribute order."""
-        if "=" not in self.attr_text:
-            return ()
+        if not _MAY_CALL_RE.search(self.attr_text):
+            return ()  # no attribute needs decoding for this (most instructions)
         attrs = self.attributes
         out: list[str] = []
         for key in CALLED_COMPUTATION_KEYS:

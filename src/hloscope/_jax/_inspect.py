@@ -60,6 +60,16 @@ class Report:
             self._cache["module"] = read_text(self.hlo_after, filename=f"<{self.name}>").module
         return self._cache["module"]
 
+    def _flow(self):  # type: ignore[no-untyped-def]
+        """The dataflow and live ranges of the module, computed once for all analyses."""
+        if "flow" not in self._cache:
+            from .._analysis._dataflow import analyze_dataflow
+            from .._analysis._liverange import compute_live_ranges
+
+            df = analyze_dataflow(self.module)
+            self._cache["flow"] = (df, compute_live_ranges(df))
+        return self._cache["flow"]
+
     def _xla_files(self):  # type: ignore[no-untyped-def]
         from .._sources._xla_dumps import XlaMemoryFiles, parse_buffer_assignment, parse_live_range
 
@@ -75,7 +85,9 @@ class Report:
         if "memory" not in self._cache:
             from .._analysis._memory import analyze_memory
 
-            self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files())
+            df, lr = self._flow()
+            self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files(), df=df,
+                                                   lr=lr)
         return self._cache["memory"]
 
     @property
@@ -84,7 +96,8 @@ class Report:
         if "kernels" not in self._cache:
             from .._analysis._kernels import kernel_graph
 
-            self._cache["kernels"] = kernel_graph(self.module)
+            df, lr = self._flow()
+            self._cache["kernels"] = kernel_graph(self.module, df=df, lr=lr)
         return self._cache["kernels"]
 
     @property
@@ -93,7 +106,8 @@ class Report:
         if "findings" not in self._cache:
             from .._analysis._advisor import advise
 
-            self._cache["findings"] = advise(self.module, graph=self.kernels)
+            df, lr = self._flow()
+            self._cache["findings"] = advise(self.module, graph=self.kernels, df=df, lr=lr)
         return self._cache["findings"]
 
     # -- saving -----------------------------------------------------------------------

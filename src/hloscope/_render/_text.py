@@ -11,22 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._analysis._summary import ModuleSummary
+from .._units import format_bytes
 
 __all__ = ["format_bytes", "table", "render_summary", "render_json"]
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
-def format_bytes(n: int) -> str:
-    """``1048576`` -> ``1.00 MiB``; exact below 1 KiB."""
-    if n < 1024:
-        return f"{n} B"
-    x = float(n)
-    for unit in _UNITS[1:]:
-        x /= 1024.0
-        if x < 1024.0 or unit == _UNITS[-1]:
-            return f"{x:.2f} {unit}"
-    raise AssertionError("unreachable")
 
 
 def _clip(s: str, width: int) -> str:

@@ -1,0 +1,19 @@
+"""Sizes for people: shared by the analyses' messages and the renderers."""
+
+from __future__ import annotations
+
+__all__ = ["format_bytes"]
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(n: int) -> str:
+    """``1048576`` -> ``1.00 MiB``; exact below 1 KiB."""
+    if n < 1024:
+        return f"{n} B"
+    x = float(n)
+    for unit in _UNITS[1:]:
+        x /= 1024.0
+        if x < 1024.0 or unit == _UNITS[-1]:
+            return f"{x:.2f} {unit}"
+    raise AssertionError("unreachable")
