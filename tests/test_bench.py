@@ -10,7 +10,8 @@ import pytest
 jax = pytest.importorskip("jax")
 
 import hloscope
-from hloscope._jax._bench import BenchResult, _median_ci
+from hloscope._results._result import BenchResult
+from hloscope._results._result import median_ci as _median_ci
 
 
 def test_bench_measures_phases_first_run_and_steady_state_apart():
@@ -23,7 +24,7 @@ def test_bench_measures_phases_first_run_and_steady_state_apart():
     assert r.first_run > 0 and r.first_run not in r.times
     assert s["min"] <= s["median"] <= s["max"] and s["median_ci95"][0] <= s["median"] <= s["median_ci95"][1]
     assert 0 < s["overhead_per_run"] < 1e-3
-    assert r.to_dict()["schema"] == "hloscope.bench/1" and "median" in r.summary()
+    assert r.to_dict()["schema"] == "hloscope.bench/1" and "median" in r.summary_line()
 
 
 def test_min_time_adds_runs_until_enough_is_measured():

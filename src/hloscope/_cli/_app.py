@@ -19,6 +19,7 @@ from .. import _errors
 from .._analysis._summary import SUMMARY_SCHEMA, summarize
 from .._render._text import render_json, render_summary
 from .._sources._reader import HloFile, read
+from ._targets import array_args, load_target, static_kwargs
 
 app = typer.Typer(
     name="hloscope",
@@ -342,34 +343,6 @@ def diff(
     sys.stdout.write(render_diff(result))
 
 
-_DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16",
-           "s32": "int32", "s64": "int64", "s8": "int8", "u8": "uint8", "u32": "uint32",
-           "pred": "bool", "c64": "complex64", "c128": "complex128"}
-
-
-def _load_target(target: str):  # type: ignore[no-untyped-def]
-    import importlib
-    import importlib.util
-
-    where, _, name = target.rpartition(":")
-    if not where or not name:
-        raise _errors.HloscopeError(f"cannot find {target!r}: give FILE.py:FUNCTION or "
-                                    "package.module:FUNCTION")
-    if where.endswith(".py"):
-        if not os.path.exists(where):
-            raise _errors.HloscopeError(f"{where}: no such file")
-        spec = importlib.util.spec_from_file_location("_hloscope_target", where)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-    else:
-        module = importlib.import_module(where)
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise _errors.HloscopeError(f"{where} has no {name!r}") from None
-
-
 @app.command("inspect")
 def inspect_cmd(
     target: str = typer.Argument(..., help="The function: FILE.py:FUNCTION or "
@@ -385,9 +358,6 @@ def inspect_cmd(
 ) -> None:
     """Compile a JAX function once and show what XLA did: kernels, memory (beside XLA's
     figures), the advisor, and the time of each phase."""
-    import ast
-
-    from .._hlo._shape import parse_shape
     from .._render._kernels_text import render_findings, render_kernels
     from .._render._memory_text import render_memory
 
@@ -396,30 +366,9 @@ def inspect_cmd(
             from .._jax._compare import use_cpu_devices
 
             use_cpu_devices(devices)
-        fn = _load_target(target)
-        try:
-            import jax.numpy as jnp
-        except ImportError:
-            raise _errors.HloscopeError("hloscope inspect needs JAX",
-                                        hint="pip install 'hloscope[jax]'") from None
-        args = []
-        for a in arg:
-            try:
-                shape = parse_shape(a)
-            except ValueError:
-                raise _errors.HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]") from None
-            if shape.element_type not in _DTYPES:
-                raise _errors.HloscopeError(f"--arg {a!r}: unsupported element type")
-            args.append(jnp.zeros(shape.dims, dtype=_DTYPES[shape.element_type]))
-        kwargs = {}
-        for item in static:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise _errors.HloscopeError(f"--static {item!r}: give NAME=VALUE")
-            try:
-                kwargs[name] = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                kwargs[name] = value
+        fn = load_target(target)
+        args = array_args(arg)
+        kwargs = static_kwargs(static)
         from .._jax._inspect import inspect as run_inspect
 
         report = run_inspect(fn, *args, static_argnames=tuple(kwargs), **kwargs)
@@ -497,3 +446,7 @@ def main() -> None:
                          "(a bug in hloscope; rerun with HLOSCOPE_DEBUG=1 for the traceback "
                          "and please report it)\n")
         sys.exit(EXIT_INTERNAL)
+
+
+# The commands that time programs and plot results live in their own module.
+from . import _bench_cmds  # noqa: F401

@@ -15,69 +15,13 @@ process and reported.
 from __future__ import annotations
 
 import math
-import statistics
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
+from .._results._result import BenchResult
 from ._inspect import Report, inspect
 
 __all__ = ["BenchResult", "Timer", "bench", "timer"]
-
-
-def _median_ci(xs: list[float], z: float = 1.959964) -> tuple[float, float]:
-    """95% confidence interval of the median from order statistics (no distribution assumed)."""
-    n = len(xs)
-    s = sorted(xs)
-    if n < 3:
-        return s[0], s[-1]
-    lo = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2) - 1)
-    hi = min(n - 1, math.ceil(1 + n / 2 + z * math.sqrt(n) / 2) - 1)
-    return s[lo], s[hi]
-
-
-@dataclass
-class BenchResult:
-    """What `bench` measured (seconds).  `report` is the `inspect` report of the program."""
-
-    name: str
-    params: dict[str, Any]
-    times: list[float]
-    first_run: float
-    warmup: int
-    overhead: float
-    report: Report | None = None
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        xs = self.times
-        if not xs:
-            return
-        q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-        iqr = q[2] - q[0]
-        lo, hi = _median_ci(xs)
-        self.stats = {
-            "runs": len(xs), "min": min(xs), "median": statistics.median(xs),
-            "mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
-            "iqr": iqr, "max": max(xs), "last": xs[-1], "median_ci95": [lo, hi],
-            "outliers": [i for i, x in enumerate(xs) if x < q[0] - 1.5 * iqr or x > q[2] + 1.5 * iqr],
-            "first_run": self.first_run, "warmup": self.warmup,
-            "overhead_per_run": self.overhead,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": "hloscope.bench/1", "name": self.name, "params": self.params,
-                "times": self.times, "stats": self.stats,
-                "timings": self.report.timings if self.report else {}}
-
-    def summary(self) -> str:
-        s = self.stats
-        us = 1e6
-        return (f"{self.name}: median {s['median'] * us:.1f} us (95% CI {s['median_ci95'][0] * us:.1f}-"
-                f"{s['median_ci95'][1] * us:.1f}), min {s['min'] * us:.1f}, mean {s['mean'] * us:.1f} "
-                f"+- {s['std'] * us:.1f}, max {s['max'] * us:.1f} over {s['runs']} runs "
-                f"({len(s['outliers'])} outliers); first run {self.first_run * us:.1f} us, "
-                f"harness overhead {self.overhead * us:.2f} us/run")
 
 
 def _overhead(block: Any, probe: Any, n: int = 2000) -> float:
@@ -93,39 +37,90 @@ def _overhead(block: Any, probe: Any, n: int = 2000) -> float:
     return best
 
 
+def _sizes(report: Report) -> dict[str, int | None]:
+    ma = report.memory_analysis or {}
+
+    def get(key: str) -> int | None:
+        v = ma.get(key)
+        return int(v) if isinstance(v, (int, float)) else None
+
+    return {"generated_code": get("generated_code_size_in_bytes"),
+            "argument": get("argument_size_in_bytes"), "output": get("output_size_in_bytes"),
+            "temporary": get("temp_size_in_bytes"), "alias": get("alias_size_in_bytes"),
+            "peak": report.memory.peak_bytes}
+
+
 def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
-          min_time: float | None = None, static_argnames: tuple[str, ...] = (),
-          **kwargs: Any) -> BenchResult:
-    """Time `fn(*args, **kwargs)` compiled (see the module docstring).  With `min_time`
-    (seconds), runs continue past `iterations` until that much time is measured."""
+          min_time: float | None = None, static_argnums: int | tuple[int, ...] = (),
+          name: str | None = None, timeout: float = 60.0, **params: Any) -> BenchResult:
+    """Time `fn(*args)` compiled.
+
+    Trace, lower and compile are timed apart (by `inspect`, whose report is kept for the
+    memory and kernel sections); the first run is timed on its own; `warmup` runs are
+    discarded; then `iterations` runs are timed, each ending with ``block_until_ready`` on
+    every output leaf.  With `min_time` (seconds) runs continue until that much time is
+    measured.  `params` are the benchmark's parameters in jax-hpc-profiler's names
+    (``precision=``, ``x=``, ``y=``, ``z=``, ``px=``, ``py=``, ``backend=``, ``nodes=``, or
+    any other): hloscope fills the ones you leave out from the program and checks the
+    ones you give against it (`BenchResult.checks`).
+
+    With several processes (`jax.distributed`), every rank waits at a barrier before
+    timing, the ranks' times are gathered (raising after `timeout` seconds if a rank is
+    missing, and when ranks ran different counts), and `times` is the slowest rank's time
+    per iteration; `ranks` keeps each rank's own times.
+    """
     import jax
 
-    report = inspect(fn, *args, static_argnames=static_argnames, **kwargs)
+    from ._metadata import capture_metadata, program_params
+    from ._ranks import Ranks
+
+    ranks = Ranks(timeout)
+    report = inspect(fn, *args, static_argnums=static_argnums)
+    label = name or report.name
     compiled = report._cache["compiled"]
-    dynamic = list(args)
+    dynamic = [a for i, a in enumerate(args)
+               if i not in ((static_argnums,) if isinstance(static_argnums, int)
+                            else static_argnums)]
     block = jax.block_until_ready
     t = time.perf_counter
+    ranks.barrier("compiled")
+    ranks.same("run counts", {"iterations": iterations, "warmup": warmup,
+                              "min_time": min_time})
     t0 = t()
     block(compiled(*dynamic))
     first = t() - t0
     for _ in range(warmup):
         block(compiled(*dynamic))
+    count = iterations
+    if min_time is not None:  # one probe run sizes the count; rank 0's count is everyone's
+        a = t()
+        block(compiled(*dynamic))
+        probe_time = max(t() - a, 1e-9)
+        count = max(iterations, min(1_000_000, math.ceil(min_time / probe_time)))
+    count = ranks.agree("iterations", count)
+    ranks.barrier("timing")
     times: list[float] = []
     total = 0.0
-    while len(times) < iterations or (min_time is not None and total < min_time):
+    # One process may keep going until min_time is reached; several keep rank 0's count.
+    while len(times) < count or (min_time is not None and ranks.count == 1
+                                 and total < min_time and len(times) < 1_000_000):
         a = t()
         out = compiled(*dynamic)
         block(out)
         dt = t() - a
         times.append(dt)
         total += dt
-        if len(times) > 1_000_000:
-            break
     probe = jax.numpy.zeros(())
     block(probe)
     overhead = _overhead(block, probe)
-    return BenchResult(report.name, {k: v for k, v in kwargs.items()}, times, first, warmup,
-                       overhead, report)
+    per_rank = ranks.gather(times)
+    slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
+    table, checks = program_params(label, dynamic, params)
+    return BenchResult(name=label, params=table, times=slowest, first_run=first,
+                       warmup=warmup, overhead=overhead, timings=dict(report.timings),
+                       sizes=_sizes(report), checks=checks,
+                       metadata=capture_metadata(fn, dynamic, report),
+                       ranks=per_rank if len(per_rank) > 1 else [], report=report)
 
 
 class Timer:

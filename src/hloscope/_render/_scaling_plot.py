@@ -1,0 +1,104 @@
+"""Strong and weak scaling plots (matplotlib, PNG or SVG; SVG deterministic).
+
+Time against device count (log-log for strong scaling, log-x for weak), one
+line per series with the spread of each point (the pooled median's 95% CI,
+or min to max for summary-only results) and the process grid written at each
+point; optionally the ideal lines and a second panel of parallel efficiency.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .._analysis._scaling import ScalingSeries
+from .._errors import HloscopeError
+from ._plot import _pyplot
+
+__all__ = ["plot_scaling", "scaling_table"]
+
+_COLORS = ("#3b6ea8", "#d8572a", "#2a9d8f", "#8a5cd8", "#c9a227", "#c0392b", "#555555")
+
+
+def scaling_table(series: list[ScalingSeries]) -> str:
+    """The series as text: devices, grid, time, spread, runs pooled, ideal, efficiency."""
+    lines: list[str] = []
+    for s in series:
+        lines.append(f"{s.mode} scaling: {s.label}")
+        lines.append(f"  {'devices':>7}  {'grid':>7}  {'time (ms)':>11}  {'spread (ms)':>21}  "
+                     f"{'runs':>5}  {'files':>5}  {'ideal (ms)':>10}  {'efficiency':>10}")
+        for p in s.points:
+            lines.append(f"  {p.devices:>7}  {p.grid or '-':>7}  {p.time * 1e3:>11.4f}  "
+                         f"{p.low * 1e3:>10.4f}-{p.high * 1e3:<10.4f}  {p.runs:>5}  "
+                         f"{p.results:>5}  {p.ideal * 1e3:>10.4f}  {p.efficiency:>10.1%}")
+        metric = {p.metric for p in s.points}
+        lines.append("  time: " + (" / ".join(sorted(metric))) + " of the pooled runs"
+                     if metric == {"median"} else
+                     "  time: " + " / ".join(sorted(metric)) + " (mean: summary figures only)")
+    return "\n".join(lines) + "\n"
+
+
+def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = False,
+                 ideal: bool = False, title: str | None = None) -> str:
+    """Write the plot to `path` (.png or .svg).  Returns the path."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".png", ".svg"):
+        raise HloscopeError(f"cannot write a plot to {path!r}: unknown file type",
+                            hint="name the file .png or .svg")
+    if not series:
+        raise HloscopeError("nothing to plot", hint="pass results at two or more device "
+                                                    "counts")
+    plt = _pyplot()
+    from matplotlib import rcParams
+
+    rcParams["svg.hashsalt"] = "hloscope"
+    mode = series[0].mode
+    rows = 2 if efficiency else 1
+    fig, axes = plt.subplots(rows, 1, figsize=(8, 4.2 * rows), dpi=110, squeeze=False)
+    ax = axes[0][0]
+    try:
+        for i, s in enumerate(series):
+            c = _COLORS[i % len(_COLORS)]
+            xs = [p.devices for p in s.points]
+            ys = [p.time * 1e3 for p in s.points]
+            err = [[max(0.0, (p.time - p.low) * 1e3) for p in s.points],
+                   [max(0.0, (p.high - p.time) * 1e3) for p in s.points]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", color=c, capsize=3, linewidth=1.4,
+                        label=s.label)
+            for p in s.points:
+                if p.grid:
+                    ax.annotate(p.grid, (p.devices, p.time * 1e3), xytext=(0, 7),
+                                textcoords="offset points", ha="center", fontsize=7, color=c)
+            if ideal:
+                ax.plot(xs, [p.ideal * 1e3 for p in s.points], linestyle="--", color=c,
+                        alpha=0.6, linewidth=1, label=f"ideal ({s.label})")
+            if efficiency:
+                axes[1][0].plot(xs, [p.efficiency * 100 for p in s.points], marker="s",
+                                color=c, label=s.label)
+        for a in [r[0] for r in axes]:
+            a.set_xscale("log", base=2)
+        if mode == "strong":
+            ax.set_yscale("log")
+        devices = sorted({p.devices for s in series for p in s.points})
+        for a in [r[0] for r in axes]:
+            a.set_xticks(devices)
+            a.set_xticklabels([str(d) for d in devices])
+            a.grid(alpha=0.3, which="both")
+        ax.set_ylabel("time per run (ms)")
+        ax.set_xlabel("devices")
+        what = ("strong scaling: fixed problem size" if mode == "strong"
+                else "weak scaling: fixed size per device")
+        ax.set_title(title or what, fontsize=10)
+        ax.legend(fontsize=7, loc="best")
+        if efficiency:
+            e = axes[1][0]
+            e.axhline(100, color="#888888", linestyle="--", linewidth=1)
+            e.set_ylim(0, max(110, max(p.efficiency * 100 for s in series for p in s.points)
+                              * 1.05))
+            e.set_ylabel("parallel efficiency (%)")
+            e.set_xlabel("devices")
+        fig.tight_layout()
+        metadata = {"Date": None} if ext == ".svg" else {"Software": "hloscope"}
+        fig.savefig(path, metadata=metadata)
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,162 @@
+"""The content of a benchmark report, computed once for every renderer.
+
+Sections follow jax-hpc-profiler's report (Parameters, Profiling Data,
+Iteration Runs, Compiled Code, Lowered Code, JAXPR) so its users feel at
+home; hloscope adds, between the runs and the code: the checks of the
+parameters against the program, XLA's Temporary Size buffer by buffer, what
+is live at the peak, the kernels, the collectives, the processes and the
+metadata.  Values here are plain numbers and strings; the renderers only
+format them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._result import BenchResult
+
+__all__ = ["BenchReportData", "bench_report_data"]
+
+
+@dataclass
+class BenchReportData:
+    title: str
+    params: list[tuple[str, Any]]
+    profiling: list[tuple[str, str]]
+    runs: list[tuple[str, float, str]]          # (label, seconds, note)
+    rank_runs: list[list[float]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    temp: dict[str, Any] | None = None
+    peak: dict[str, Any] | None = None
+    kernels: dict[str, Any] | None = None
+    collectives: list[dict[str, Any]] = field(default_factory=list)
+    processes: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    metadata: list[tuple[str, str]] = field(default_factory=list)
+    code: list[tuple[str, str, str]] = field(default_factory=list)  # (section, fence, text)
+    result: BenchResult | None = None
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 1e3:.4f} ms"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    x, unit = float(n), "B"
+    for u in ("KB", "MB", "GB", "TB"):  # jax-hpc-profiler's 1024-based units
+        if x < 1024:
+            break
+        x, unit = x / 1024, u
+    head = f"{n} B" if unit == "B" else f"{x:.2f} {unit}"
+    return head if unit == "B" else f"{head} ({n:,} B)"
+
+
+def bench_report_data(r: BenchResult, *, top: int = 12) -> BenchReportData:
+    s = r.stats
+    t = r.timings
+    jit = sum(t.get(k, 0.0) for k in ("trace", "lower", "compile")) if t else None
+    prof: list[tuple[str, str]] = []
+    if jit is not None:
+        prof.append(("JIT Time", f"{_ms(jit)} (trace + lower + compile; the first run is "
+                                 "not in it)"))
+        for k in ("trace", "lower", "compile"):
+            if k in t:
+                prof.append((f"{k.capitalize()} Time", _ms(t[k])))
+    if r.first_run is not None:
+        prof.append(("First Run", f"{_ms(r.first_run)} (not in the statistics)"))
+    for label, key in (("Min Time", "min"), ("Max Time", "max"), ("Mean Time", "mean"),
+                       ("Std Time", "std"), ("Last Time", "last"), ("Median Time", "median"),
+                       ("IQR", "iqr")):
+        if s.get(key) is not None:
+            prof.append((label, _ms(s[key])))
+    if "median_ci95" in s:
+        lo, hi = s["median_ci95"]
+        prof.append(("Median 95% CI", f"{_ms(lo)} to {_ms(hi)}"))
+    if "runs" in s:
+        prof.append(("Runs", f"{s['runs']} timed after {r.warmup} warm-up runs (discarded)"))
+        prof.append(("Outliers", (", ".join(f"run {i}" for i in s["outliers"]) or "none")
+                     + " (beyond 1.5 IQR)"))
+    if r.overhead is not None:
+        prof.append(("Harness Overhead", f"{r.overhead * 1e6:.2f} us per run"))
+    if len(r.ranks) > 1:
+        prof.append(("Processes", f"{len(r.ranks)}; times are the slowest rank's per "
+                                  "iteration"))
+    for label, key in (("Generated Code", "generated_code"), ("Argument Size", "argument"),
+                       ("Output Size", "output"), ("Temporary Size", "temporary"),
+                       ("Peak Memory", "peak")):
+        if key in r.sizes:
+            prof.append((label, _bytes(r.sizes[key])))
+    outliers = set(s.get("outliers", []))
+    runs = [(f"Run {i}", x, "outlier" if i in outliers else "") for i, x in enumerate(r.times)]
+    data = BenchReportData(title=f"Reporting for {r.params.get('Function', r.name)}",
+                           params=list(r.params.items()), profiling=prof, runs=runs,
+                           rank_runs=r.ranks, checks=r.checks, result=r)
+    if len(r.ranks) > 1:
+        data.processes = [(k, {"min": min(x), "median": sorted(x)[len(x) // 2],
+                               "max": max(x)}) for k, x in enumerate(r.ranks)]
+    _program_sections(data, r, top)
+    data.metadata = _metadata_rows(r.metadata)
+    return data
+
+
+def _program_sections(data: BenchReportData, r: BenchResult, top: int) -> None:
+    rep = r.report
+    if rep is None or not rep.hlo_after:
+        return
+    from .._analysis._temp import temp_breakdown
+    from .._sources._xla_dumps import parse_buffer_assignment, parse_live_range
+
+    if rep.buffer_assignment:
+        ba = parse_buffer_assignment(rep.buffer_assignment)
+        lr = parse_live_range(rep.live_range) if rep.live_range else None
+        tb = temp_breakdown(rep.module, ba, lr)
+        data.temp = {"xla_temp": r.sizes.get("temporary"), **tb.to_dict()}
+    mem = rep.memory
+    data.peak = {"bytes": mem.peak_bytes, "instruction": mem.peak_instruction,
+                 "values": [v.to_dict() for v in mem.peak_values[:top]],
+                 "more": max(0, len(mem.peak_values) - top)}
+    g = rep.kernels
+    ranked = sorted(g.kernels, key=lambda k: (-k.bytes_accessed, k.name))
+    data.kernels = {"count": len(g.kernels), "temporaries": len(g.temporaries),
+                    "temporary_bytes": g.temporary_bytes,
+                    "flops": sum(k.flops for k in g.kernels),
+                    "bytes_accessed": sum(k.bytes_accessed for k in g.kernels),
+                    "top": [k.to_dict() for k in ranked[:top]],
+                    "more": max(0, len(ranked) - top)}
+    data.collectives = [c.to_dict() for c in g.collectives]
+    data.code = [("Compiled Code", "hlo", rep.hlo_after), ("Lowered Code", "mlir",
+                                                           rep.stablehlo),
+                 ("JAXPR", "haskell", rep.jaxpr)]
+
+
+def _metadata_rows(m: dict[str, Any]) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    names = (("device_kind", "Device kind"), ("platform", "Platform"),
+             ("device_count", "Devices"), ("local_device_count", "Devices per process"),
+             ("process_count", "Processes"), ("mesh", "Mesh"),
+             ("input_shardings", "Input shardings"), ("output_shardings", "Output shardings"),
+             ("per_device_input_shapes", "Per-device input shapes"), ("jax", "JAX"),
+             ("jaxlib", "jaxlib"), ("python", "Python"), ("hloscope", "hloscope"),
+             ("host", "Host"), ("time", "Time (UTC)"), ("command", "Command"))
+    for key, label in names:
+        if m.get(key) not in (None, "", [], {}):
+            v = m[key]
+            if isinstance(v, dict):
+                v = ", ".join(f"{k}: {n}" for k, n in v.items())
+            elif isinstance(v, list):
+                v = "; ".join(str(x) for x in v)
+            rows.append((label, str(v)))
+    env = m.get("environment") or {}
+    rows.append(("XLA flags", env.get("XLA_FLAGS", "") or "(none)"))
+    for k, v in env.items():
+        if k != "XLA_FLAGS":
+            rows.append((k, v))
+    git = m.get("git")
+    if git:
+        dirty = " (uncommitted changes)" if git["dirty"] else ""
+        rows.append(("Git commit", f"{git['commit']}{dirty} of {git['file']}"))
+    elif "git" in m:
+        rows.append(("Git commit", "(the function's file is not in a git repository)"))
+    return rows

@@ -1,0 +1,246 @@
+"""Benchmark results as plain data: what `hloscope.bench` measured, or what a
+jax-hpc-profiler CSV or Markdown report says, in one shape.
+
+A `BenchResult` holds the steady-state run times (seconds; with many
+processes, the slowest rank's time per iteration), the first run apart, the
+phases of compilation apart, XLA's sizes, the parameters (user-given and
+read from the program), the checks of the one against the other, metadata,
+and every rank's raw times.  It needs no JAX: results are saved as JSON or
+CSV rows, loaded back, pooled and plotted on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import HloscopeError
+
+__all__ = ["RESULT_SCHEMA", "BenchResult", "median_ci", "time_stats"]
+
+RESULT_SCHEMA = "hloscope.bench/1"
+
+
+def median_ci(xs: list[float], z: float = 1.959964) -> tuple[float, float]:
+    """95% confidence interval of the median from order statistics (no distribution assumed)."""
+    n = len(xs)
+    s = sorted(xs)
+    if n < 3:
+        return s[0], s[-1]
+    lo = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2) - 1)
+    hi = min(n - 1, math.ceil(1 + n / 2 + z * math.sqrt(n) / 2) - 1)
+    return s[lo], s[hi]
+
+
+def time_stats(xs: list[float]) -> dict[str, Any]:
+    """min, median, mean, std, IQR, max, last, 95% CI of the median, outliers (indices
+    beyond 1.5 IQR of the quartiles) of a series of times."""
+    if not xs:
+        return {}
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
+    iqr = q[2] - q[0]
+    lo, hi = median_ci(xs)
+    return {
+        "runs": len(xs), "min": min(xs), "median": statistics.median(xs),
+        "mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+        "iqr": iqr, "max": max(xs), "last": xs[-1], "median_ci95": [lo, hi],
+        "outliers": [i for i, x in enumerate(xs) if x < q[0] - 1.5 * iqr or x > q[2] + 1.5 * iqr],
+    }
+
+
+@dataclass
+class BenchResult:
+    """One benchmark: a function at one set of parameters on one set of devices.
+
+    Times are in seconds, sizes in bytes.  `times` are the steady-state runs (warm-ups
+    and the first run excluded); with several processes they are the slowest rank's
+    time per iteration and `ranks` keeps every rank's own series.  `summary` stands in
+    for `times` when only summary figures are known (a jax-hpc-profiler CSV row).
+    `report` is the `inspect` report of the program when it was measured here.
+    """
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    times: list[float] = field(default_factory=list)
+    first_run: float | None = None
+    warmup: int = 0
+    overhead: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    sizes: dict[str, int | None] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    ranks: list[list[float]] = field(default_factory=list)
+    summary: dict[str, float] = field(default_factory=dict)
+    source: str = "hloscope"
+    report: Any = None
+
+    # -- statistics ---------------------------------------------------------------------
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The statistics of `times` (see `time_stats`) plus the first run, the warm-up
+        count and the harness overhead; from `summary` when there are no raw times."""
+        s = time_stats(self.times) if self.times else {k: v for k, v in self.summary.items()}
+        s.update({"first_run": self.first_run, "warmup": self.warmup,
+                  "overhead_per_run": self.overhead})
+        if len(self.ranks) > 1:
+            n = min(len(r) for r in self.ranks)
+            s["rank_medians"] = [statistics.median(r) for r in self.ranks]
+            s["mean_over_ranks"] = [statistics.fmean(r[i] for r in self.ranks)
+                                    for i in range(n)]
+            s["slowest_rank"] = [max(range(len(self.ranks)), key=lambda k: self.ranks[k][i])
+                                 for i in range(n)]
+        return s
+
+    @property
+    def devices(self) -> int | None:
+        d = self.metadata.get("device_count")
+        if d:
+            return int(d)
+        px, py = self.params.get("PX"), self.params.get("PY")
+        if px and py:
+            return int(px) * int(py)
+        return None
+
+    def summary_line(self) -> str:
+        """One line: median with its 95% CI, min, mean ± std, max, runs, first run."""
+        s = self.stats
+        ms = 1e3
+
+        def f(x: float | None) -> str:
+            return "?" if x is None else f"{x * ms:.4g}"
+
+        if "median" not in s:
+            return (f"{self.name}: mean {f(s.get('mean'))} ms +- {f(s.get('std'))}, min "
+                    f"{f(s.get('min'))}, max {f(s.get('max'))} (summary figures only)")
+        lo, hi = s["median_ci95"]
+        line = (f"{self.name}: median {f(s['median'])} ms (95% CI {f(lo)}-{f(hi)}), min "
+                f"{f(s['min'])}, mean {f(s['mean'])} +- {f(s['std'])}, max {f(s['max'])} over "
+                f"{s['runs']} runs ({len(s['outliers'])} outliers)")
+        if self.first_run is not None:
+            line += f"; first run {f(self.first_run)} ms"
+        if self.overhead is not None:
+            line += f", harness overhead {self.overhead * 1e6:.2f} us/run"
+        if len(self.ranks) > 1:
+            line += f"; {len(self.ranks)} processes, slowest rank per iteration"
+        return line
+
+    # -- saving -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data (schema ``hloscope.bench/1``, documented in docs/json.md)."""
+        return {"schema": RESULT_SCHEMA, "name": self.name, "source": self.source,
+                "params": self.params, "times": self.times, "first_run": self.first_run,
+                "warmup": self.warmup, "overhead": self.overhead, "timings": self.timings,
+                "sizes": self.sizes, "checks": self.checks, "metadata": self.metadata,
+                "ranks": self.ranks, "summary": self.summary,
+                "stats": {k: v for k, v in self.stats.items()
+                          if k not in ("first_run", "warmup", "overhead_per_run")},
+                "report": self.report.to_dict() if self.report is not None else None}
+
+    def file_stem(self) -> str:
+        """A file name for this result from its parameters (function, sizes, grid, ...)."""
+        import re
+
+        p = self.params
+        parts = [str(p.get("Function", self.name))]
+        dims = [str(p[k]) for k in ("X", "Y", "Z") if k in p]
+        if dims:
+            parts.append("x".join(dims))
+        if "PX" in p and "PY" in p:
+            parts.append(f"{p['PX']}x{p['PY']}")
+        parts += [str(p[k]) for k in ("Backend", "Precision") if k in p]
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))[:120] or "bench"
+
+    def save(self, path: str, *, all_ranks: bool = False) -> list[str]:
+        """Write the result.  `path` ending in ``.md``, ``.json``, ``.html`` or ``.csv``
+        writes that one file (a CSV is appended to); any other path is a folder that gets
+        ``<stem>.md``, ``<stem>.json`` and ``<stem>.html`` and one more row in
+        ``results.csv``.  With several processes only rank 0 writes (unless `all_ranks`);
+        the others return an empty list."""
+        import os
+
+        if self.metadata.get("process_index", 0) and not all_ranks:
+            return []
+        if path.endswith((".md", ".json", ".html", ".csv")):
+            targets = [path]
+        else:
+            os.makedirs(path, exist_ok=True)
+            stem = os.path.join(path, self.file_stem())
+            targets = [stem + ".md", stem + ".json", stem + ".html",
+                       os.path.join(path, "results.csv")]
+        for t in targets:
+            folder = os.path.dirname(t)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            if t.endswith(".csv"):
+                from ._files import write_csv
+
+                write_csv([self], t)
+                continue
+            if t.endswith(".json"):
+                import json
+
+                text = json.dumps(self.to_dict(), indent=1) + "\n"
+            else:
+                from ._report import bench_report_data
+
+                data = bench_report_data(self)
+                if t.endswith(".md"):
+                    from .._render._bench_md import bench_markdown
+
+                    text = bench_markdown(data)
+                else:
+                    from .._render._bench_html import bench_html
+
+                    text = bench_html(data)
+            with open(t, "w", encoding="utf-8") as f:
+                f.write(text)
+        return targets
+
+    def markdown(self) -> str:
+        """The report in Markdown (jax-hpc-profiler's sections first)."""
+        from .._render._bench_md import bench_markdown
+        from ._report import bench_report_data
+
+        return bench_markdown(bench_report_data(self))
+
+    def html(self) -> str:
+        """The report as one self-contained HTML page, with plots of the runs."""
+        from .._render._bench_html import bench_html
+        from ._report import bench_report_data
+
+        return bench_html(bench_report_data(self))
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.summary_line())}</pre>"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, path: str = "<dict>") -> BenchResult:
+        if not isinstance(d, dict) or d.get("schema") != RESULT_SCHEMA:
+            got = d.get("schema") if isinstance(d, dict) else type(d).__name__
+            raise HloscopeError(f"{path}: not a hloscope benchmark result (schema {got!r})",
+                                hint=f"pass a file written by hloscope bench (schema "
+                                     f"{RESULT_SCHEMA})")
+        report = None
+        if d.get("report"):
+            from .._jax._inspect import Report
+
+            rd = {k: v for k, v in d["report"].items() if k != "schema"}
+            report = Report(**rd)
+        try:
+            return cls(name=str(d["name"]), params=dict(d.get("params") or {}),
+                       times=[float(x) for x in d.get("times") or []],
+                       first_run=d.get("first_run"), warmup=int(d.get("warmup") or 0),
+                       overhead=d.get("overhead"), timings=dict(d.get("timings") or {}),
+                       sizes=dict(d.get("sizes") or {}), checks=list(d.get("checks") or []),
+                       metadata=dict(d.get("metadata") or {}),
+                       ranks=[[float(x) for x in r] for r in d.get("ranks") or []],
+                       summary=dict(d.get("summary") or {}), source=str(d.get("source") or
+                                                                        "hloscope"),
+                       report=report)
+        except (KeyError, TypeError, ValueError) as e:
+            raise HloscopeError(f"{path}: a benchmark result with a malformed field ({e})",
+                                hint="re-create it with hloscope bench") from None

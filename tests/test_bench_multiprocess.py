@@ -1,0 +1,66 @@
+"""Many processes for real: two processes on this machine, each with its own CPU
+devices, joined by jax.distributed.initialize on localhost."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).parent / "bench_worker.py"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _run(mode: str, out: Path) -> list[str]:
+    port = str(_port())
+    procs = [subprocess.Popen([sys.executable, str(WORKER), str(r), "2", port, mode, str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(2)]
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=150)[0])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"a rank hung in mode {mode}")
+    return outs
+
+
+def test_two_processes_gather_every_rank_and_report_the_slowest(tmp_path):
+    r0, r1 = _run("ok", tmp_path)
+    assert "2 processes, 4 devices, 2 local" in r0, r0
+    assert "RESULT" in r0 and "RESULT" in r1, r0 + r1
+    assert "rank 0: WROTE 4" in r0 and "rank 1: WROTE 0" in r1  # one writer
+    (js,) = tmp_path.glob("*.json")
+    d = json.loads(js.read_text())
+    assert len(d["ranks"]) == 2 and all(len(r) == 5 for r in d["ranks"])
+    slowest = [max(a, b) for a, b in zip(*d["ranks"])]
+    assert d["times"] == slowest
+    assert d["metadata"]["process_count"] == 2 and d["metadata"]["device_count"] == 4
+    md = next(tmp_path.glob("*.md")).read_text()
+    assert "## Processes" in md and "| Rank 1 |" in md
+
+
+def test_a_missing_rank_gives_a_clear_error_within_the_timeout(tmp_path):
+    r0, _ = _run("die", tmp_path)
+    line = next((x for x in r0.splitlines() if "HLOSCOPE-ERROR" in x), None)
+    assert line is not None, r0
+    assert "not every process reached" in line
+    elapsed = float(line.split(" after ", 1)[1].split(" s:", 1)[0])
+    assert elapsed < 8 + 15, line  # the 8 s timeout, plus compile time before the barrier
+
+
+def test_ranks_that_disagree_on_the_iteration_count_are_an_error(tmp_path):
+    r0, r1 = _run("disagree", tmp_path)
+    for out in (r0, r1):
+        assert "HLOSCOPE-ERROR" in out and "disagree" in out and "iterations=6" in out, out

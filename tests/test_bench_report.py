@@ -1,0 +1,224 @@
+"""The benchmark report: seed 000's sections and hloscope's additions, the
+Temporary Size explained buffer by buffer, the parameter checks, the files
+(JSON, CSV with header and schema, HTML), and jax-hpc-profiler's files read."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+from conftest import DATA, ROOT, SEEDS, check_golden
+
+import hloscope
+from hloscope import BenchResult, HloscopeError
+from hloscope._results._files import CSV_COLUMNS, load_results, read_csv, write_csv
+from hloscope._sources._jhp import read_jhp_csv, read_jhp_markdown
+
+BENCH = DATA / "bench"
+SEED_SECTIONS = ["Parameters", "Profiling Data", "Iteration Runs", "Compiled Code",
+                 "Lowered Code", "JAXPR"]
+ADDED = ["Checks", "Temporary Size, buffer by buffer", "Memory at the Peak", "Kernels",
+         "Collectives", "Metadata"]
+
+
+def _sections(md: str) -> list[str]:
+    return re.findall(r"^## (.+)$", md, re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def fft_result() -> BenchResult:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from fft_pencil import do_fft, make_input
+
+    return hloscope.bench(do_fft, make_input(64, 64, 64, 4, 2), iterations=6, warmup=1,
+                          precision="float32", x=64, y=64, z=64, px=2, py=4, backend="gloo")
+
+
+def test_sharded_fft_report_has_every_seed_section_then_the_additions(fft_result):
+    md = fft_result.markdown()
+    seed = _sections((SEEDS / "fft_cont_2048_pencil8.jax_hpc_profiler.md").read_text())
+    assert seed == SEED_SECTIONS
+    got = _sections(md)
+    assert [s for s in got if s in SEED_SECTIONS] == SEED_SECTIONS  # same order
+    for s in ADDED:
+        assert s in got
+    assert got.index("Iteration Runs") < got.index("Checks") < got.index("Compiled Code")
+    for row in ("JIT Time", "Min Time", "Max Time", "Mean Time", "Std Time", "Last Time",
+                "Generated Code", "Argument Size", "Output Size", "Temporary Size"):
+        assert f"| {row} |" in md
+    assert md.startswith("# Reporting for do_fft\n")
+    assert "| First run |" in md and "not in the statistics" in md
+    assert "| Devices | 8 |" in md and "| Mesh | x: 4, y: 2 |" in md
+    assert "--xla_force_host_platform_device_count=8" in md
+
+
+def test_temporary_size_is_explained_buffer_by_buffer(fft_result):
+    from hloscope._results._report import bench_report_data
+
+    t = bench_report_data(fft_result).temp
+    xla_temp = fft_result.report.memory_analysis["temp_size_in_bytes"]
+    assert t["xla_temp"] == xla_temp == t["total_bytes"] == sum(s for _, s in t["allocations"])
+    bufs = t["buffers"]
+    assert bufs and all(b["live"] for b in bufs)
+    sizes = dict(t["allocations"])
+    for b in bufs:  # every value inside its allocation
+        assert 0 <= b["offset"] and b["offset"] + b["bytes"] <= sizes[b["allocation"]]
+    for i, a in enumerate(bufs):  # values sharing bytes never live at the same time
+        for b in bufs[i + 1:]:
+            overlap = a["offset"] < b["offset"] + b["bytes"] and \
+                b["offset"] < a["offset"] + a["bytes"]
+            if a["allocation"] == b["allocation"] and overlap:
+                assert a["live"][1] <= b["live"][0] or b["live"][1] <= a["live"][0], (a, b)
+    # the all-gathers the partitioner inserted are among them, with their source line
+    assert any(b["value"].startswith("all-gather") and "fft_pencil.py" in (b["source"] or "")
+               for b in bufs)
+
+
+def test_collectives_and_kernels_sections(fft_result):
+    md = fft_result.markdown()
+    coll = md.split("## Collectives", 1)[1].split("\n---\n", 1)[0]
+    assert "| all-gather |" in coll and "of" in coll
+    assert "## Kernels\n" in md and "fft" in md.split("## Kernels", 1)[1]
+
+
+def test_checks_name_every_mismatch(fft_result):
+    checks = {c["parameter"]: c for c in fft_result.checks}
+    assert checks["X"]["ok"] and checks["Precision"]["ok"]
+    assert not checks["PX"]["ok"] and checks["PX"]["program"] == 4
+    assert "swapped" in checks["PX"]["note"]
+    import jax.numpy as jnp
+
+    r = hloscope.bench(lambda a: a * 2, jnp.ones((8, 4)), iterations=2, warmup=0, x=16,
+                       z=3, precision="float64")
+    c = {c["parameter"]: c for c in r.checks}
+    assert not c["X"]["ok"] and c["X"]["program"] == 8
+    assert not c["Z"]["ok"] and c["Z"]["program"] is None and "no Z" in c["Z"]["note"]
+    assert not c["Precision"]["ok"] and c["Precision"]["program"] == "float32"
+    assert "MISMATCH" in r.markdown()
+
+
+def test_golden_markdown_and_html_from_a_saved_result():
+    r = load_results([str(BENCH / "fft_pencil_64.json")])[0]
+    md = r.markdown()
+    check_golden("bench/fft_pencil_64.md", md)
+    page = r.html()
+    check_golden("bench/fft_pencil_64.html", page)
+    assert r.markdown() == md and r.html() == page  # deterministic
+    assert "<script" not in page and "default-src 'none'" in page
+
+
+def test_json_round_trip_keeps_the_report(tmp_path, fft_result):
+    p = tmp_path / "r.json"
+    fft_result.save(str(p))
+    back = load_results([str(p)])[0]
+    assert back.times == fft_result.times and back.checks == fft_result.checks
+    assert back.markdown() == fft_result.markdown()
+
+
+def test_folder_output_writes_md_json_html_and_a_csv_row(tmp_path, fft_result):
+    written = fft_result.save(str(tmp_path))
+    names = sorted(p.rsplit("/", 1)[1] for p in written)
+    assert names == sorted([f"{fft_result.file_stem()}{e}" for e in (".html", ".json", ".md")]
+                           + ["results.csv"])
+    fft_result.save(str(tmp_path))  # a second run appends a row
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert lines[0] == ",".join(CSV_COLUMNS) and len(lines) == 3
+    assert all(line.startswith("hloscope.bench/1,") for line in lines[1:])
+    # the folder holds the run twice (JSON overwritten, CSV appended): read back once each
+    rs = load_results([str(tmp_path)])
+    assert len(rs) == 1
+
+
+def test_csv_round_trip_keeps_raw_times_and_ranks(tmp_path):
+    a = BenchResult("f", {"Function": "f", "X": 64, "PX": 2, "PY": 1, "mode": "fast"},
+                    times=[0.001, 0.0012, 0.0011], first_run=0.01, warmup=2,
+                    timings={"trace": 0.01, "lower": 0.002, "compile": 0.1},
+                    sizes={"temporary": 1024, "argument": None},
+                    ranks=[[0.001, 0.0012, 0.0011], [0.0009, 0.0011, 0.001]],
+                    metadata={"device_count": 2, "process_count": 2})
+    p = tmp_path / "r.csv"
+    write_csv([a, a], str(p))
+    back = read_csv(p.read_text(), path=str(p))
+    assert len(back) == 2
+    b = back[0]
+    assert b.times == pytest.approx(a.times, abs=1e-12) and b.ranks == [
+        pytest.approx(x, abs=1e-12) for x in a.ranks]
+    assert b.params == a.params and b.sizes["temporary"] == 1024 and b.devices == 2
+    assert b.timings == pytest.approx(a.timings)
+    foreign = tmp_path / "other.csv"
+    foreign.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(HloscopeError, match="another header"):
+        write_csv([a], str(foreign))
+
+
+def test_reads_jax_hpc_profiler_csv_19_and_20_columns():
+    text = (BENCH / "jhp_headerless.csv").read_text()
+    rs = read_jhp_csv(text, path="jhp.csv")
+    assert len(rs) == 5
+    r = rs[0]
+    assert r.params == {"Function": "FFT", "Precision": "float32", "X": 256, "Y": 256,
+                        "Z": 256, "PX": 1, "PY": 1, "Backend": "NCCL", "Nodes": 1}
+    assert r.stats["mean"] == pytest.approx(0.0112) and r.timings["jit"] == pytest.approx(
+        0.09075)
+    assert r.sizes["temporary"] == 134217728 and "flops" not in r.metadata
+    assert rs[4].metadata["flops"] == 1.5e9 and rs[4].devices == 8
+    with_header = ",".join(
+        ["function", "precision", "x", "y", "z", "px", "py", "backend", "nodes", "jit_time",
+         "min_time", "max_time", "mean_time", "std_div", "last_time", "generated_code",
+         "argument_size", "output_size", "temp_size"]) + "\n" + text.splitlines()[0] + "\n"
+    assert len(read_jhp_csv(with_header)) == 1  # its concat's output reads back
+    with pytest.raises(HloscopeError, match=r"jhp.csv:2: 7 columns"):
+        read_jhp_csv(text.splitlines()[0] + "\nFFT,float32,1,1,1,1,1\n", path="jhp.csv")
+    with pytest.raises(HloscopeError, match="not a number"):
+        read_jhp_csv(text.splitlines()[0].replace("90.75", "fast"), path="jhp.csv")
+
+
+def test_reads_jax_hpc_profiler_markdown_with_run_0_apart():
+    p = SEEDS / "fft_cont_2048_pencil8.jax_hpc_profiler.md"
+    r = read_jhp_markdown(p.read_text(), path=str(p))
+    assert r.params["Function"] == "FFT-cont" and r.params["PX"] == 2 and r.devices == 8
+    assert r.first_run == pytest.approx(0.250064) and len(r.times) == 9
+    assert r.metadata["run0_over_median"] == pytest.approx(1.485, abs=0.01)
+    assert r.sizes["argument"] == 4 * 1024**3 and r.sizes["temporary"] == 16 * 1024**3
+    assert r.timings["jit"] == pytest.approx(8.323505)
+    md = r.markdown()  # re-rendered by hloscope: the kernels come from its compiled code
+    assert "## Kernels" in md and "pfft3d" in md and "## Compiled Code" in md
+
+
+@pytest.mark.parametrize("bad", ["", "not json", "[1, 2]", '{"schema": "other"}',
+                                 '{"schema": "hloscope.bench/1"}'])
+def test_bad_result_files_get_a_clear_error(tmp_path, bad):
+    p = tmp_path / "r.json"
+    p.write_text(bad)
+    with pytest.raises(HloscopeError) as e:
+        load_results([str(p)])
+    assert "r.json" in str(e.value)
+
+
+def test_binary_and_missing_result_files(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"\x00\xff\xfe" * 50)
+    with pytest.raises(HloscopeError, match="not text"):
+        load_results([str(p)])
+    with pytest.raises(HloscopeError, match="no such file"):
+        load_results([str(tmp_path / "missing.json")])
+
+
+def test_hostile_strings_are_escaped_in_markdown_and_html():
+    evil = "<script>alert(1)</script>|`x`"
+    r = BenchResult(evil, {"Function": evil, "note": "a|b\nc"}, times=[1e-3, 2e-3, 1.5e-3],
+                    metadata={"host": "<img src=x onerror=alert(1)>"})
+    page = r.html()
+    assert "<script>alert" not in page and "<img src=x" not in page
+    md = r.markdown()
+    assert "| note | a\\|b c |" in md
+
+
+def test_json_written_is_valid_and_documented_keys(fft_result):
+    d = json.loads(json.dumps(fft_result.to_dict()))
+    for key in ("schema", "name", "params", "times", "first_run", "warmup", "overhead",
+                "timings", "sizes", "checks", "metadata", "ranks", "stats", "report"):
+        assert key in d
+    assert d["schema"] == "hloscope.bench/1"
