@@ -130,12 +130,10 @@ def sweep(fn: Any, *args: Any, **params: Iterable[Any]) -> Sweep:
 def plot_sweeps(sweeps: Mapping[str, Sweep], path: str, what: str = "temp") -> str:
     """Draw `what` against the swept parameter for each sweep (hloscope's figure as a solid
     line, XLA's as dots where it has one) to a .png or .svg file."""
-    from .._render._plot import _pyplot
+    from .._render._plot import _pyplot, plot_path, save_figure
 
+    ext = plot_path(path)
     plt = _pyplot()
-    from matplotlib import rcParams
-
-    rcParams["svg.hashsalt"] = "hloscope"
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     try:
         for i, (label, s) in enumerate(sweeps.items()):
@@ -151,8 +149,7 @@ def plot_sweeps(sweeps: Mapping[str, Sweep], path: str, what: str = "temp") -> s
             what, what))
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+        save_figure(fig, path, ext)
     finally:
         plt.close(fig)
     return path

@@ -28,17 +28,29 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) -> str:
-    """Write the live-bytes timeline to `path` (.png or .svg), the peak marked and its
-    largest values labelled.  Returns the path."""
+def plot_path(path: str) -> str:
+    """The extension of a plot file (.png or .svg), or a clear error."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".png", ".svg"):
         raise HloscopeError(f"cannot write a plot to {path!r}: unknown file type",
                             hint="name the file .png or .svg")
-    plt = _pyplot()
+    return ext
+
+
+def save_figure(fig, path: str, ext: str) -> None:  # type: ignore[no-untyped-def]
+    """Save deterministically (SVG: fixed hash salt, no date)."""
     from matplotlib import rcParams
 
     rcParams["svg.hashsalt"] = "hloscope"
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None} if ext == ".svg" else {"Software": "hloscope"})
+
+
+def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) -> str:
+    """Write the live-bytes timeline to `path` (.png or .svg), the peak marked and its
+    largest values labelled.  Returns the path."""
+    ext = plot_path(path)
+    plt = _pyplot()
     series = list(report.timeline) or [0]
     top = max(max(series), report.peak_bytes or 0)
     scale, unit = next((s, u) for s, u in _SCALES if top >= s or s == 1)
@@ -79,9 +91,7 @@ def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) ->
         ax.set_xlim(0, max(1, len(ys) - 1))
         ax.set_ylim(0, top / scale * 1.12 if top else 1)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        metadata = {"Date": None} if ext == ".svg" else {"Software": "hloscope"}
-        fig.savefig(path, metadata=metadata)
+        save_figure(fig, path, ext)
     finally:
         plt.close(fig)
     return path

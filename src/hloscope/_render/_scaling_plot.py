@@ -8,11 +8,9 @@ point; optionally the ideal lines and a second panel of parallel efficiency.
 
 from __future__ import annotations
 
-import os
-
 from .._analysis._scaling import ScalingSeries
 from .._errors import HloscopeError
-from ._plot import _pyplot
+from ._plot import _pyplot, plot_path, save_figure
 
 __all__ = ["plot_scaling", "scaling_table"]
 
@@ -40,17 +38,11 @@ def scaling_table(series: list[ScalingSeries]) -> str:
 def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = False,
                  ideal: bool = False, title: str | None = None) -> str:
     """Write the plot to `path` (.png or .svg).  Returns the path."""
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in (".png", ".svg"):
-        raise HloscopeError(f"cannot write a plot to {path!r}: unknown file type",
-                            hint="name the file .png or .svg")
+    ext = plot_path(path)
     if not series:
         raise HloscopeError("nothing to plot", hint="pass results at two or more device "
                                                     "counts")
     plt = _pyplot()
-    from matplotlib import rcParams
-
-    rcParams["svg.hashsalt"] = "hloscope"
     mode = series[0].mode
     rows = 2 if efficiency else 1
     fig, axes = plt.subplots(rows, 1, figsize=(8, 4.2 * rows), dpi=110, squeeze=False)
@@ -96,9 +88,7 @@ def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = F
                               * 1.05))
             e.set_ylabel("parallel efficiency (%)")
             e.set_xlabel("devices")
-        fig.tight_layout()
-        metadata = {"Date": None} if ext == ".svg" else {"Software": "hloscope"}
-        fig.savefig(path, metadata=metadata)
+        save_figure(fig, path, ext)
     finally:
         plt.close(fig)
     return path
