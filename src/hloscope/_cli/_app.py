@@ -448,5 +448,6 @@ def main() -> None:
         sys.exit(EXIT_INTERNAL)
 
 
-# The commands that time programs and plot results live in their own module.
+# The commands that time programs, plot results and run modules live in their own modules.
 from . import _bench_cmds  # noqa: F401
+from . import _run_cmd  # noqa: F401

@@ -1,0 +1,109 @@
+"""`hloscope run`: compile and execute any HLO module on JAX's PjRt runtime."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from .. import _errors
+from ._app import _fail, _load, app
+
+
+def _fmt(n: int | None) -> str:
+    return "n/a" if n is None else f"{n:,} B"
+
+
+@app.command("run")
+def run_cmd(
+    file: Path = typer.Argument(..., help="An HLO text file (any frontend: JAX, torch_xla, "
+                                "TensorFlow), a Markdown report or a log."),
+    partitions: int | None = typer.Option(None, "--partitions", help="Partition count "
+                                          "(default: the module header, else its "
+                                          "sharding annotations, else 1)."),
+    devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU "
+                                       "devices."),
+    input_: list[str] = typer.Option([], "--input", help="NAME=zeros|ones|random[:SEED]|"
+                                     "NUMBER|file.npy for a parameter (by name or number); "
+                                     "repeat. Default random:N for parameter N."),
+    iterations: int = typer.Option(10, "--iterations", "-n", min=0, help="Timed runs after "
+                                   "the first."),
+    check: str | None = typer.Option(None, "--check", help="'numpy': compare with the same "
+                                     "module compiled for one device."),
+    tolerance: float = typer.Option(1e-5, "--tolerance", help="Largest relative difference "
+                                    "the check accepts."),
+    show_module: bool = typer.Option(False, "--show-module", help="Print the per-device "
+                                     "module XLA produced."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON "
+                                 "(schema hloscope.run/1)."),
+) -> None:
+    """Compile an HLO module with SPMD partitioning, run it, show its outputs (per device
+    too), its timings, the collectives the partitioner inserted and memory before and
+    after partitioning."""
+    from .._results._result import time_stats
+
+    if check not in (None, "numpy"):
+        _fail(_errors.HloscopeError(f"--check {check!r}: the only reference is 'numpy' "
+                                    "(the module compiled for one device)"))
+    hf = _load(file)
+    try:
+        if devices is not None:
+            from .._jax._compare import use_cpu_devices
+
+            use_cpu_devices(devices)
+        specs: dict[str, str] = {}
+        for item in input_:
+            name, sep, spec = item.partition("=")
+            if not sep or not name or not spec:
+                raise _errors.HloscopeError(f"--input {item!r}: give NAME=SPEC, e.g. p0.1=3 "
+                                            "or 0=random:1")
+            specs[name] = spec
+        from .._jax._run import run_module
+
+        r = run_module(hf.module, partitions=partitions, inputs=specs, iterations=iterations,
+                       check=check is not None, tolerance=tolerance)
+    except _errors.HloscopeError as e:
+        _fail(e)
+    if as_json:
+        sys.stdout.write(json.dumps(r.to_dict(), indent=1) + "\n")
+        if r.check is not None and not r.check["ok"]:
+            raise typer.Exit(1)
+        return
+    w = sys.stdout.write
+    w(f"{r.module}: {r.partitions} partition(s)"
+      + (", SPMD-partitioned" if r.spmd else "") + f"; compiled in {r.compile_time * 1e3:.1f} ms\n")
+    for i in r.inputs:
+        w(f"  input {i['parameter']} {i['name']} {i['shape']}: {i['input']}\n")
+    for o in r.outputs:
+        stats = "" if "min" not in o else (f" min {o['min']:g} max {o['max']:g} mean "
+                                           f"{o['mean']:g}")
+        w(f"output {o['index']}: {o['dtype']}{o['shape']}{stats}; first values "
+          f"{', '.join(f'{x:g}' if isinstance(x, float) else str(x) for x in o['first'])}\n")
+        for s in o["shards"]:
+            w(f"  device {s['device']}: {s['dtype']}{s['shape']}"
+              + (f" min {s['min']:g} max {s['max']:g}" if "min" in s else "") + "\n")
+    if r.times:
+        s = time_stats(r.times)
+        w(f"time: median {s['median'] * 1e3:.4f} ms (min {s['min'] * 1e3:.4f}, max "
+          f"{s['max'] * 1e3:.4f}) over {s['runs']} runs after the first\n")
+    if r.spmd:
+        w(f"collectives the partitioner inserted: {len(r.collectives)}\n")
+        for c in r.collectives:
+            w(f"  {c['name']} ({c['opcode']}) {c['shape']}: {len(c['groups'])} group(s) of "
+              f"{c['group_size']} {c['groups']}, {c['sent_per_device']:,} B sent and "
+              f"{c['received_per_device']:,} B received per device\n")
+    b, a = r.memory_before, r.memory_after
+    w("memory             before partitioning (one device)   after (per device, XLA)\n")
+    for key in ("argument", "output", "temporary", "peak"):
+        w(f"  {key:<16} {_fmt(b.get(key)):>34}   {_fmt(a.get(key)):>22}\n")
+    if show_module:
+        w("\nper-device module:\n" + r.partitioned_text + "\n")
+    if r.check is not None:
+        c = r.check
+        w(f"check against {c['reference']}: largest relative difference "
+          f"{c['max_relative_difference']:.3g} (tolerance {c['tolerance']:g}): "
+          f"{'ok' if c['ok'] else 'FAILED'}\n")
+        if not c["ok"]:
+            raise typer.Exit(1)
