@@ -54,6 +54,8 @@ from ._jax._inspect import Report as Report
 from ._jax._inspect import inspect as inspect
 from ._jax._inspect import load as load
 from ._jax._inspect import show as show
+from ._jax._run import RunResult as RunResult
+from ._jax._run import run_module as run_module
 from ._render._plot import plot_memory_timeline as plot_memory_timeline
 from ._render._svg import Drawing as Drawing
 from ._render._svg import draw as draw
