@@ -15,6 +15,7 @@ from typing import Any
 
 from .._hlo._module import Module
 from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump
+from ._memory import _origin
 
 __all__ = ["TempBreakdown", "TempBuffer", "temp_breakdown"]
 
@@ -72,8 +73,6 @@ def temp_breakdown(module: Module, ba: BufferAssignmentDump,
             inst = names.get(inst_name)
             op_name, source, opcode = "", None, ""
             if inst is not None:
-                from ._memory import _origin
-
                 o = _origin(inst)
                 op_name = o.metadata.op_name
                 source = str(o.source) if o.source is not None else None

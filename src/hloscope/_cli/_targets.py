@@ -12,12 +12,9 @@ import sys
 from typing import Any
 
 from .._errors import HloscopeError
+from .._hlo._shape import NUMPY_DTYPES
 
 __all__ = ["array_args", "call_inputs", "load_target", "static_kwargs"]
-
-DTYPES = {"f32": "float32", "f64": "float64", "bf16": "bfloat16", "f16": "float16",
-          "s32": "int32", "s64": "int64", "s8": "int8", "u8": "uint8", "u32": "uint32",
-          "pred": "bool", "c64": "complex64", "c128": "complex128"}
 
 _modules: dict[str, Any] = {}
 
@@ -66,10 +63,10 @@ def array_args(shapes: list[str]) -> list[Any]:
             shape = parse_shape(a)
         except ValueError:
             raise HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]") from None
-        if shape.element_type not in DTYPES:
+        if shape.element_type not in NUMPY_DTYPES:
             raise HloscopeError(f"--arg {a!r}: unsupported element type",
-                                hint="use one of " + ", ".join(DTYPES))
-        out.append(jnp.zeros(shape.dims, dtype=DTYPES[shape.element_type]))
+                                hint="use one of " + ", ".join(NUMPY_DTYPES))
+        out.append(jnp.zeros(shape.dims, dtype=NUMPY_DTYPES[shape.element_type]))
     return out
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PRIMITIVE_BITS", "Layout", "Shape", "parse_shape", "parse_layout"]
+__all__ = ["NUMPY_DTYPES", "PRIMITIVE_BITS", "Layout", "Shape", "parse_shape", "parse_layout"]
 
 # Bit width of every XLA primitive type (xla_data.proto).  `pred` is stored in
 # a byte.  Names are the lower-case forms the HLO printer uses.
@@ -28,6 +28,14 @@ PRIMITIVE_BITS: dict[str, int] = {
     "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8,
     "f8e4m3fnuz": 8, "f8e3m4": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4,
     "c64": 64, "c128": 128,
+}
+
+# The NumPy dtype name of each primitive type that has one (for making inputs).
+NUMPY_DTYPES: dict[str, str] = {
+    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16",
+    "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
+    "c128": "complex128",
 }
 # Element types that are not arrays of numbers.
 _NON_ARRAY = {"token", "opaque", "tuple"}

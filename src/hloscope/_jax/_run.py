@@ -20,13 +20,10 @@ from typing import Any
 
 from .._errors import HloscopeError
 from .._hlo._module import Instruction, Module
+from .._hlo._shape import NUMPY_DTYPES
 
 __all__ = ["RunResult", "run_module"]
 
-_NP_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
-              "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8",
-              "u16": "uint16", "u32": "uint32", "u64": "uint64", "pred": "bool",
-              "c64": "complex64", "c128": "complex128"}
 
 
 @dataclass
@@ -94,7 +91,7 @@ def _fill(spec: str, inst: Instruction) -> Any:
     if shape.is_tuple or not shape.is_array:
         raise HloscopeError(f"parameter {inst.name} is {shape}: only array parameters can be "
                             "given", hint="run a module whose parameters are arrays")
-    dtype = _NP_DTYPES.get(shape.element_type)
+    dtype = NUMPY_DTYPES.get(shape.element_type)
     if dtype is None:
         raise HloscopeError(f"parameter {inst.name}: element type {shape.element_type} is not "
                             "supported as an input")
@@ -235,31 +232,44 @@ def _summary(value: Any) -> dict[str, Any]:
     return out
 
 
-def _execute(exe: Any, m: Module, host: list[Any], devices: list[Any]) -> tuple[list[Any],
-                                                                            list[list[Any]]]:
+def _place(exe: Any, host: list[Any], devices: list[Any]) -> list[Any]:
+    """The inputs on the devices, split as the executable's parameter shardings say."""
     import jax
     from jax._src.lib import xla_client as xc
     from jax._src.sharding_impls import GSPMDSharding
 
+    if len(devices) == 1:
+        return [jax.device_put(h, devices[0]) for h in host]
     dl = xc.DeviceList(tuple(devices))
-    args = [jax.device_put(h, GSPMDSharding(dl, s))
-            for h, s in zip(host, exe.get_parameter_shardings() or [None] * len(host))] \
-        if len(devices) > 1 else [jax.device_put(h, devices[0]) for h in host]
-    res = exe.execute_sharded(args)
-    shards = res.disassemble_into_single_device_arrays()
+    return [jax.device_put(h, GSPMDSharding(dl, s))
+            for h, s in zip(host, exe.get_parameter_shardings() or [None] * len(host))]
+
+
+def _execute(exe: Any, args: list[Any]) -> list[list[Any]]:
+    """One run on placed inputs, waited for: each output's per-device arrays."""
+    import jax
+
+    shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
     jax.block_until_ready(shards)
-    leaves = [s for _, s in m.entry.root.shape.leaves()] if m.entry.root.shape.is_tuple \
-        else [m.entry.root.shape]
+    return shards
+
+
+def _assemble(exe: Any, m: Module, shards: list[list[Any]], devices: list[Any]) -> list[Any]:
+    """Each output as one global array, from its shards and the output shardings."""
+    import jax
+    from jax._src.lib import xla_client as xc
+    from jax._src.sharding_impls import GSPMDSharding
+
+    if len(devices) == 1:
+        return [per_device[0] for per_device in shards]
+    dl = xc.DeviceList(tuple(devices))
+    root = m.entry.root.shape
+    leaves = [s for _, s in root.leaves()] if root.is_tuple else [root]
     out_sh = exe.get_output_shardings() or []
-    values = []
-    for k, per_device in enumerate(shards):
-        if len(devices) > 1 and k < len(out_sh) and k < len(leaves):
-            arr = jax.make_array_from_single_device_arrays(
+    return [jax.make_array_from_single_device_arrays(
                 tuple(leaves[k].dims), GSPMDSharding(dl, out_sh[k]), per_device)
-            values.append(arr)
-        else:
-            values.append(per_device[0])
-    return values, shards
+            if k < len(out_sh) and k < len(leaves) else per_device[0]
+            for k, per_device in enumerate(shards)]
 
 
 def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, str] | None = None,
@@ -304,11 +314,13 @@ def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, st
                           "shape": str(p.shape), "input": spec})
     client = devices[0].client
     exe, compile_time = _compile(client, m, text, n, spmd and n > 1, devices)
-    values, shards = _execute(exe, m, host, devices)
-    times: list[float] = []
+    args = _place(exe, host, devices)
+    shards = _execute(exe, args)
+    values = _assemble(exe, m, shards, devices)
+    times: list[float] = []  # execution only: the inputs stay on the devices
     for _ in range(max(0, iterations)):
         t0 = time.perf_counter()
-        _execute(exe, m, host, devices)
+        _execute(exe, args)
         times.append(time.perf_counter() - t0)
     outputs = []
     for k, v in enumerate(values):
@@ -318,13 +330,14 @@ def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, st
                        for d, s in zip(devices, shards[k])] if n > 1 else []
         outputs.append(o)
     partitioned = exe.hlo_modules()[0].to_string()
-    before, collectives = _before_after(m, partitioned)
+    before, after_peak, collectives = _before_after(m, partitioned)
     result = RunResult(m.name, n, spmd and n > 1, described, outputs, times, compile_time,
-                       partitioned, before, {**_memory_stats(exe), **_peak(partitioned)},
+                       partitioned, before, {**_memory_stats(exe), "peak": after_peak},
                        collectives, values=values)
     if check:
         ref_exe, _ = _compile(client, m, text, 1, False, devices[:1])
-        ref, _ = _execute(ref_exe, m, host, devices[:1])
+        ref = _assemble(ref_exe, m, _execute(ref_exe, _place(ref_exe, host, devices[:1])),
+                        devices[:1])
         worst = 0.0
         for a, b in zip(values, ref):
             a_, b_ = np.asarray(a), np.asarray(b)
@@ -341,20 +354,10 @@ def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, st
     return result
 
 
-def _peak(text: str) -> dict[str, int | None]:
-    from .._analysis._memory import analyze_memory
-    from .._sources._reader import read_text
-
-    try:
-        return {"peak": analyze_memory(read_text(text).module).peak_bytes}
-    except HloscopeError:
-        return {}
-
-
-def _before_after(m: Module, partitioned: str) -> tuple[dict[str, int | None],
+def _before_after(m: Module, partitioned: str) -> tuple[dict[str, int | None], int | None,
                                                           list[dict[str, Any]]]:
-    """The unpartitioned module's figures (one device holds everything) and the
-    collectives the partitioner inserted (from the per-device module)."""
+    """The unpartitioned module's figures (one device holds everything), the per-device
+    module's peak, and the collectives the partitioner inserted into it."""
     from .._analysis._kernels import kernel_graph
     from .._analysis._memory import analyze_memory
     from .._sources._reader import read_text
@@ -364,5 +367,6 @@ def _before_after(m: Module, partitioned: str) -> tuple[dict[str, int | None],
                                      "temporary": r.temp_estimate_bytes, "peak": r.peak_bytes}
     if r.sharded is not None:
         before["peak_per_device_estimate"] = r.sharded.per_device_bytes
-    g = kernel_graph(read_text(partitioned).module)
-    return before, [c.to_dict() for c in g.collectives]
+    per_device = read_text(partitioned).module
+    return (before, analyze_memory(per_device).peak_bytes,
+            [c.to_dict() for c in kernel_graph(per_device).collectives])
