@@ -24,6 +24,16 @@ print(f"rank {rank}: {jax.process_count()} processes, {jax.device_count()} devic
       f"{jax.local_device_count()} local", flush=True)
 if mode == "die" and rank == 1:
     os._exit(0)
+
+
+def leave(code: int) -> None:
+    """Exit at once (no JAX shutdown barrier); rank 0 hosts the coordination service, so it
+    leaves after the others have printed."""
+    if rank == 0:
+        time.sleep(2)
+    os._exit(code)
+
+
 iterations = 5 + (rank if mode == "disagree" else 0)
 t0 = time.monotonic()
 try:
@@ -32,7 +42,7 @@ try:
 except hloscope.HloscopeError as e:
     print(f"rank {rank}: HLOSCOPE-ERROR after {time.monotonic() - t0:.1f} s: {e.one_line()}",
           flush=True)
-    os._exit(2)
+    leave(2)
 print(f"rank {rank}: RESULT {r.summary_line()}", flush=True)
 print(f"rank {rank}: WROTE {len(r.save(out))}", flush=True)
-os._exit(0)
+leave(0)

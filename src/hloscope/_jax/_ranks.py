@@ -81,6 +81,9 @@ class Ranks:
         self.client.key_value_set(f"{self.key}/{name}/{self.rank}", json.dumps(value))
         values = [value if r == self.rank else json.loads(self._get(f"{name}/{r}", name, r))
                   for r in range(self.count)]
+        # Every rank has read every value before any raises: rank 0 hosts the coordination
+        # service, and its leaving would cut the others off mid-read.
+        self.barrier(f"{name} read")
         if any(v != values[0] for v in values):
             def show(v: Any) -> str:
                 if isinstance(v, dict):
