@@ -64,6 +64,8 @@ from ._results._result import BenchResult as BenchResult
 from ._sources._memory_inputs import MemoryInputs as MemoryInputs
 from ._sources._memory_inputs import read_memory_inputs as read_memory_inputs
 from ._sources._reader import HloFile as HloFile
+from ._sources._reader import check as check
+from ._sources._reader import check_text as check_text
 from ._sources._reader import parse as parse
 from ._sources._reader import read as read
 from ._sources._reader import read_text as read_text

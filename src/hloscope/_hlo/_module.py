@@ -134,11 +134,16 @@ class Instruction:
     properties decode it.  For a ``constant`` the literal is in `literal`; for a
     ``parameter``, its number is `parameter_number`.  `line` is the 1-based
     line in the source file.
+
+    The ``X-start``/``X-update``/``X-done`` shorthand is modelled as XLA
+    models it: `opcode` is ``async-start``/``-update``/``-done``, `sugar`
+    keeps the printed form (``custom-call-start``) and `implicit_calls`
+    names the computation that wraps X, which the text does not name.
     """
 
     __slots__ = (
         "name", "shape", "opcode", "operand_names", "attr_text", "is_root", "line",
-        "computation", "literal", "parameter_number", "_attrs",
+        "computation", "literal", "parameter_number", "_attrs", "sugar", "implicit_calls",
     )
 
     def __init__(self, name: str, shape: Shape, opcode: str, operand_names: tuple[str, ...],
@@ -155,9 +160,22 @@ class Instruction:
         self.parameter_number = parameter_number
         self.computation: Computation = computation  # type: ignore[assignment]
         self._attrs: Mapping[str, str] | None = None
+        self.sugar = ""
+        self.implicit_calls: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        return f"<Instruction {self.name} = {self.shape} {self.opcode}>"
+        return f"<Instruction {self.name} = {self.shape} {self.sugar or self.opcode}>"
+
+    @property
+    def async_wrapped_opcode(self) -> str:
+        """For ``async-start``/``-update``/``-done``: the opcode of the op they wrap, else ``""``."""
+        if not self.opcode.startswith("async-"):
+            return ""
+        names = self.called_computation_names
+        if not names or self.computation is None:
+            return ""
+        comp = self.computation.module._by_name.get(names[0])
+        return comp.root.opcode if comp is not None else ""
 
     # -- attributes -------------------------------------------------------------
     @property
@@ -228,15 +246,17 @@ class Instruction:
     @property
     def called_computation_names(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls, in attribute order."""
-        if not _MAY_CALL_RE.search(self.attr_text):
-            return ()  # no attribute needs decoding for this (most instructions)
+        if self.sugar or not _MAY_CALL_RE.search(self.attr_text):
+            # Most instructions name no computation; the async shorthand calls only the
+            # wrapper it stands for (the wrapped op carries the attributes).
+            return self.implicit_calls
         attrs = self.attributes
         out: list[str] = []
         for key in CALLED_COMPUTATION_KEYS:
             v = attrs.get(key)
             if v:
                 out.extend(parse_name_list(v))
-        return tuple(out)
+        return tuple(out) + self.implicit_calls
 
     @property
     def called_computations(self) -> tuple[Computation, ...]:
@@ -275,7 +295,8 @@ class Instruction:
             inner = str(self.parameter_number)
         else:
             inner = ", ".join(p + n for n in self.operand_names)
-        out = f"{'ROOT ' if self.is_root else ''}{p}{self.name} = {self.shape} {self.opcode}({inner})"
+        out = (f"{'ROOT ' if self.is_root else ''}{p}{self.name} = {self.shape} "
+               f"{self.sugar or self.opcode}({inner})")
         if self.attr_text:
             out += ", " + self.attr_text
         return out
@@ -283,14 +304,20 @@ class Instruction:
     def key(self) -> tuple[Any, ...]:
         """What makes two instructions equal (used by `Module.__eq__`)."""
         return (self.name, self.shape, self.opcode, self.operand_names, self.attr_text,
-                self.is_root, self.literal, self.parameter_number)
+                self.is_root, self.literal, self.parameter_number, self.sugar)
 
 
 class Computation:
-    """A named list of instructions; in a scheduled module, the list is the schedule."""
+    """A named list of instructions; in a scheduled module, the list is the schedule.
+
+    `origin` is ``""`` for a computation the text defines, ``"async"`` for
+    the wrapper XLA makes around an op written with the async shorthand
+    (``custom-call-start``); such a wrapper is implied by the text and not
+    printed.
+    """
 
     __slots__ = ("name", "instructions", "by_name", "is_entry", "signature", "attr_text",
-                 "line", "module", "_users", "_callers")
+                 "line", "module", "origin", "_users", "_callers")
 
     def __init__(self, name: str, instructions: list[Instruction], is_entry: bool,
                  signature: str, attr_text: str, line: int,
@@ -307,6 +334,7 @@ class Computation:
         self.attr_text = attr_text
         self.line = line
         self.module: Module = None  # type: ignore[assignment]
+        self.origin = ""
         self._users: dict[str, tuple[Instruction, ...]] | None = None
 
     def __repr__(self) -> str:
@@ -363,7 +391,9 @@ class Module:
     last in XLA's printing).  `attributes` holds the header's raw attributes;
     the typed properties decode them.  `filename` and `first_line` say where
     the text came from; `format` how it was found (``hlo``, ``markdown``,
-    ``glog``, ``notebook``).
+    ``glog``, ``notebook``).  `headerless` is True when the text had no
+    ``HloModule`` line; the module is then named as XLA names it,
+    ``module_`` and its entry computation's name.
     """
 
     def __init__(self, name: str, attr_text: str, computations: list[Computation],
@@ -376,6 +406,7 @@ class Module:
         self.filename = filename
         self.first_line = first_line
         self.format = format
+        self.headerless = False
         self.source_lines: Any = None  # callable line_no -> original text, set by the reader
         self._by_name = {c.name: c for c in computations}
         self._attrs: dict[str, str] | None = None
@@ -510,7 +541,7 @@ class Module:
             rows += [f"{i} {{file_location_id={a} parent_frame_id={b}}}"
                      for i, (a, b) in enumerate(sf.frames, 1)]
             parts.append("\n".join(rows))
-        parts.extend(c.to_text(sigil=sigil) for c in self.computations)
+        parts.extend(c.to_text(sigil=sigil) for c in self.computations if not c.origin)
         return "\n\n".join(parts) + "\n"
 
     def __str__(self) -> str:

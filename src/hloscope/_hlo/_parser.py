@@ -1,15 +1,18 @@
-"""The HLO text parser.
+"""The HLO text parser: one module, from lines a source reader prepared.
 
-Reads what ``HloModule::ToString`` prints, in both styles (with and without
-``%`` sigils, with and without operand shapes), from lines that a source
-reader has already cut out of a file (see `hloscope._sources`).
+Reads what ``HloModule::ToString`` prints, in every style XLA has printed
+(with and without ``%`` sigils and operand shapes, old and new), and what
+people make of it: comments, statements continued over several lines,
+indented or run-on text, modules without an ``HloModule`` line, nested
+instructions, computations written inline, shapes left out, the async
+shorthand.
 
-Speed comes from doing per line only what a model needs: one compiled regular
-expression takes an instruction line apart (name, shape, opcode, operands,
-attribute text); shapes are interned, so each distinct shape text is parsed
-once; attributes stay raw text until asked for.  Lines the fast expression
-does not cover (nested parentheses in operands, unusual spacing) go through a
-careful character-level path that also produces the located errors.
+Speed comes from doing per line only what a model needs.  A canonical line
+(one instruction, as XLA prints it) is taken apart by one compiled regular
+expression; shapes are interned; attributes stay raw text until asked for.
+Every other statement is read token by token by `hloscope._hlo._syntax`,
+which also makes the located errors.  In strict mode (``hloscope check``)
+every statement goes through the token grammar and XLA's per-opcode checks.
 """
 
 from __future__ import annotations
@@ -18,19 +21,35 @@ import re
 from dataclasses import dataclass
 
 from .._errors import HloParseError
-from ._attrs import AttributeSyntaxError, check_balanced, split_top_level
-from ._module import Computation, Instruction, Module, StackFrameIndex
-from ._shape import Shape, ShapeSyntaxError, _shape_cache, parse_shape, split_shape_prefix
+from ._attrs import AttributeSyntaxError, check_balanced, split_top_level, unescape
+from ._lexer import Tok, line_starts, position
+from ._module import Instruction, Module, StackFrameIndex
+from ._names import NameUniquer
+from ._opcodes import OPCODE_ARITY, split_async_sugar
+from ._shape import ShapeSyntaxError, _shape_cache, parse_shape
+from ._syntax import (
+    Body,
+    Grammar,
+    GrammarError,
+    Scope,
+    _UndefinedOperand,
+    add_instruction,
+    finish_body,
+    stack_frame_tables,
+)
 
-__all__ = ["LineSource", "parse_module_lines", "HEADER_RE"]
+__all__ = ["LineSource", "parse_module_lines", "HEADER_RE", "COMPUTATION_START_RE"]
 
 HEADER_RE = re.compile(r"\s*HloModule\s+([^\s,]+)\s*(?:,\s*(.*?))?\s*$")
 _INST_RE = re.compile(
-    r"\s+(ROOT\s+)?%?([\w.\-]+) = "
+    r"\s*(ROOT\s+)?%?([\w.\-]+) = "
     r"([a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?|\((?:[^()]|\([^()]*\))*\)) "
     r"([a-z][a-z0-9\-]*)\(([^()]*)\)(?:, (.*))?$"
 )
 _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(){}=,]+)\s*(\(.*\)\s*->\s*.+?)?\s*\{\s*$")
+# A line that opens a computation (used to find modules written without a header).
+COMPUTATION_START_RE = re.compile(
+    r"\s*(?:ENTRY\b|%?[^\W\d][\w.\-]*\s*(?:\([^=]*\)\s*->\s*[^=]*)?\{\s*(?:$|//|/\*))")
 _CLOSE_RE = re.compile(r"\s*\}\s*(?:,\s*(.*?))?\s*$")
 _SIGIL_OPERAND_RE = re.compile(r"%([\w.\-]+)")
 _NAME_RE = re.compile(r"[\w.\-]+$")
@@ -40,9 +59,11 @@ _TABLE_LOC_RE = re.compile(
     r"\s*(\d+)\s*\{file_name_id=(\d+)\s+function_name_id=(\d+)\s+line=(\d+)"
     r"(?:\s+end_line=(\d+))?(?:\s+column=(\d+))?(?:\s+end_column=(\d+))?\s*\}\s*$")
 _TABLE_FRAME_RE = re.compile(r"\s*(\d+)\s*\{file_location_id=(\d+)\s+parent_frame_id=(\d+)\s*\}\s*$")
-_OPCODE_RE = re.compile(r"[a-z][a-z0-9\-]*")
+_ASYNC_TAIL = frozenset({"async-update", "async-done"})
+_INDEX_COMMENT_RE = re.compile(r"/\*index=\d+\*/")
 _HINT_REEXPORT = ("re-export the module from XLA (for example print(jax.jit(f).lower(x)"
                   ".compile().as_text()) into a file) and read that file")
+_MAX_INT_DIGITS = 19
 
 
 @dataclass
@@ -79,94 +100,532 @@ class _LineError(Exception):
         self.column = column
 
 
-def parse_module_lines(src: LineSource, start: int, stop: int) -> tuple[Module, int]:
-    """Parse the module whose ``HloModule`` header is `src.lines[start]`.
+def parse_module_lines(src: LineSource, start: int, stop: int, *, strict: bool = False,
+                       headerless: bool = False, limit: int | None = None) -> tuple[Module, int]:
+    """Parse the module that starts at `src.lines[start]`.
 
-    Reads until the module ends (the next ``HloModule``, `stop`, or a line that
-    is not HLO after the entry computation) and returns the module and the
-    index of the first line after it.
+    The module starts with its ``HloModule`` header, or, when `headerless`,
+    with its first computation.  Reads until the module ends (the next
+    ``HloModule``, `stop`, or text that is not HLO after the entry
+    computation) and returns the module and the index of the first line after
+    it.  `strict` reads every statement with XLA's rules (``hloscope check``).
+    `limit`, when known, is the next line that looks like a module header.
     """
-    lines = src.lines
-    m = HEADER_RE.match(lines[start])
-    if m is None:
-        raise src.error("expected 'HloModule NAME'", start, 0)
-    name, header_attrs = m.group(1), m.group(2) or ""
-    if header_attrs:
-        try:
-            check_balanced(header_attrs)
-        except AttributeSyntaxError as e:
-            raise src.error(f"bad module header: {e}", start,
-                            lines[start].find(header_attrs) + e.offset, hint=_HINT_REEXPORT) from None
+    return _ModuleReader(src, start, stop, strict, limit).read(headerless)
 
-    computations: list[Computation] = []
-    comp_names: set[str] = set()
-    frames = StackFrameIndex()
-    seen_entry = False
 
-    def partial() -> Module | None:
-        if not computations:
+class _ModuleReader:
+    """The state of one module's parse: where we are, what has been read."""
+
+    def __init__(self, src: LineSource, start: int, stop: int, strict: bool,
+                 limit: int | None = None) -> None:
+        self.src = src
+        self.lines = src.lines
+        self.start = start
+        self.stop = stop
+        self.strict = strict
+        self.scope = Scope()
+        self.name = ""
+        self.attr_text = ""
+        self.frames = StackFrameIndex()
+        self.seen_entry = False
+        self.headerless = False
+        self._g: Grammar | None = None
+        self._starts: list[int] = []
+        # The token grammar sees the text up to the next line that looks like a module
+        # header; a statement that runs past it (a header inside a string) widens it.
+        self.limit = limit if limit is not None else self._next_header(start + 1)
+
+    def _next_header(self, i: int) -> int:
+        lines = self.lines
+        for k in range(i, self.stop):
+            line = lines[k]
+            if "HloModule" in line and line.lstrip().startswith("HloModule"):
+                return k
+        return self.stop
+
+    # -- the text, for the token grammar ------------------------------------------------
+    def grammar(self) -> Grammar:
+        g = self._g
+        if g is None:
+            text = "\n".join(self.lines[self.start : self.limit])
+            self._starts = line_starts(text)
+            checker = None
+            if self.strict:
+                from ._check import Checker
+
+                checker = Checker()
+            g = self._g = Grammar(text, self.scope, strict=self.strict, checker=checker,
+                                  line_of=self.line_of)
+        return g
+
+    def widen(self) -> bool:
+        """Let the token grammar see the rest of the text; False when it already does."""
+        if self.limit >= self.stop:
+            return False
+        self.limit = self.stop
+        g = self.grammar()
+        text = "\n".join(self.lines[self.start : self.stop])
+        self._starts = line_starts(text)
+        g.text = text
+        g.lx.text = text
+        g.lx.stop = len(text)
+        return True
+
+    def offset(self, i: int) -> int:
+        self.grammar()
+        return self._starts[i - self.start]
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        line, col = position(self._starts, offset)
+        return self.start + line, col
+
+    def line_of(self, offset: int) -> int:
+        return self.start + position(self._starts, offset)[0] + 1
+
+    # -- errors ----------------------------------------------------------------------------
+    def partial(self) -> Module | None:
+        comps = [c for c in self.scope.computations if not c.origin]
+        if not comps:
             return None
-        return _make_module(name, header_attrs, computations, frames, src, start)
+        return self._module()
 
-    i = start + 1
-    while i < stop:
-        line = lines[i]
-        if not line or line.isspace():
-            i += 1
-            continue
-        stripped = line.strip()
-        if stripped in _TABLE_NAMES:
-            if computations:
-                raise src.error(f"'{stripped}' table after the first computation", i,
-                                line.find(stripped), partial=partial())
-            frames, i = _parse_tables(src, i, stop)
-            continue
-        cm = _COMP_RE.match(line) if stripped.endswith("{") else None
-        if cm is None or " = " in line.split("(", 1)[0]:
-            if HEADER_RE.match(line):
-                break  # the next module
-            if computations and seen_entry:
-                break  # the module ended; what follows is not HLO (e.g. notebook text)
-            if not computations:
-                raise src.error("expected a computation such as 'ENTRY %main (...) -> ... {'",
-                                i, len(line) - len(line.lstrip()), hint=_HINT_REEXPORT)
-            raise src.error(
-                "the module ends before its ENTRY computation: this line is not HLO",
-                i, len(line) - len(line.lstrip()), hint=_HINT_REEXPORT, partial=partial())
+    def error(self, message: str, i: int, col: int, hint: str = "") -> HloParseError:
+        e = self.src.error(message, i, col, hint=hint, partial=self.partial())
+        e.module_name = self.name or None
+        body = self.scope.stack[0] if self.scope.stack else None
+        if body is not None:
+            e.in_progress = (body.name, len(body.instructions))
+        return e
+
+    def grammar_error(self, e: GrammarError, stmt_start: int | None = None) -> HloParseError:
+        if isinstance(e, _UndefinedOperand):
+            line = self.lines[e.inst.line - 1]
+            return self.error(str(e), e.inst.line - 1, _find_operand(line, e.operand), e.hint)
+        i, col = self.locate(e.offset)
+        if stmt_start is not None:
+            cut = self._cut_off(stmt_start, i, "never closed" in str(e))
+            if cut is not None:
+                return cut
+        return self.error(str(e), i, col, e.hint)
+
+    def _cut_off(self, stmt_start: int, err_line: int, never_closed: bool) -> HloParseError | None:
+        """A statement whose brackets never close, followed by a blank line or the end
+        of the text: the text was cut off inside it (a truncated paste or dump)."""
+        first, _ = self.locate(stmt_start)
+        last = first
+        k = first + 1
+        while k < self.stop and self.lines[k].strip():
+            last = k
+            k += 1
+        if not (never_closed or err_line >= last > first or err_line > last):
+            return None
+        text = " ".join(self.lines[first : last + 1])
         try:
-            comp, i = _parse_computation(src, i, stop, cm, partial)
-        except HloParseError as e:
-            e.module_name = name
-            if e.partial is None:
-                e.partial = partial()
+            check_balanced(text)
+        except AttributeSyntaxError as err:
+            if "never closed" in str(err):
+                return self.error(f"the instruction is cut off here: {err}", last,
+                                  len(self.lines[last].rstrip()), _HINT_REEXPORT)
+        return None
+
+    # -- the module --------------------------------------------------------------------------
+    def _module(self) -> Module:
+        comps = list(self.scope.computations)
+        m = Module(self.name, self.attr_text, comps, self.frames, filename=self.src.filename,
+                   first_line=self.start + 1, format=self.src.format)
+        m.headerless = self.headerless
+        return m
+
+    def read(self, headerless: bool) -> tuple[Module, int]:
+        i = self.start
+        mid: int | None = None  # an offset in the module text when a statement ends mid-line
+        if headerless:
+            self.headerless = True
+        else:
+            i, mid = self._header(i)
+        i = self._body(i, mid)
+        scope = self.scope
+        if not [c for c in scope.computations if not c.origin]:
+            raise self.error(f"module {self.name!r} has no computation", self.start, 0,
+                             _HINT_REEXPORT)
+        if self.headerless:
+            entry = next((c for c in scope.computations if c.is_entry), None)
+            if entry is None:
+                entry = [c for c in scope.computations if not c.origin][-1]
+            self.name = "module_" + entry.name
+        module = self._module()
+        _unique_names(module)
+        self._check_calls(module)
+        if self.strict:
+            from ._check import check_module
+
+            found = check_module(module)
+            if found is not None:
+                message, inst = found
+                raise self.error(message, inst.line - 1, 0)
+        return module, i
+
+    def _header(self, i: int) -> tuple[int, int | None]:
+        line = self.lines[i]
+        m = HEADER_RE.match(line)
+        if m is not None and not self.strict:
+            attrs = m.group(2) or ""
+            if ("//" not in line and not attrs.endswith(",")
+                    and ("/*" not in line or "/*" not in _INDEX_COMMENT_RE.sub("", line))):
+                try:
+                    if attrs:
+                        check_balanced(attrs)
+                except AttributeSyntaxError:
+                    pass
+                else:
+                    self.name = m.group(1).rstrip(":")
+                    self.attr_text = attrs
+                    return i + 1, None
+        g = self.grammar()
+        while True:
+            g.at(self.offset(i))
+            try:
+                self.name, attrs_list = g.module_header()
+            except GrammarError as e:
+                if self.widen():
+                    continue
+                raise self.grammar_error(e, self.offset(i)) from None
+            if g.lx.tok[0] == Tok.EOF and self.widen():
+                continue
+            break
+        self.attr_text = ", ".join(f"{k}={v}" for k, v in attrs_list)
+        return self._after(g)
+
+    def _after(self, g: Grammar) -> tuple[int, int | None]:
+        """Where to go on after a statement the token grammar read."""
+        t = g.lx.tok
+        if t[0] == Tok.EOF:
+            return self.stop, None
+        i, col = self.locate(t[1])
+        line = self.lines[i]
+        if not line[:col].strip():
+            return i, None
+        return i, t[1]
+
+    # -- computations and instructions ------------------------------------------------------
+    def _body(self, i: int, mid: int | None) -> int:
+        lines = self.lines
+        stop = self.stop
+        scope = self.scope
+        body: Body | None = None
+        strict = self.strict
+        while i < stop:
+            if mid is None and not strict:
+                line = lines[i]
+                if not line or line.isspace():
+                    i += 1
+                    continue
+                if body is not None:
+                    i = self._fast_instructions(body, i)
+                    if i >= stop:
+                        break
+                    line = lines[i]
+                    if not line or line.isspace():
+                        continue
+                    cl = _CLOSE_RE.match(line)
+                    if cl is not None and self._close_ok(cl.group(1) or ""):
+                        self._close(body, cl.group(1) or "", i)
+                        body = None
+                        i += 1
+                        continue
+                else:
+                    stripped = line.strip()
+                    if stripped in _TABLE_NAMES:
+                        if scope.computations:
+                            raise self.error(f"'{stripped}' table after the first computation",
+                                             i, line.find(stripped))
+                        self.frames, i = _parse_tables(self.src, i, stop)
+                        continue
+                    if HEADER_RE.match(line):
+                        break  # the next module
+                    cm = _COMP_RE.match(line) if stripped.endswith("{") else None
+                    if cm is not None and " = " not in line.split("(", 1)[0]:
+                        body = self._open(cm.group(2), cm.group(1) is not None,
+                                          (cm.group(3) or "").strip(), i)
+                        i += 1
+                        continue
+                    if self._module_ended(line):
+                        break
+            # The token grammar reads the statement that starts here.
+            g = self.grammar()
+            at = mid if mid is not None else self.offset(i)
+            g.at(at)
+            t = g.lx.tok
+            if t[0] == Tok.EOF and self.widen():
+                continue
+            mark = len(scope.computations), (len(body.instructions) if body else 0)
+            try:
+                if t[0] == Tok.EOF:
+                    if body is not None:
+                        raise self._ended_inside(body)
+                    return stop
+                if body is None:
+                    if t[0] == Tok.KEYWORD and t[3] == "HloModule":
+                        break
+                    if t[0] == Tok.KEYWORD and t[3] == "FileNames":
+                        if scope.computations:
+                            raise GrammarError("'FileNames' table after the first computation",
+                                               t[1])
+                        self.frames = stack_frame_tables(g)
+                    else:
+                        body = self._open_tokens(g, i, mid)
+                        if body is None:
+                            break
+                elif t[0] == Tok.RBRACE:
+                    attrs = g.computation_close()
+                    self._close(body, ", ".join(f"{k}={v}" for k, v in attrs),
+                                self.locate(t[1])[0])
+                    body = None
+                else:
+                    if t[0] == Tok.KEYWORD and t[3] == "ENTRY" or (
+                            t[0] == Tok.KEYWORD and t[3] == "HloModule"):
+                        raise self._ended_inside(body, at=t[1])
+                    g.instruction(body)
+            except GrammarError as e:
+                if body is not None and scope.stack:
+                    scope.stack[:] = [body]
+                if self.widen():
+                    self._undo(mark, body)
+                    continue  # read the statement again with the rest of the text
+                raise self.grammar_error(e, at) from None
+            i, mid = self._after(g)
+        if body is not None:
+            raise self._ended_inside(body)
+        return i
+
+    def _fast_instructions(self, body: Body, i: int) -> int:
+        """Read canonical instruction lines from line `i` on, one regular expression
+        each; return the index of the first line that is not one (blank, a closing
+        brace, or anything the token grammar must read)."""
+        lines = self.lines
+        stop = self.stop
+        match = _INST_RE.match
+        shape_cache = _shape_cache
+        sigil_findall = _SIGIL_OPERAND_RE.findall
+        by_name = body.by_name
+        defined = by_name.__contains__
+        append = body.instructions.append
+        forward = body.forward
+        known = OPCODE_ARITY
+        while i < stop:
+            line = lines[i]
+            m = match(line)
+            if m is None:
+                return i
+            root, name, shape_text, opcode, operand_text, attr_text = m.groups()
+            if opcode not in known and split_async_sugar(opcode) is not None or \
+                    opcode in _ASYNC_TAIL:
+                return i  # the async shorthand (the grammar desugars it), async chains
+            if "#" in operand_text or "//" in line:
+                return i
+            if attr_text is None:
+                attr_text = ""
+            elif "/*" in attr_text or attr_text.endswith(","):
+                return i
+            elif attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
+                try:
+                    check_balanced(attr_text)
+                except AttributeSyntaxError:
+                    return i  # continued on the next line, or cut off: the grammar decides
+            shape = shape_cache.get(shape_text)
+            if shape is None:
+                try:
+                    shape = parse_shape(shape_text)
+                except ShapeSyntaxError as e:
+                    raise self.error(f"bad shape: {e}", i, m.start(3) + e.offset) from None
+            if "%" in operand_text and opcode != "constant":
+                operands: tuple[str, ...] = tuple(sigil_findall(operand_text))
+                literal = None
+                pnum = -1
+            else:
+                try:
+                    operands, literal, pnum = _decode_operands(opcode, operand_text)
+                except _LineError as e:
+                    raise self.error(str(e), i, m.start(5) + e.column) from None
+            inst = Instruction(name, shape, opcode, operands, attr_text, root is not None, i + 1,
+                               literal, pnum)
+            if name in by_name:
+                raise self.error(f"instruction {name!r} is defined twice in computation "
+                                 f"{body.name!r}", i, max(line.find(name), 0))
+            if root is not None:
+                if body.roots:
+                    raise self.error(f"computation {body.name!r} has more than one ROOT", i,
+                                     max(line.find("ROOT"), 0))
+                body.roots.append(inst)
+            if operands and not all(map(defined, operands)):
+                forward.append(inst)
+            by_name[name] = inst
+            append(inst)
+            i += 1
+        return i
+
+    def _undo(self, mark: tuple[int, int], body: Body | None) -> None:
+        """Forget what a statement that failed had added (before reading it again)."""
+        comps, insts = mark
+        scope = self.scope
+        for c in scope.computations[comps:]:
+            scope.comp_names.pop(c.name, None)
+            scope.generated.discard(c.name)
+        del scope.computations[comps:]
+        if body is not None:
+            for inst in body.instructions[insts:]:
+                body.by_name.pop(inst.name, None)
+                scope.generated.discard(inst.name)
+                if inst in body.roots:
+                    body.roots.remove(inst)
+            del body.instructions[insts:]
+            body.forward[:] = [x for x in body.forward if x.name in body.by_name]
+
+    def _close_ok(self, attrs: str) -> bool:
+        if not attrs:
+            return True
+        if attrs.endswith(",") or "//" in attrs or "/*" in attrs:
+            return False
+        try:
+            check_balanced(attrs)
+        except AttributeSyntaxError:
+            return False
+        return True
+
+    def _module_ended(self, line: str) -> bool:
+        """After the entry computation, a line that is not HLO ends the module
+        (a notebook's or a log's text around it)."""
+        if not (self.scope.computations and self.seen_entry):
+            return False
+        s = line.lstrip()
+        return not (s.startswith(("%", "ENTRY", "//", "/*")) or COMPUTATION_START_RE.match(line))
+
+    def _open(self, name: str, is_entry: bool, signature: str, i: int) -> Body:
+        if self.scope.computation_taken(name) and name not in self.scope.generated:
+            raise self.error(f"computation {name!r} is defined twice", i, 0)
+        if is_entry:
+            if self.seen_entry:
+                raise self.error("expects only one ENTRY", i, 0)
+            self.seen_entry = True
+        body = Body(name, is_entry, signature, i + 1)
+        self.scope.stack.append(body)
+        return body
+
+    def _open_tokens(self, g: Grammar, i: int, mid: int | None) -> Body | None:
+        t = g.lx.tok
+        if t[0] not in (Tok.NAME, Tok.IDENT) and not (t[0] == Tok.KEYWORD and t[3] == "ENTRY"):
+            if self._module_ended(self.lines[i]) and mid is None:
+                return None
+            if not self.scope.computations:
+                raise GrammarError("expected a computation such as 'ENTRY %main (...) -> ... {'",
+                                   t[1], _HINT_REEXPORT)
+            raise GrammarError("the module ends before its ENTRY computation: this is not HLO",
+                               t[1], _HINT_REEXPORT)
+        try:
+            is_entry, name, signature, name_tok = g.computation_header()
+        except GrammarError:
+            if self.seen_entry and mid is None and not self.strict:
+                return None  # text after the module that merely starts like a name
             raise
-        if comp.name in comp_names:
-            raise src.error(f"computation {comp.name!r} is defined twice", comp.line - 1, 0,
-                            partial=partial())
-        if comp.is_entry:
-            if seen_entry:
-                raise src.error("a module has only one ENTRY computation", comp.line - 1, 0,
-                                partial=partial())
-            seen_entry = True
-        computations.append(comp)
-        comp_names.add(comp.name)
-    if not computations:
-        raise src.error(f"module {name!r} has no computation", start, 0, hint=_HINT_REEXPORT)
-    module = _make_module(name, header_attrs, computations, frames, src, start)
-    _check_calls(module, src)
-    return module, i
+        line = self.locate(name_tok[1])[0]
+        if is_entry and self.seen_entry:
+            raise GrammarError("expects only one ENTRY", t[1])
+        if self.scope.computation_taken(name):
+            raise GrammarError(f"computation {name!r} is defined twice", name_tok[1])
+        if is_entry:
+            self.seen_entry = True
+        body = Body(name, is_entry, signature, line + 1)
+        self.scope.stack.append(body)
+        return body
+
+    def _close(self, body: Body, attr_text: str, i: int) -> None:
+        scope = self.scope
+        scope.stack.pop()
+        try:
+            comp = finish_body(body, attr_text, None)
+        except _UndefinedOperand as e:
+            raise self.grammar_error(e) from None
+        except GrammarError as e:
+            raise self.error(str(e).replace("computation", "computation", 1), i, 0) from None
+        if self.strict and self._g is not None and self._g.checker is not None:
+            try:
+                self._g.checker.computation(self._g, comp)
+            except GrammarError as e:
+                raise self.grammar_error(e) from None
+        scope.computations.append(comp)
+        scope.comp_names[comp.name] = comp
+
+    def _ended_inside(self, body: Body, at: int | None = None) -> HloParseError:
+        last = body.instructions[-1].line - 1 if body.instructions else body.line - 1
+        return self.error(
+            f"the text ends inside computation {body.name!r} (opened at line {body.line}): "
+            "its closing '}' is missing", last, len(self.lines[last].rstrip()), _HINT_REEXPORT)
+
+    def _check_calls(self, module: Module) -> None:
+        """Every computation an instruction calls must exist."""
+        names = module._by_name
+        never = _NEVER_CALLS
+        for comp in module.computations:
+            for inst in comp.instructions:
+                if inst.implicit_calls:
+                    self._called_exist(inst, inst.implicit_calls, names)
+                text = inst.attr_text
+                if not text or inst.opcode in never or inst.sugar:
+                    continue
+                called = _called_names(text)
+                if called:
+                    self._called_exist(inst, called, names)
+
+    def _called_exist(self, inst: Instruction, called, names) -> None:  # type: ignore[no-untyped-def]
+        for n in called:
+            if n not in names:
+                line = self.lines[inst.line - 1]
+                raise self.error(
+                    f"instruction {inst.name!r} calls computation {n!r}, which the "
+                    "module does not define", inst.line - 1, max(line.find(n), 0),
+                    "the module text may be incomplete; re-export it whole")
 
 
-def _make_module(name: str, attrs: str, comps: list[Computation], frames: StackFrameIndex,
-                 src: LineSource, start: int) -> Module:
-    return Module(name, attrs, list(comps), frames, filename=src.filename,
-                  first_line=start + 1, format=src.format)
+_CALL_ONE_KEYS = tuple(k + "=" for k in ("calls", "to_apply", "condition", "body", "select",
+                                         "scatter", "comparator", "true_computation",
+                                         "false_computation"))
+_CALL_LIST_KEYS = ("branch_computations=", "called_computations=")
+_CALLED_NAME_RE = re.compile(r"%?([\w.\-]+)")
+_CALLED_LIST_RE = re.compile(r"\{([^}]*)\}")
+_ESCAPED_QUOTE_RE = re.compile(r'(?<!\\)(?:\\\\)*\\"')
 
 
-_CALL_KEY_RE = re.compile(
-    r"(?:^|, )(?:calls|to_apply|condition|body|select|scatter|comparator|true_computation|"
-    r"false_computation)=%?([\w.\-]+)|(?:^|, )(?:branch_computations|called_computations)="
-    r"\{([^}]*)\}")
+def _called_names(text: str) -> list[str]:
+    """Names after ``calls=``, ``to_apply=`` ... in an attribute text (outside strings)."""
+    out: list[str] = []
+    find = text.find
+    for key in _CALL_ONE_KEYS:
+        j = find(key)
+        while j >= 0:
+            if (j == 0 or text[j - 2 : j] == ", ") and _outside_quotes(text, j):
+                m = _CALLED_NAME_RE.match(text, j + len(key))
+                if m is not None:
+                    out.append(m.group(1))
+            j = find(key, j + 1)
+    if "_computations=" in text:
+        for key in _CALL_LIST_KEYS:
+            j = find(key)
+            if j >= 0 and (j == 0 or text[j - 2 : j] == ", ") and _outside_quotes(text, j):
+                m = _CALLED_LIST_RE.match(text, j + len(key))
+                if m is not None:
+                    out.extend(x.strip().lstrip("%") for x in m.group(1).split(",") if x.strip())
+    return out
+
+
+def _outside_quotes(text: str, j: int) -> bool:
+    """Whether offset `j` of an attribute text lies outside every quoted string."""
+    quotes = text.count('"', 0, j)
+    if quotes and "\\" in text[:j]:
+        quotes -= len(_ESCAPED_QUOTE_RE.findall(text, 0, j))
+    return quotes % 2 == 0
+
+
 # Opcodes that never call a computation (the check skips them).
 _NEVER_CALLS = frozenset("""
 parameter constant add subtract multiply divide maximum minimum power remainder and or xor not
@@ -176,41 +635,52 @@ bitcast bitcast-convert broadcast reshape transpose copy slice dynamic-slice dyn
 concatenate pad reverse iota dot convolution get-tuple-element tuple gather all-gather
 all-to-all collective-permute collective-permute-start collective-permute-done all-gather-start
 all-gather-done copy-start copy-done partition-id replica-id after-all add-dependency
-optimization-barrier real imag complex is-finite atan2 shift-left shift-right-arithmetic
-shift-right-logical popcnt count-leading-zeros erf fft rng rng-bit-generator
-reduce-precision send recv send-done recv-done infeed outfeed get-dimension-size
-set-dimension-size domain
+optimization-barrier opt-barrier real imag complex is-finite atan2 shift-left
+shift-right-arithmetic shift-right-logical popcnt count-leading-zeros erf fft rng
+rng-bit-generator reduce-precision send recv send-done recv-done infeed outfeed
+get-dimension-size set-dimension-size domain
 """.split())
-_CALL_HINT_RE = re.compile(
-    r"(?:calls|to_apply|condition|body|select|scatter|comparator|computation|computations)=")
-_QUOTED_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
-def _check_calls(module: Module, src: LineSource) -> None:
-    """Every computation an instruction calls must exist."""
-    names = {c.name for c in module.computations}
-    find = _CALL_KEY_RE.findall
-    hint = _CALL_HINT_RE.search
-    for comp in module.computations:
-        for inst in comp.instructions:
-            text = inst.attr_text
-            if not text or inst.opcode in _NEVER_CALLS or hint(text) is None:
-                continue
-            if '"' in text:
-                text = _QUOTED_RE.sub('""', text)
-            called: list[str] = []
-            for one, many in find(text):
-                if one:
-                    called.append(one)
-                else:
-                    called.extend(x.strip().lstrip("%") for x in many.split(",") if x.strip())
-            for n in called:
-                if n not in names:
-                    line = src.lines[inst.line - 1]
-                    col = max(line.find(n), 0)
-                    raise src.error(f"instruction {inst.name!r} calls computation {n!r}, "
-                                    "which the module does not define", inst.line - 1, col,
-                                    hint="the module text may be incomplete; re-export it whole")
+def _unique_names(module: Module) -> None:
+    """Make instruction names unique across the module, as XLA's HloModule does when
+    it adds each computation: a name seen in an earlier computation gets the next free
+    ``.N`` suffix, and the computation's references to it follow."""
+    comps = module.computations
+    seen: set[str] = set()
+    total = 0
+    for c in comps:
+        seen.update(c.by_name)
+        total += len(c.instructions)
+    if len(seen) == total:
+        return
+    uniquer = NameUniquer()
+    for c in comps:
+        renamed: dict[str, str] = {}
+        for inst in c.instructions:
+            new = uniquer.unique(inst.name)
+            if new != inst.name:
+                renamed[inst.name] = new
+        if not renamed:
+            continue
+        for inst in c.instructions:
+            if inst.name in renamed:
+                inst.name = renamed[inst.name]
+            if any(n in renamed for n in inst.operand_names):
+                inst.operand_names = tuple(renamed.get(n, n) for n in inst.operand_names)
+            if "control-predecessors=" in inst.attr_text:
+                inst.attr_text = _CONTROL_RE.sub(
+                    lambda m: "control-predecessors={" + ", ".join(
+                        ("%" if x.strip().startswith("%") else "")
+                        + renamed.get(x.strip().lstrip("%"), x.strip().lstrip("%"))
+                        for x in m.group(1).split(",")) + "}", inst.attr_text)
+                inst._attrs = None
+        c.by_name.clear()
+        c.by_name.update((i.name, i) for i in c.instructions)
+        c._users = None
+
+
+_CONTROL_RE = re.compile(r"control-predecessors=\{([^}]*)\}")
 
 
 def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, int]:
@@ -230,19 +700,18 @@ def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, 
         if current in ("FileNames", "FunctionNames"):
             m = _TABLE_STRING_RE.match(line)
             if m:
-                from ._attrs import unescape
                 tables[current].append(unescape(m.group(2)))
                 i += 1
                 continue
         elif current == "FileLocations":
             m = _TABLE_LOC_RE.match(line)
-            if m:
+            if m and all(len(x or "") <= _MAX_INT_DIGITS for x in m.groups()):
                 tables[current].append(tuple(int(x or 0) for x in m.groups()[1:]))
                 i += 1
                 continue
         elif current == "StackFrames":
             m = _TABLE_FRAME_RE.match(line)
-            if m:
+            if m and all(len(x) <= _MAX_INT_DIGITS for x in m.groups()):
                 tables[current].append((int(m.group(2)), int(m.group(3))))
                 i += 1
                 continue
@@ -251,109 +720,6 @@ def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, 
         break
     return StackFrameIndex(tuple(tables["FileNames"]), tuple(tables["FunctionNames"]),
                            tuple(tables["FileLocations"]), tuple(tables["StackFrames"])), i
-
-
-def _parse_computation(src: LineSource, i: int, stop: int, cm: re.Match[str],
-                       partial) -> tuple[Computation, int]:  # type: ignore[no-untyped-def]
-    header_index = i
-    comp_name = cm.group(2)
-    insts: list[Instruction] = []
-    by_name: dict[str, Instruction] = {}
-    comp = Computation(comp_name, insts, cm.group(1) is not None,
-                       (cm.group(3) or "").strip(), "", header_index + 1, by_name)
-    forward: list[Instruction] = []  # instructions that use a name defined later
-    try:
-        return _parse_body(src, i, stop, comp, insts, by_name, forward, partial, header_index)
-    except HloParseError as e:
-        e.in_progress = (comp_name, len(insts))
-        raise
-
-
-def _parse_body(src: LineSource, i: int, stop: int, comp: Computation,  # type: ignore[no-untyped-def]
-                insts: list[Instruction], by_name: dict[str, Instruction],
-                forward: list[Instruction], partial, header_index: int) -> tuple[Computation, int]:
-    lines = src.lines
-    comp_name = comp.name
-    match = _INST_RE.match
-    shape_cache = _shape_cache
-    sigil_findall = _SIGIL_OPERAND_RE.findall
-    defined = by_name.__contains__
-    append = insts.append
-    i += 1
-    while i < stop:
-        line = lines[i]
-        m = match(line)
-        if m is not None:
-            root, name, shape_text, opcode, operand_text, attr_text = m.groups()
-            shape = shape_cache.get(shape_text)
-            if shape is None:
-                try:
-                    shape = parse_shape(shape_text)
-                except ShapeSyntaxError as e:
-                    raise src.error(f"bad shape: {e}", i, m.start(3) + e.offset,
-                                    partial=partial()) from None
-            if "%" in operand_text and opcode != "constant":
-                operands: tuple[str, ...] = tuple(sigil_findall(operand_text))
-                literal = None
-                pnum = -1
-            else:
-                try:
-                    operands, literal, pnum = _decode_operands(opcode, operand_text)
-                except _LineError as e:
-                    raise src.error(str(e), i, m.start(5) + e.column,
-                                    partial=partial()) from None
-            if attr_text is None:
-                attr_text = ""
-            elif attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
-                try:
-                    check_balanced(attr_text)
-                except AttributeSyntaxError as e:
-                    raise _cut_off(src, i, m.start(6) + e.offset, str(e), partial) from None
-            inst = Instruction(name, shape, opcode, operands, attr_text, root is not None,
-                               i + 1, literal, pnum, comp)
-        else:
-            if not line or line.isspace():
-                i += 1
-                continue
-            cl = _CLOSE_RE.match(line)
-            if cl is not None:
-                comp.attr_text = cl.group(1) or ""
-                break
-            try:
-                inst = _parse_instruction_slow(line, i + 1)
-            except _LineError as e:
-                raise _line_error(src, i, e, insts, comp_name, header_index, partial) from None
-            inst.computation = comp
-            name = inst.name
-            operands = inst.operand_names
-        if name in by_name:
-            raise src.error(f"instruction {name!r} is defined twice in computation "
-                            f"{comp_name!r}", i, max(line.find(name), 0), partial=partial())
-        if operands and not all(map(defined, operands)):
-            forward.append(inst)
-        by_name[name] = inst
-        append(inst)
-        i += 1
-    else:
-        raise _ended_inside(src, i, insts, comp_name, header_index, partial)
-    if not insts:
-        raise src.error(f"computation {comp_name!r} has no instructions", i, 0,
-                        partial=partial())
-    for inst in forward:
-        for op in inst.operand_names:
-            if op not in by_name:
-                line = lines[inst.line - 1]
-                raise src.error(
-                    f"instruction {inst.name!r} uses {op!r}, which computation "
-                    f"{comp_name!r} does not define", inst.line - 1, _find_operand(line, op),
-                    hint="check for a typo, or that the module text is complete",
-                    partial=partial())
-    roots = [x for x in insts if x.is_root]
-    if len(roots) > 1:
-        r = roots[1]
-        raise src.error(f"computation {comp_name!r} has more than one ROOT", r.line - 1,
-                        max(lines[r.line - 1].find("ROOT"), 0), partial=partial())
-    return comp, i + 1
 
 
 def _find_operand(line: str, name: str) -> int:
@@ -365,54 +731,13 @@ def _find_operand(line: str, name: str) -> int:
     return 0
 
 
-def _cut_off(src: LineSource, i: int, col: int, why: str, partial) -> HloParseError:  # type: ignore[no-untyped-def]
-    is_last = i + 1 >= len(src.lines) or not src.lines[i + 1].strip().startswith(
-        ("%", "ROOT", "}")) and _INST_RE.match(src.lines[i + 1]) is None
-    if is_last and "never closed" in why:
-        return src.error(f"the instruction is cut off here: {why}", i, len(src.lines[i].rstrip()),
-                         hint=_HINT_REEXPORT, partial=partial())
-    return src.error(f"bad attributes: {why}", i, col, partial=partial())
-
-
-def _ended_inside(src: LineSource, i: int, insts: list[Instruction], comp_name: str,
-                  header_index: int, partial) -> HloParseError:  # type: ignore[no-untyped-def]
-    last = insts[-1].line - 1 if insts else header_index
-    return src.error(
-        f"the text ends inside computation {comp_name!r} (opened at line "
-        f"{header_index + 1}): its closing '}}' is missing", last,
-        len(src.lines[last].rstrip()), hint=_HINT_REEXPORT, partial=partial())
-
-
-def _line_error(src: LineSource, i: int, e: _LineError, insts: list[Instruction],
-                comp_name: str, header_index: int, partial) -> HloParseError:  # type: ignore[no-untyped-def]
-    # A line that is not HLO right after an instruction whose brackets do not
-    # close: the module was cut off in that instruction.
-    if insts:
-        prev = insts[-1]
-        if prev.line - 1 < i:
-            try:
-                check_balanced(prev.attr_text)
-            except AttributeSyntaxError as err:
-                j = prev.line - 1
-                return src.error(
-                    f"the module is cut off inside instruction {prev.name!r}: {err}", j,
-                    len(src.lines[j].rstrip()), hint=_HINT_REEXPORT, partial=partial())
-    between = any(not src.lines[k].strip() for k in range(insts[-1].line if insts else i, i))
-    if between or not src.lines[i].startswith((" ", "\t")):
-        return src.error(
-            f"expected an instruction or the '}}' that closes computation {comp_name!r} "
-            f"(opened at line {header_index + 1}); the module text seems to stop here",
-            i, e.column, hint=_HINT_REEXPORT, partial=partial())
-    return src.error(str(e), i, e.column, partial=partial())
-
-
 def _decode_operands(opcode: str, text: str) -> tuple[tuple[str, ...], str | None, int]:
     """(operand names, constant literal, parameter number) from the text in parentheses."""
     if opcode == "parameter":
-        try:
-            return (), None, int(text)
-        except ValueError:
-            raise _LineError("parameter(N) needs a parameter number", 0) from None
+        t = text.strip()
+        if not t.isdigit() or len(t) > _MAX_INT_DIGITS:
+            raise _LineError("parameter(N) needs a parameter number", 0)
+        return (), None, int(t)
     if opcode == "constant":
         return (), text, -1
     if "%" in text:
@@ -437,77 +762,3 @@ def _plain_operands(text: str) -> tuple[str, ...]:
         out.append(name)
     return tuple(out)
 
-
-def _match_paren(line: str, pos: int) -> int:
-    """Index of the ')' closing the '(' at `pos`, skipping quoted strings."""
-    depth = 0
-    j = pos
-    n = len(line)
-    while j < n:
-        c = line[j]
-        if c == '"':
-            j += 1
-            while j < n and line[j] != '"':
-                j += 2 if line[j] == "\\" else 1
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    raise _LineError("'(' is never closed", pos)
-
-
-def _parse_instruction_slow(line: str, line_no: int) -> Instruction:
-    pos = len(line) - len(line.lstrip())
-    is_root = False
-    if line.startswith("ROOT", pos) and line[pos + 4 : pos + 5].isspace():
-        is_root = True
-        pos = len(line) - len(line[pos + 4 :].lstrip())
-    m = re.compile(r"%?([^\s=(){},]+)\s*=\s*").match(line, pos)
-    if m is None:
-        raise _LineError("expected an instruction 'name = shape opcode(operands)'", pos)
-    name = m.group(1)
-    pos = m.end()
-    try:
-        shape, pos = split_shape_prefix(line, pos)
-    except ShapeSyntaxError as e:
-        raise _LineError(f"bad shape: {e}", e.offset) from None
-    shape = _intern(line, m.end(), pos, shape)
-    while pos < len(line) and line[pos].isspace():
-        pos += 1
-    om = _OPCODE_RE.match(line, pos)
-    if om is None:
-        raise _LineError("expected an opcode after the shape", pos)
-    opcode = om.group()
-    pos = om.end()
-    if not line.startswith("(", pos):
-        raise _LineError(f"expected '(' after opcode {opcode!r}", pos)
-    close = _match_paren(line, pos)
-    operand_text = line[pos + 1 : close]
-    rest = line[close + 1 :].strip()
-    if rest and not rest.startswith(","):
-        raise _LineError("expected ',' before the attributes", close + 1)
-    attr_text = rest[1:].strip() if rest else ""
-    if attr_text:
-        try:
-            check_balanced(attr_text)
-        except AttributeSyntaxError as e:
-            raise _LineError(f"bad attributes: {e}", line.find(attr_text) + e.offset) from None
-    try:
-        operands, literal, pnum = _decode_operands(opcode, operand_text)
-    except _LineError as e:
-        raise _LineError(str(e), pos + 1 + e.column) from None
-    return Instruction(name, shape, opcode, operands, attr_text, is_root, line_no, literal, pnum)
-
-
-def _intern(line: str, start: int, end: int, shape: Shape) -> Shape:
-    text = line[start:end].strip()
-    cached = _shape_cache.get(text)
-    if cached is not None:
-        return cached
-    try:
-        return parse_shape(text)
-    except ShapeSyntaxError:
-        return shape

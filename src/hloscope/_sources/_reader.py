@@ -15,11 +15,11 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from .._errors import HloSourceError
+from .._errors import HloParseError, HloSourceError
 from .._hlo._module import Module
-from .._hlo._parser import HEADER_RE, LineSource, parse_module_lines
+from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
 
-__all__ = ["HloFile", "read", "read_text", "parse", "MAX_BYTES"]
+__all__ = ["HloFile", "read", "read_text", "parse", "check", "check_text", "MAX_BYTES"]
 
 # Larger inputs are refused with a clear error rather than exhausting memory:
 # the parsed model takes a few times the text's size.
@@ -27,6 +27,11 @@ MAX_BYTES = 2 * 1024**3
 _SNIFF = 64 * 1024
 _GLOG_RE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\s\]]+:\d+\] ?")
 _FENCE_RE = re.compile(r"\s*(```+|~~~+)\s*([\w+\-]*)")
+_HEADER_START_RE = re.compile(r"\s*HloModule\s+\S")
+_INSTRUCTION_LIKE_RE = re.compile(r"\s*(?:ROOT\s+)?%?[^\W\d][\w.\-]*\s*=\s*\S")
+_COMMENT_LINE_RE = re.compile(r"\s*(?://|/\*.*\*/\s*$)")
+# Signs, anywhere in a text, that it may hold HLO without a header line.
+_HEADERLESS_HINT_RE = re.compile(r"^\s*(?:ENTRY\b|ROOT\s)", re.M)
 
 
 @dataclass
@@ -48,7 +53,8 @@ class HloFile:
         return self.modules[0]
 
 
-def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> HloFile:
+def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
+         strict: bool = False) -> HloFile:
     """Read every HLO module in the file at `path`.
 
     Raises `HloSourceError` for a file that is missing, empty, binary, too
@@ -69,7 +75,7 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> HloFile
     except OSError as e:
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
                              hint="check the path and its permissions") from None
-    return read_text(data.decode("utf-8", errors="replace"), filename=p)
+    return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
 
 
 def _check_bytes(head: bytes, path: str, size: int, max_bytes: int) -> None:
@@ -99,19 +105,28 @@ def _mostly_binary(head: bytes) -> bool:
     return bad > len(text) // 10
 
 
-def read_text(text: str, *, filename: str = "<string>") -> HloFile:
-    """Every HLO module in `text` (plain, Markdown, glog or notebook text)."""
-    if not text.strip():
+def read_text(text: str, *, filename: str = "<string>", strict: bool = False) -> HloFile:
+    """Every HLO module in `text` (plain, Markdown, glog or notebook text).
+
+    `strict` reads each module with XLA's own rules (what ``hloscope check``
+    does): anything XLA's parser would refuse raises a located `HloParseError`.
+    """
+    if not text or text.isspace():
         raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
     if "\x00" in text[:_SNIFF]:
         raise HloSourceError("the text is binary, not HLO", path=filename)
-    if "HloModule" not in text:  # fail fast, before splitting a huge text into lines
+    if "HloModule" not in text and _HEADERLESS_HINT_RE.search(text) is None:
+        # Fail fast, before splitting a huge text into lines.
         raise _no_module_error(text, filename)
+    if "\r" in text:
+        # CRLF is a line break; so is a lone CR in text that has no LF at all (the old
+        # Mac convention).  Elsewhere a lone CR is whitespace, as for XLA's lexer.
+        text = text.replace("\r\n", "\n")
+        if "\n" not in text:
+            text = text.replace("\r", "\n")
     original = text.split("\n")
     if original and original[-1] == "":
         original.pop()
-    if "\r" in text:
-        original = [ln[:-1] if ln.endswith("\r") else ln for ln in original]
     lines, offsets, fmt = original, None, "hlo"
 
     if _GLOG_RE.match(text) or "] HloModule " in text:
@@ -140,18 +155,28 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
 
     modules: list[Module] = []
     for lo, hi in ranges:
-        starts = [i for i in range(lo, hi) if "HloModule" in lines[i]
-                  and lines[i].lstrip().startswith("HloModule") and HEADER_RE.match(lines[i])]
-        if fmt == "hlo" and starts and (starts[0] != _first_content(lines, lo)):
+        starts = [(i, False) for i in range(lo, hi) if "HloModule" in lines[i]
+                  and _HEADER_START_RE.match(lines[i])]
+        first = _first_content(lines, lo, hi)
+        if not starts or starts[0][0] != first:
+            headerless = _headerless_start(lines, lo, hi if not starts else starts[0][0],
+                                           anywhere=fmt == "hlo" and not starts)
+            if headerless is not None:
+                starts.insert(0, (headerless, True))
+        if fmt == "hlo" and starts and (starts[0][0] != first):
             fmt = src.format = "notebook"
-        for k, s in enumerate(starts):
-            stop = starts[k + 1] if k + 1 < len(starts) else hi
+        done = lo  # where the previous module's text ended
+        for k, (s, no_header) in enumerate(starts):
+            if s < done:
+                continue  # a header line inside the previous module (in a string)
+            limit = next((x for x, _ in starts[k + 1 :] if x > s), hi)
             # Building the model creates no garbage; pausing the cyclic collector
             # spares it rescanning hundreds of thousands of new objects.
             gc_was_enabled = gc.isenabled()
             gc.disable()
             try:
-                module, _ = parse_module_lines(src, s, stop)
+                module, done = parse_module_lines(src, s, hi, headerless=no_header, limit=limit,
+                                                  strict=strict)
             finally:
                 if gc_was_enabled:
                     gc.enable()
@@ -163,11 +188,33 @@ def read_text(text: str, *, filename: str = "<string>") -> HloFile:
     return HloFile(filename, src.format, modules)
 
 
-def _first_content(lines: list[str], lo: int) -> int:
-    for i in range(lo, len(lines)):
-        if lines[i].strip():
+def _first_content(lines: list[str], lo: int, hi: int | None = None) -> int:
+    """The first line in lines[lo:hi] that holds something other than space or comments."""
+    for i in range(lo, len(lines) if hi is None else hi):
+        if lines[i].strip() and not _COMMENT_LINE_RE.match(lines[i]):
             return i
     return lo
+
+
+def _headerless_start(lines: list[str], lo: int, hi: int, *, anywhere: bool) -> int | None:
+    """Where HLO written without an ``HloModule`` line starts in lines[lo:hi]: a line
+    that opens a computation (``ENTRY main {``, ``%f (p: f32[]) -> f32[] {``)
+    followed by an instruction.  Only the first content line is considered unless
+    `anywhere` (a whole file of prose around one fragment)."""
+    first = _first_content(lines, lo, hi)
+    candidates = range(first, hi) if anywhere else (first,)
+    for i in candidates:
+        line = lines[i]
+        if not COMPUTATION_START_RE.match(line):
+            continue
+        if line.rstrip().endswith("}"):
+            return i  # a whole computation on one line
+        nxt = _first_content(lines, i + 1, hi)
+        if nxt > i and _INSTRUCTION_LIKE_RE.match(lines[nxt]):
+            return i
+        if "{" not in line and nxt > i and lines[nxt].lstrip().startswith("("):
+            return i  # ENTRY %main then its signature on the next line
+    return None
 
 
 def _hlo_fences(lines: list[str]) -> list[tuple[int, int]]:
@@ -185,15 +232,18 @@ def _hlo_fences(lines: list[str]) -> list[tuple[int, int]]:
         while j < n and not lines[j].strip().startswith(marker[:3]):
             j += 1
         body = (i + 1, j)
-        first = _first_content(lines, i + 1)
-        if lang == "hlo" or (first < j and lines[first].lstrip().startswith("HloModule")):
+        first = _first_content(lines, i + 1, j)
+        if lang == "hlo" or (first < j and (lines[first].lstrip().startswith("HloModule")
+                                            or _headerless_start(lines, i + 1, j,
+                                                                 anywhere=False) is not None)):
             out.append(body)
         i = j + 1
     return out
 
 
 def _no_module_error(text: str, filename: str) -> HloSourceError:
-    return HloSourceError("no HLO module found (no line starts with 'HloModule')",
+    return HloSourceError("no HLO module found (no 'HloModule' line, and no computation such "
+                          "as 'ENTRY main {')",
                           path=None if filename == "<string>" else filename,
                           hint=_no_module_hint(text))
 
@@ -222,3 +272,44 @@ def parse(text: str, *, filename: str = "<string>") -> Module:
             f"the text holds {len(f.modules)} modules, parse() takes one",
             hint="use hloscope.read_text(text).modules")
     return f.module
+
+
+def check(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> HloFile:
+    """Read the file at `path` with XLA's own rules, as ``hloscope check`` does.
+
+    Returns the modules when XLA's parser would accept every one of them;
+    raises a located `HloParseError` naming the first problem XLA's parser
+    would name, on the line it would name.  (The other readers are tolerant:
+    they read text newer XLA versions print and keep what they do not know.)
+    """
+    try:
+        return read(path, max_bytes=max_bytes, strict=True)
+    except HloSourceError as e:
+        if os.path.isfile(os.fspath(path)):
+            raise _located(e, os.fspath(path)) from None
+        raise
+
+
+def check_text(text: str, *, filename: str = "<string>") -> HloFile:
+    """`check` for text held in memory."""
+    try:
+        return read_text(text, filename=filename, strict=True)
+    except HloSourceError as e:
+        raise _located(e, filename, text) from None
+
+
+def _located(e: HloSourceError, filename: str, text: str | None = None) -> HloParseError:
+    """A source error (empty, binary, no module) as XLA reports it: at line 1."""
+    first = ""
+    if text is None:
+        try:
+            with open(filename, "rb") as f:
+                first = f.read(4096).decode("utf-8", "replace").split("\n", 1)[0]
+        except OSError:
+            pass
+    else:
+        first = text.split("\n", 1)[0]
+    reason = e.message[len(filename) + 2 :] if e.message.startswith(filename + ": ") \
+        else e.message
+    return HloParseError(reason, filename=filename, line=1, column=1, line_text=first,
+                         hint=e.hint)
