@@ -23,6 +23,14 @@ GENERATED = DATA / "generated"
 TRUNCATED = SEEDS / "lecture_06_xla_computation_sigmoid.67.truncated.hlo"
 
 
+@pytest.fixture
+def truncated_only(tmp_path):
+    """The truncated module of TRUNCATED alone (the file also holds a later, whole module)."""
+    p = tmp_path / "lecture_06_truncated_only.hlo"
+    p.write_text("\n".join(TRUNCATED.read_text().split("\n")[:219]) + "\n")
+    return p
+
+
 def corpus_modules() -> list[Path]:
     """Every corpus file that holds complete HLO modules."""
     files = sorted(GENERATED.glob("*.hlo")) + sorted(SEEDS.glob("*.hlo"))

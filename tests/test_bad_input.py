@@ -167,8 +167,10 @@ def test_lazy_attribute_damage_is_located():
             inst.attributes
 
 
-def test_truncated_file_error_text():
+def test_truncated_file_error_text(truncated_only):
     with pytest.raises(hloscope.HloParseError) as info:
-        hloscope.read(TRUNCATED)
+        hloscope.read(truncated_only)
     text = str(info.value)
     assert "lecture_06" in text and ":10:82:" in text and "hint:" in text
+    damaged = hloscope.read(TRUNCATED).damaged[0]
+    assert ":10:82:" in str(damaged) and "cut off" in damaged.reason

@@ -44,8 +44,17 @@ def test_demo():
     check_golden("cli/demo.txt", r.stdout)
 
 
+def test_a_damaged_module_beside_a_whole_one_is_noted(truncated_only):
+    r = run("summary", str(TRUNCATED))
+    assert r.returncode == 0 and "Module pjit_square.75" in r.stdout
+    assert "skipped a damaged module" in r.stderr and ":10:82: the instruction is cut off" \
+        in r.stderr
+    r = run("summary", str(truncated_only))
+    assert r.returncode == 2 and ":10:82: the instruction is cut off" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
 @pytest.mark.parametrize("path,needle", [
-    (str(TRUNCATED), ":10:82: the instruction is cut off"),
     ("tests/data/seeds/gpu_auto_sharding.buffer-assignment.txt", "no HLO module"),
     ("tests/does-not-exist.hlo", "cannot read"),
     ("tests/data", "folder"),
@@ -57,8 +66,8 @@ def test_bad_input_exits_2_without_traceback(path, needle):
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 
-def test_truncated_says_what_was_read():
-    r = run("summary", str(TRUNCATED))
+def test_truncated_says_what_was_read(truncated_only):
+    r = run("summary", str(truncated_only))
     assert "read before the damage" in r.stderr and "fused_computation" in r.stderr
     assert "^" in r.stderr
 
@@ -70,9 +79,39 @@ def test_usage_errors_exit_2():
     assert r.returncode == 2
 
 
-def test_several_modules_all_summarized(tmp_path):
-    text = (SEEDS / "lecture_01_jit_sigmoid.2.hlo").read_text()
+def test_several_modules_one_is_picked_and_named(tmp_path):
+    small = (SEEDS / "lecture_01_jit_sigmoid.2.hlo").read_text()
+    big = (GENERATED / "f_for_loop.hlo").read_text()
     p = tmp_path / "two.txt"
-    p.write_text("notes\n" + text + "\nmore notes\n" + text.replace("jit_sigmoid.2", "other"))
+    p.write_text("notes\n" + small + "\nmore notes\n" + big + "\n" + small)
     r = run("summary", "--json", str(p))
-    assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_sigmoid.2", "other"]
+    assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_f"]
+    assert "holds 2 modules; using 1:jit_f (the largest, optimized)" in r.stderr
+    assert "0:jit_sigmoid.2" in r.stderr and "--module" in r.stderr
+    r = run("summary", "--json", "--module", "jit_sigmoid.2", str(p))
+    assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_sigmoid.2"]
+    assert r.stderr == ""
+    assert json.loads(run("summary", "--json", "-m", "0", str(p)).stdout)["modules"][0][
+        "module"] == "jit_sigmoid.2"
+    r = run("summary", "--module", "nope", str(p))
+    assert r.returncode == 2 and "matches no module" in r.stderr
+    listing = run("summary", "--list", str(p))
+    assert listing.returncode == 0
+    assert "2 module(s) (3 with identical copies counted)" in listing.stdout
+    rows = json.loads(run("summary", "--list", "--json", str(p)).stdout)["modules"]
+    assert [(x["module"], x["copies"]) for x in rows] == [("jit_sigmoid.2", 2), ("jit_f", 1)]
+
+
+def test_every_reading_command_honours_module(tmp_path):
+    small = (SEEDS / "lecture_01_jit_sigmoid.2.hlo").read_text()
+    big = (GENERATED / "f_for_loop.hlo").read_text()
+    p = tmp_path / "two.hlo"
+    p.write_text(big + "\n" + small)
+    for cmd in (["summary"], ["kernels"], ["memory"], ["lint"],
+                ["graph", "-o", str(tmp_path / "g.svg")],
+                ["report", "-o", str(tmp_path / "r.html")]):
+        r = run(*cmd, "--module", "jit_sigmoid.2", str(p))
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert "holds 2 modules" not in r.stderr
+        r = run(*cmd, str(p))
+        assert r.returncode == 0 and "holds 2 modules; using 0:jit_f" in r.stderr, (cmd, r.stderr)

@@ -58,9 +58,13 @@ def test_same_instructions_as_xla(path):
         assert {k: sorted(v) for k, v in ours.items()} == xla
 
 
-def test_truncated_module_is_located():
+def test_truncated_module_is_located(truncated_only):
+    # Beside a whole module the damaged one is reported, not fatal; alone, it is the error.
+    hf = hloscope.read(TRUNCATED)
+    assert [m.name for m in hf.modules] == ["pjit_square.75"]
+    assert [(d.line, d.column) for d in hf.damaged] == [(10, 82)]
     with pytest.raises(hloscope.HloParseError) as info:
-        hloscope.read(TRUNCATED)
+        hloscope.read(truncated_only)
     e = info.value
     assert (e.line, e.column) == (10, 82)
     assert "cut off" in e.reason

@@ -60,8 +60,9 @@ def modules(draw):
             if k == 0 or draw(st.integers(0, 4)) == 0:
                 rhs = f"{shape} parameter({k})"
             else:
-                ops = draw(st.lists(st.sampled_from(names[:k]), min_size=1, max_size=3))
                 op = draw(st.sampled_from(["add", "multiply", "tuple", "custom-call", "fusion"]))
+                n_ops = 2 if op in ("add", "multiply") else draw(st.integers(1, 3))
+                ops = draw(st.lists(st.sampled_from(names[:k]), min_size=n_ops, max_size=n_ops))
                 rhs = f"{shape} {op}({', '.join(sigil + o for o in ops)})"
                 if op == "fusion" and ci > 0:
                     rhs += f", kind=kLoop, calls={sigil}{comp_names[0]}"

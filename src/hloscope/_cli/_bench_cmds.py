@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from ._app import _fail, app
+from ._common import app, fail
 from ._targets import array_args, call_inputs, load_target, static_kwargs
 
 
@@ -93,9 +93,9 @@ def bench_cmd(
         written = result.save(str(output)) if output is not None else []
     except _errors.HloscopeError as e:
         _exit_now_if_distributed(2)
-        _fail(e)
+        fail(e)
     except OSError as e:
-        _fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
+        fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
     if as_json:
         d = result.to_dict()
         d.pop("report", None)
@@ -149,9 +149,9 @@ def plot_cmd(
         if output is not None:
             plot_scaling(series, str(output), efficiency=efficiency, ideal=ideal)
     except _errors.HloscopeError as e:
-        _fail(e)
+        fail(e)
     except OSError as e:
-        _fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
+        fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
     if as_json:
         sys.stdout.write(json.dumps({"schema": "hloscope.scaling/1",
                                      "series": [s.to_dict() for s in series]},

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from ._app import _fail, _load, app
+from ._common import FUNCTION_HELP, MODULE_HELP, app, fail, pick_module
 
 
 def _fmt(n: int | None) -> str:
@@ -38,6 +38,8 @@ def run_cmd(
                                      "module XLA produced."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON "
                                  "(schema hloscope.run/1)."),
+    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
+    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
 ) -> None:
     """Compile an HLO module with SPMD partitioning, run it, show its outputs (per device
     too), its timings, the collectives the partitioner inserted and memory before and
@@ -45,9 +47,9 @@ def run_cmd(
     from .._results._result import time_stats
 
     if check not in (None, "numpy"):
-        _fail(_errors.HloscopeError(f"--check {check!r}: the only reference is 'numpy' "
+        fail(_errors.HloscopeError(f"--check {check!r}: the only reference is 'numpy' "
                                     "(the module compiled for one device)"))
-    hf = _load(file)
+    m = pick_module(file, module, function)
     try:
         if devices is not None:
             from .._jax._compare import use_cpu_devices
@@ -62,10 +64,10 @@ def run_cmd(
             specs[name] = spec
         from .._jax._run import run_module
 
-        r = run_module(hf.module, partitions=partitions, inputs=specs, iterations=iterations,
+        r = run_module(m, partitions=partitions, inputs=specs, iterations=iterations,
                        check=check is not None, tolerance=tolerance)
     except _errors.HloscopeError as e:
-        _fail(e)
+        fail(e)
     if as_json:
         sys.stdout.write(json.dumps(r.to_dict(), indent=1) + "\n")
         if r.check is not None and not r.check["ok"]:

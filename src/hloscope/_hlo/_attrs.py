@@ -167,20 +167,20 @@ def unescape(s: str) -> str:
     raw = bytearray()
     pos = 0
     for m in _ESCAPE_RE.finditer(s):
-        raw += s[pos : m.start()].encode("utf-8")
+        raw += s[pos : m.start()].encode("utf-8", "surrogatepass")
         e = m.group(1)
         if e[0] == "x":
             raw.append(int(e[1:], 16))
         elif e[0] in "01234567":
             raw.append(int(e, 8) & 0xFF)
         else:
-            raw += _SIMPLE_ESCAPES.get(e, "\\" + e).encode("utf-8")
+            raw += _SIMPLE_ESCAPES.get(e, "\\" + e).encode("utf-8", "surrogatepass")
         pos = m.end()
-    raw += s[pos:].encode("utf-8")
+    raw += s[pos:].encode("utf-8", "surrogatepass")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        return raw.decode("latin-1")
+        return raw.decode("utf-8", "replace")
 
 
 def unquote(value: str) -> str:

@@ -407,6 +407,9 @@ class Module:
         self.first_line = first_line
         self.format = format
         self.headerless = False
+        # Where the module came from, when the source says more than a file and a line:
+        # a torch_xla graph's name, Python frames and hash; a dump's file and phase.
+        self.provenance: dict[str, Any] = {}
         self.source_lines: Any = None  # callable line_no -> original text, set by the reader
         self._by_name = {c.name: c for c in computations}
         self._attrs: dict[str, str] | None = None

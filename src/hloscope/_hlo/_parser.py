@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from .._errors import HloParseError
 from ._attrs import AttributeSyntaxError, check_balanced, split_top_level, unescape
 from ._lexer import Tok, line_starts, position
 from ._module import Instruction, Module, StackFrameIndex
 from ._names import NameUniquer
+from ._validate import validate
 from ._opcodes import OPCODE_ARITY, split_async_sugar
 from ._shape import ShapeSyntaxError, _shape_cache, parse_shape
 from ._syntax import (
@@ -60,6 +62,14 @@ _TABLE_LOC_RE = re.compile(
     r"(?:\s+end_line=(\d+))?(?:\s+column=(\d+))?(?:\s+end_column=(\d+))?\s*\}\s*$")
 _TABLE_FRAME_RE = re.compile(r"\s*(\d+)\s*\{file_location_id=(\d+)\s+parent_frame_id=(\d+)\s*\}\s*$")
 _ASYNC_TAIL = frozenset({"async-update", "async-done"})
+_INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"
+_ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*\d+\s*,\s*" + _INDEX
+                + r"\s*(?:,\s*(?:may-alias|must-alias)\s*)?\)")
+_ALIAS_VALUE_RE = re.compile(r"\{\s*(?:" + _ALIAS_ENTRY + r"(?:\s*,\s*" + _ALIAS_ENTRY
+                             + r")*)?\s*\}")
+_DONOR_ENTRY = r"\(\s*\d+\s*,\s*" + _INDEX + r"\s*\)"
+_DONOR_VALUE_RE = re.compile(r"\{\s*(?:" + _DONOR_ENTRY + r"(?:\s*,\s*" + _DONOR_ENTRY
+                             + r")*)?\s*\}")
 _INDEX_COMMENT_RE = re.compile(r"/\*index=\d+\*/")
 _HINT_REEXPORT = ("re-export the module from XLA (for example print(jax.jit(f).lower(x)"
                   ".compile().as_text()) into a file) and read that file")
@@ -80,6 +90,10 @@ class LineSource:
     original: list[str]
     col_offsets: list[int] | None = None
     format: str = "hlo"
+    # What the whole text holds at all, so that lines need not be searched for it one
+    # by one: '//' or '/*' comments, '#' (compact tuple elements).
+    slashes: bool = True
+    hashes: bool = True
 
     def error(self, message: str, index: int, column: int, *, hint: str = "",
               partial: Module | None = None) -> HloParseError:
@@ -101,7 +115,8 @@ class _LineError(Exception):
 
 
 def parse_module_lines(src: LineSource, start: int, stop: int, *, strict: bool = False,
-                       headerless: bool = False, limit: int | None = None) -> tuple[Module, int]:
+                       headerless: bool = False, limit: int | None = None,
+                       single: bool = False) -> tuple[Module, int]:
     """Parse the module that starts at `src.lines[start]`.
 
     The module starts with its ``HloModule`` header, or, when `headerless`,
@@ -110,8 +125,12 @@ def parse_module_lines(src: LineSource, start: int, stop: int, *, strict: bool =
     computation) and returns the module and the index of the first line after
     it.  `strict` reads every statement with XLA's rules (``hloscope check``).
     `limit`, when known, is the next line that looks like a module header.
+    `single` reads one instruction alone, as XLA's parser does for text that is
+    neither a module nor a computation: its operands (which must carry their
+    shapes) become the parameters of a module named after it.
     """
-    return _ModuleReader(src, start, stop, strict, limit).read(headerless)
+    reader = _ModuleReader(src, start, stop, strict, limit)
+    return reader.read_single() if single else reader.read(headerless)
 
 
 class _ModuleReader:
@@ -130,6 +149,7 @@ class _ModuleReader:
         self.frames = StackFrameIndex()
         self.seen_entry = False
         self.headerless = False
+        self.forward: set[str] = set()  # computations naming an operand before its definition
         self._g: Grammar | None = None
         self._starts: list[int] = []
         # The token grammar sees the text up to the next line that looks like a module
@@ -218,7 +238,7 @@ class _ModuleReader:
         while k < self.stop and self.lines[k].strip():
             last = k
             k += 1
-        if not (never_closed or err_line >= last > first or err_line > last):
+        if not (never_closed or err_line >= last):
             return None
         text = " ".join(self.lines[first : last + 1])
         try:
@@ -236,6 +256,33 @@ class _ModuleReader:
                    first_line=self.start + 1, format=self.src.format)
         m.headerless = self.headerless
         return m
+
+    def read_single(self) -> tuple[Module, int]:
+        """One instruction alone (XLA's ParseSingleInstruction)."""
+        self.headerless = True
+        self.widen()
+        g = self.grammar()
+        g.at(self.offset(self.start))
+        body = Body("_", True, "", self.start + 1)
+        body.missing_as_parameters = True
+        self.scope.stack.append(body)
+        try:
+            inst = g.instruction(body)
+            if g.lx.tok[0] != Tok.EOF:
+                raise GrammarError("Expected eof after parsing single instruction. Did you mean "
+                                   "to write an HLO module and forget the \"HloModule\" header?",
+                                   g.lx.tok[1])
+        except GrammarError as e:
+            raise self.grammar_error(e, self.offset(self.start)) from None
+        self.scope.stack.pop()
+        inst.is_root = True
+        comp = finish_body(body, "", None)
+        self.scope.computations.append(comp)
+        self.scope.comp_names[comp.name] = comp
+        self.name = "module_" + inst.name
+        module = self._module()
+        self._check_calls(module)
+        return module, self.stop
 
     def read(self, headerless: bool) -> tuple[Module, int]:
         i = self.start
@@ -255,8 +302,15 @@ class _ModuleReader:
                 entry = [c for c in scope.computations if not c.origin][-1]
             self.name = "module_" + entry.name
         module = self._module()
+        self._check_header(module)
         _unique_names(module)
-        self._check_calls(module)
+        calls = self._check_calls(module)
+        problem = validate(module, self.forward, calls)
+        if problem is not None:
+            message, inst = problem
+            line = self.lines[inst.line - 1]
+            raise self.error(message, inst.line - 1, max(line.find(inst.name), 0),
+                             "XLA refuses such a module too; the text may be damaged")
         if self.strict:
             from ._check import check_module
 
@@ -413,6 +467,8 @@ class _ModuleReader:
         append = body.instructions.append
         forward = body.forward
         known = OPCODE_ARITY
+        slashes = self.src.slashes
+        hashes = self.src.hashes
         while i < stop:
             line = lines[i]
             m = match(line)
@@ -422,11 +478,11 @@ class _ModuleReader:
             if opcode not in known and split_async_sugar(opcode) is not None or \
                     opcode in _ASYNC_TAIL:
                 return i  # the async shorthand (the grammar desugars it), async chains
-            if "#" in operand_text or "//" in line:
-                return i
+            if hashes and "#" in operand_text:
+                return i  # a compact tuple element
             if attr_text is None:
                 attr_text = ""
-            elif "/*" in attr_text or attr_text.endswith(","):
+            elif slashes and ("//" in attr_text or "/*" in attr_text) or attr_text[-1] == ",":
                 return i
             elif attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
                 try:
@@ -439,10 +495,16 @@ class _ModuleReader:
                     shape = parse_shape(shape_text)
                 except ShapeSyntaxError as e:
                     raise self.error(f"bad shape: {e}", i, m.start(3) + e.offset) from None
-            if "%" in operand_text and opcode != "constant":
-                operands: tuple[str, ...] = tuple(sigil_findall(operand_text))
-                literal = None
-                pnum = -1
+            literal = None
+            pnum = -1
+            if opcode == "parameter" and operand_text.isdigit() and len(operand_text) < 10:
+                operands: tuple[str, ...] = ()
+                pnum = int(operand_text)
+            elif opcode == "constant":
+                operands = ()
+                literal = operand_text
+            elif "%" in operand_text:
+                operands = tuple(sigil_findall(operand_text))
             else:
                 try:
                     operands, literal, pnum = _decode_operands(opcode, operand_text)
@@ -542,6 +604,8 @@ class _ModuleReader:
     def _close(self, body: Body, attr_text: str, i: int) -> None:
         scope = self.scope
         scope.stack.pop()
+        if body.forward:
+            self.forward.add(body.name)
         try:
             comp = finish_body(body, attr_text, None)
         except _UndefinedOperand as e:
@@ -562,20 +626,55 @@ class _ModuleReader:
             f"the text ends inside computation {body.name!r} (opened at line {body.line}): "
             "its closing '}' is missing", last, len(self.lines[last].rstrip()), _HINT_REEXPORT)
 
-    def _check_calls(self, module: Module) -> None:
-        """Every computation an instruction calls must exist."""
+    def _check_header(self, module: Module) -> None:
+        """The header attributes analyses read must be what XLA prints."""
+        attrs = module.attributes if module.attr_text else {}
+        for key in ("num_partitions", "replica_count"):
+            v = attrs.get(key)
+            if v is not None and not (v.isdigit() and 0 < len(v) < 10 and int(v) > 0):
+                self._header_error(key, f"{key}={v[:40]} in the module header is not a count")
+        for key, form, example in (
+                ("input_output_alias", _ALIAS_VALUE_RE,
+                 "{ {output index}: (parameter, {parameter index}[, may-alias|must-alias]) }"),
+                ("buffer_donor", _DONOR_VALUE_RE, "{ (parameter, {parameter index}), ... }")):
+            v = attrs.get(key)
+            if v is not None and form.fullmatch(v) is None:
+                self._header_error(key, f"{key}={v[:60]} is not of the form {example}")
+
+    def _header_error(self, key: str, message: str) -> NoReturn:
+        i = self.start
+        for k in range(self.start, min(self.stop, self.start + 50)):
+            if key + "=" in self.lines[k]:
+                i = k
+                break
+        raise self.error(message, i, max(self.lines[i].find(key), 0),
+                         "XLA refuses this header too; re-export the module")
+
+    def _check_calls(self, module: Module) -> dict[str, list[tuple[str, Instruction]]]:
+        """Every computation an instruction calls must exist; returns who calls what."""
         names = module._by_name
-        never = _NEVER_CALLS
+        keys_of = _CALL_KEYS_OF
+        every = _CALL_ONE_KEYS
+        edges: dict[str, list[tuple[str, Instruction]]] = {}
         for comp in module.computations:
+            out: list[tuple[str, Instruction]] = []
             for inst in comp.instructions:
                 if inst.implicit_calls:
                     self._called_exist(inst, inst.implicit_calls, names)
+                    out.extend((n, inst) for n in inst.implicit_calls)
                 text = inst.attr_text
-                if not text or inst.opcode in never or inst.sugar:
+                if not text or inst.sugar:
                     continue
-                called = _called_names(text)
+                keys = keys_of.get(inst.opcode, every)
+                if not keys:
+                    continue
+                called = _called_names(text, keys)
                 if called:
                     self._called_exist(inst, called, names)
+                    out.extend((n, inst) for n in called)
+            if out:
+                edges[comp.name] = out
+        return edges
 
     def _called_exist(self, inst: Instruction, called, names) -> None:  # type: ignore[no-untyped-def]
         for n in called:
@@ -596,11 +695,11 @@ _CALLED_LIST_RE = re.compile(r"\{([^}]*)\}")
 _ESCAPED_QUOTE_RE = re.compile(r'(?<!\\)(?:\\\\)*\\"')
 
 
-def _called_names(text: str) -> list[str]:
+def _called_names(text: str, keys: tuple[str, ...] = _CALL_ONE_KEYS) -> list[str]:
     """Names after ``calls=``, ``to_apply=`` ... in an attribute text (outside strings)."""
     out: list[str] = []
     find = text.find
-    for key in _CALL_ONE_KEYS:
+    for key in keys:
         j = find(key)
         while j >= 0:
             if (j == 0 or text[j - 2 : j] == ", ") and _outside_quotes(text, j):
@@ -626,20 +725,19 @@ def _outside_quotes(text: str, j: int) -> bool:
     return quotes % 2 == 0
 
 
-# Opcodes that never call a computation (the check skips them).
-_NEVER_CALLS = frozenset("""
-parameter constant add subtract multiply divide maximum minimum power remainder and or xor not
-negate abs exponential exponential-minus-one log log-plus-one sqrt rsqrt cbrt sine cosine tan
-tanh logistic floor ceil round-nearest-afz round-nearest-even sign compare select clamp convert
-bitcast bitcast-convert broadcast reshape transpose copy slice dynamic-slice dynamic-update-slice
-concatenate pad reverse iota dot convolution get-tuple-element tuple gather all-gather
-all-to-all collective-permute collective-permute-start collective-permute-done all-gather-start
-all-gather-done copy-start copy-done partition-id replica-id after-all add-dependency
-optimization-barrier opt-barrier real imag complex is-finite atan2 shift-left
-shift-right-arithmetic shift-right-logical popcnt count-leading-zeros erf fft rng
-rng-bit-generator reduce-precision send recv send-done recv-done infeed outfeed
-get-dimension-size set-dimension-size domain
-""".split())
+# The attributes through which each known opcode may call a computation (none for most);
+# an opcode not listed here (a newer XLA's) is searched for every such attribute.
+_CALL_KEYS_OF: dict[str, tuple[str, ...]] = {op: () for op in OPCODE_ARITY}
+_CALL_KEYS_OF.update({
+    "fusion": ("calls=",), "call": ("to_apply=",), "while": ("condition=", "body="),
+    "map": ("to_apply=",), "reduce": ("to_apply=",), "reduce-window": ("to_apply=",),
+    "reduce-scatter": ("to_apply=",), "all-reduce": ("to_apply=",),
+    "all-reduce-start": ("to_apply=",), "scatter": ("to_apply=",), "sort": ("to_apply=",),
+    "scan": ("to_apply=",), "select-and-scatter": ("select=", "scatter="),
+    "conditional": ("true_computation=", "false_computation=", "branch_computations="),
+    "custom-call": ("to_apply=", "called_computations="),
+    "async-start": ("calls=",), "async-update": ("calls=",), "async-done": ("calls=",),
+})
 
 
 def _unique_names(module: Module) -> None:

@@ -17,13 +17,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .._errors import HloModelError
 from ._sharding import iota_devices
 
 __all__ = ["ReplicaGroupsError", "parse_replica_groups"]
 
+# More devices than this in one set of replica groups is not a real program.
+_MAX_DEVICES = 1 << 20
 
-class ReplicaGroupsError(ValueError):
-    pass
+
+class ReplicaGroupsError(HloModelError, ValueError):
+    """Replica groups hloscope cannot read; the message quotes them."""
 
 
 _IOTA_RE = re.compile(r"^\[([\d,\s]+)\]\s*<=\s*\[([\d,\s]+)\](?:\s*T\(([\d,\s]*)\))?$")
@@ -32,7 +36,15 @@ _AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*(\d+)")
 
 
 def _ints(s: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in s.split(",") if x.strip())
+    out = []
+    for x in s.split(","):
+        x = x.strip()
+        if not x:
+            continue
+        if not x.isdigit() or len(x) > 9:
+            raise ReplicaGroupsError(f"replica groups name device {x!r}, not a device number")
+        out.append(int(x))
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)
@@ -50,11 +62,19 @@ def parse_replica_groups(text: str) -> tuple[tuple[int, ...], ...]:
             devices = iota_devices(dims, reshape, perm)
         except ValueError as e:
             raise ReplicaGroupsError(str(e)) from None
+        if dims[0] * dims[1] != len(devices):
+            raise ReplicaGroupsError(f"replica groups {text!r}: {dims[0]} x {dims[1]} groups "
+                                     f"but {len(devices)} devices")
         n, k = dims
         return tuple(tuple(devices[g * k:(g + 1) * k]) for g in range(n))
     m = _MESH_RE.match(t)
     if m:
-        axes = [(a, int(n)) for a, n in _AXIS_RE.findall(m.group(1))]
+        axes = [(a, int(n)) for a, n in _AXIS_RE.findall(m.group(1)) if len(n) < 10]
+        total = 1
+        for _a, n in axes:
+            total *= n
+        if total > _MAX_DEVICES:
+            raise ReplicaGroupsError(f"replica groups {text!r} span {total} devices")
         inside = {a.strip().strip("'") for a in m.group(2).split(",") if a.strip()}
         return _mesh_groups(tuple(axes), frozenset(inside))
     if t.startswith("{"):

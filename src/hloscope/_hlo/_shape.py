@@ -394,6 +394,7 @@ def _parse_shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
             else:
                 dims.append(_int(part, text, pos))
                 dyn.append(False)
+    _check_size(etype, dims, text, pos)
     pos = m.end()
     layout = None
     if text.startswith("{", pos):
@@ -428,10 +429,28 @@ def _skip_comment(text: str, pos: int) -> int:
 
 
 def _int(s: str, text: str, pos: int) -> int:
+    if len(s) > 19:
+        raise ShapeSyntaxError(f"dimension size {s[:24]}... overflows int64", pos)
     try:
         return int(s)
     except ValueError:
         raise ShapeSyntaxError(f"bad dimension size {s!r}", pos) from None
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _check_size(etype: str, dims: list[int], text: str, pos: int) -> None:
+    """XLA refuses shapes whose element count or byte size overflows int64."""
+    n = 1
+    for d in dims:
+        if d < -1:
+            raise ShapeSyntaxError(f"negative dimension size {d}", pos)
+        n *= max(d, 1)
+    bits = PRIMITIVE_BITS.get(etype, 8)
+    if n > _INT64_MAX or n * bits // 8 > _INT64_MAX:
+        raise ShapeSyntaxError(f"the shape {text[pos:pos + 60]} has {n:.3g} elements: its size "
+                               "overflows int64, and XLA refuses it", pos)
 
 
 def split_shape_prefix(text: str, pos: int = 0) -> tuple[Shape, int]:

@@ -118,7 +118,7 @@ class Sharding:
         tiles = self.data_tile_dims
         if not tiles or not shape.is_array or len(tiles) != len(shape.dims):
             return shape
-        dims = tuple(-(-d // t) if d > 0 else d for d, t in zip(shape.dims, tiles))
+        dims = tuple(-(-d // t) if d > 0 and t > 0 else d for d, t in zip(shape.dims, tiles))
         return Shape(shape.element_type, dims, shape.dynamic, shape.layout)
 
     def __str__(self) -> str:
@@ -171,10 +171,17 @@ _SUB_AXIS_RE = re.compile(r"([\w\-.]+):\((\d+)\)(\d+)")
 _AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*(\d+)")
 
 
+class _Unreadable(Exception):
+    pass
+
+
 def _ints(s: str | None) -> tuple[int, ...]:
     if not s:
         return ()
-    return tuple(int(x) for x in s.replace(" ", "").split(",") if x)
+    out = tuple(int(x) if len(x) < 10 else -1 for x in s.replace(" ", "").split(",") if x)
+    if any(v < 0 for v in out):
+        raise _Unreadable
+    return out
 
 
 def parse_sharding(text: str) -> Sharding:
@@ -183,7 +190,10 @@ def parse_sharding(text: str) -> Sharding:
     cached = _sharding_cache.get(text)
     if cached is not None:
         return cached
-    s = _parse(text.strip())
+    try:
+        s = _parse(text.strip())
+    except (_Unreadable, ValueError):
+        s = Sharding("unknown", text)
     if len(_sharding_cache) < 100_000:
         _sharding_cache[text] = s
     return s
@@ -227,9 +237,13 @@ def _parse(text: str) -> Sharding:
         lt = _LAST_TILE_DIMS_RE.search(body)
         if lt:
             subgroups = tuple(x.strip() for x in lt.group(1).split(",") if x.strip())
+    if not tile_dims or 0 in tile_dims:
+        return Sharding("unknown", text)  # XLA refuses a zero tile dimension
     if m.group(2) is not None:
         reshape = _ints(m.group(2))
         perm = _ints(m.group(3)) if m.group(3) else tuple(range(len(reshape)))
+        if sorted(perm) != list(range(len(reshape))):
+            return Sharding("unknown", text)
         return Sharding("tiled", text, tile_dims=tile_dims, iota=(reshape, perm),
                         subgroup_types=subgroups)
     return Sharding("tiled", text, tile_dims=tile_dims, devices=_ints(m.group(4)),
@@ -243,7 +257,7 @@ def _parse_named(text: str, body: str) -> Sharding:
     if m.group(1):
         d = re.search(r"device_id=(\d+)", m.group(2))
         return Sharding("maximal", text, device=int(d.group(1)) if d else None)
-    axes = tuple((a, int(n)) for a, n in _AXIS_RE.findall(m.group(2)))
+    axes = tuple((a, int(n)) for a, n in _AXIS_RE.findall(m.group(2)) if len(n) < 10)
     rest = _strip_metadata(body[m.end():]).lstrip(", ")
     if rest.startswith(("replicated", "unreduced", "manual")) or not rest:
         kind = "named" if rest.startswith("replicated") or not rest else rest.split(",")[0].strip()

@@ -112,7 +112,7 @@ class Body:
     """A computation being read: its instructions so far, by name."""
 
     __slots__ = ("name", "instructions", "by_name", "forward", "is_entry", "signature", "line",
-                 "gte", "roots")
+                 "gte", "roots", "missing_as_parameters")
 
     def __init__(self, name: str, is_entry: bool, signature: str, line: int) -> None:
         self.name = name
@@ -124,6 +124,8 @@ class Body:
         self.line = line
         self.gte: dict[str, str] = {}  # "p0#1" -> the name of its get-tuple-element
         self.roots: list[Instruction] = []
+        # One instruction read alone: an operand it names becomes a parameter.
+        self.missing_as_parameters = False
 
 
 class Scope:
@@ -521,6 +523,14 @@ class Grammar:
             lx.advance()
         if lx.tok[0] not in (Tok.COMMA, Tok.RPAREN):
             self.fail("expects ',' or ')' after an operand")
+        if body.missing_as_parameters and name not in body.by_name and self.depth <= 1:
+            if declared is None:
+                self.fail("Operand had no shape in HLO text; cannot create parameter for "
+                          "single-instruction module.", name_tok)
+            number = sum(1 for i in body.instructions if i.opcode == "parameter")
+            add_instruction(body, Instruction(name, declared, "parameter", (), "", False,
+                                              self.line_of(name_tok[1]), None, number), self,
+                            name_tok)
         if indices:
             name = self._compact_gte(body, name, indices, name_tok, declared)
         elif self.checker is not None:

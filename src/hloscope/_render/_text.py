@@ -13,7 +13,7 @@ from typing import Any
 from .._analysis._summary import ModuleSummary
 from .._units import format_bytes
 
-__all__ = ["format_bytes", "table", "render_summary", "render_json"]
+__all__ = ["format_bytes", "table", "render_summary", "render_json", "render_module_list"]
 
 
 
@@ -117,3 +117,27 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
 def render_json(data: Any) -> str:
     """JSON with two-space indents, keys in the order the data gives them."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_module_list(path: str, rows: Sequence[dict[str, Any]]) -> str:
+    """``hloscope summary --list``: the modules of an input, one row each."""
+    if not rows:
+        return f"{path}: no HLO module\n"
+    has_graph = any(r.get("graph_hash") for r in rows)
+    headers = ["#", "module", "phase", "instructions", "computations", "copies"]
+    headers += ["graph hash", "made by"] if has_graph else ["from"]
+    body = []
+    for r in rows:
+        name = str(r["module"]) + (" (JAX helper)" if r.get("jax_helper") else "")
+        row = [r["index"], name, r.get("phase") or "-", f"{r['instructions']:,}",
+               r["computations"], r["copies"]]
+        if has_graph:
+            row += [r.get("graph_hash") or "-", r.get("frame") or "-"]
+        else:
+            row += [r.get("dump") or f"{r['file']}:{r['line']}"]
+        body.append(row)
+    total = sum(int(r["copies"]) for r in rows)
+    head = f"{path}: {len(rows)} module(s)"
+    if total != len(rows):
+        head += f" ({total} with identical copies counted)"
+    return head + "\n" + table(headers, body, right=(0, 3, 4, 5), max_width=70) + "\n"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from .._errors import HloParseError, HloSourceError
 from .._hlo._module import Module
 from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
+from ._torch_xla import TORCH_IR_HINT, graph_blocks
 
 __all__ = ["HloFile", "read", "read_text", "parse", "check", "check_text", "MAX_BYTES"]
 
@@ -31,7 +32,8 @@ _HEADER_START_RE = re.compile(r"\s*HloModule\s+\S")
 _INSTRUCTION_LIKE_RE = re.compile(r"\s*(?:ROOT\s+)?%?[^\W\d][\w.\-]*\s*=\s*\S")
 _COMMENT_LINE_RE = re.compile(r"\s*(?://|/\*.*\*/\s*$)")
 # Signs, anywhere in a text, that it may hold HLO without a header line.
-_HEADERLESS_HINT_RE = re.compile(r"^\s*(?:ENTRY\b|ROOT\s)", re.M)
+_HEADERLESS_HINT_RE = re.compile(
+    r"^\s*(?:ENTRY\b|ROOT\s|%?[^\W\d][\w.\-]*\s*=\s*(?:[a-z][a-z0-9]*\[|\())", re.M)
 
 
 @dataclass
@@ -39,13 +41,18 @@ class HloFile:
     """The HLO modules found in one file or text.
 
     `format` says how they were found: ``hlo`` (plain text), ``markdown``
-    (fenced blocks), ``glog`` (log-line prefixes removed) or ``notebook``
-    (modules among other text).
+    (fenced blocks), ``glog`` (log-line prefixes removed), ``notebook``
+    (modules among other text) or ``torch_xla`` (graphs saved by
+    ``XLA_SAVE_TENSORS_FILE``; each module's `provenance` names its graph,
+    Python frames and hash).
     """
 
     path: str
     format: str
     modules: list[Module] = field(default_factory=list)
+    # Modules that could not be read where the text holds several (each error located);
+    # the others are in `modules`.
+    damaged: list[HloParseError] = field(default_factory=list)
 
     @property
     def module(self) -> Module:
@@ -145,16 +152,28 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
             lines, offsets, fmt = stripped, offs, "glog"
 
     ranges: list[tuple[int, int]]
-    fences = _hlo_fences(lines) if fmt == "hlo" and ("```" in text or "~~~" in text) else []
-    if fences:
+    provenance: list[dict[str, object]] = []
+    blocks = graph_blocks(lines) if "## BEGIN_GRAPH" in text else []
+    fences = _hlo_fences(lines) if fmt == "hlo" and not blocks and (
+        "```" in text or "~~~" in text) else []
+    if blocks:
+        fmt = "torch_xla"
+        ranges = [(b.start, b.stop) for b in blocks]
+        provenance = [b.provenance() for b in blocks]
+    elif fences:
         fmt = "markdown"
         ranges = fences
     else:
         ranges = [(0, len(lines))]
-    src = LineSource(filename, lines, original, offsets, fmt)
+    src = LineSource(filename, lines, original, offsets, fmt, hashes="#" in text)
 
     modules: list[Module] = []
-    for lo, hi in ranges:
+    damaged: list[HloParseError] = []
+    for r, (lo, hi) in enumerate(ranges):
+        if blocks and not any(
+                "HloModule" in lines[i] or COMPUTATION_START_RE.match(lines[i])
+                for i in range(lo, min(hi, lo + 8))):
+            continue  # a graph saved as torch IR text or StableHLO, not HLO
         starts = [(i, False) for i in range(lo, hi) if "HloModule" in lines[i]
                   and _HEADER_START_RE.match(lines[i])]
         first = _first_content(lines, lo, hi)
@@ -163,6 +182,8 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
                                            anywhere=fmt == "hlo" and not starts)
             if headerless is not None:
                 starts.insert(0, (headerless, True))
+        if not starts and _single_instruction(lines, first, hi):
+            starts = [(first, None)]  # one instruction alone, as XLA reads it
         if fmt == "hlo" and starts and (starts[0][0] != first):
             fmt = src.format = "notebook"
         done = lo  # where the previous module's text ended
@@ -175,17 +196,30 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
             gc_was_enabled = gc.isenabled()
             gc.disable()
             try:
-                module, done = parse_module_lines(src, s, hi, headerless=no_header, limit=limit,
-                                                  strict=strict)
+                module, done = parse_module_lines(src, s, hi, headerless=bool(no_header),
+                                                  limit=limit, strict=strict,
+                                                  single=no_header is None)
+            except HloParseError as e:
+                # One damaged module among several (a truncated paste in an issue, a bad
+                # block of a report) does not hide the others; alone, it is the error.
+                if strict or (len(starts) == 1 and len(ranges) == 1):
+                    raise
+                damaged.append(e)
+                done = limit
+                continue
             finally:
                 if gc_was_enabled:
                     gc.enable()
+            if provenance:
+                module.provenance.update(provenance[r])
             modules.append(module)
     if not modules:
+        if damaged:
+            raise damaged[0]
         raise _no_module_error(text, filename)
     for m in modules:
         m.format = src.format
-    return HloFile(filename, src.format, modules)
+    return HloFile(filename, src.format, modules, damaged)
 
 
 def _first_content(lines: list[str], lo: int, hi: int | None = None) -> int:
@@ -194,6 +228,16 @@ def _first_content(lines: list[str], lo: int, hi: int | None = None) -> int:
         if lines[i].strip() and not _COMMENT_LINE_RE.match(lines[i]):
             return i
     return lo
+
+
+def _single_instruction(lines: list[str], first: int, hi: int) -> bool:
+    """Whether lines[first:hi] hold one instruction and nothing else (a line pasted from a
+    module: XLA's parser reads it alone, its operands becoming parameters)."""
+    if first >= hi or not _INSTRUCTION_LIKE_RE.match(lines[first]):
+        return False
+    rest = [ln for ln in lines[first + 1 : hi] if ln.strip()]
+    return len(rest) <= 3 and all(ln.startswith((" ", "\t")) and "=" not in ln.split("(")[0]
+                                  for ln in rest)
 
 
 def _headerless_start(lines: list[str], lo: int, hi: int, *, anywhere: bool) -> int | None:
@@ -235,7 +279,8 @@ def _hlo_fences(lines: list[str]) -> list[tuple[int, int]]:
         first = _first_content(lines, i + 1, j)
         if lang == "hlo" or (first < j and (lines[first].lstrip().startswith("HloModule")
                                             or _headerless_start(lines, i + 1, j,
-                                                                 anywhere=False) is not None)):
+                                                                 anywhere=False) is not None
+                                            or _single_instruction(lines, first, j))):
             out.append(body)
         i = j + 1
     return out
@@ -250,6 +295,8 @@ def _no_module_error(text: str, filename: str) -> HloSourceError:
 
 def _no_module_hint(text: str) -> str:
     head = text[:_SNIFF]
+    if "## BEGIN_GRAPH" in head or ("IR {" in head and ("aten::" in head or "xla::" in head)):
+        return TORCH_IR_HINT
     if "module @" in head or "func.func" in head or "stablehlo." in head:
         return ("this looks like StableHLO/MLIR, not HLO text: print HLO with "
                 "jax.jit(f).lower(x).as_text(dialect='hlo') or compile(...).as_text()")

@@ -1,0 +1,105 @@
+"""Which module a command takes from a dump folder, a file of several modules, torch_xla's
+saved graphs; what `summary --list` shows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import hloscope
+from conftest import GENERATED, SEEDS, run_cli
+from hloscope._sources._inputs import is_jax_helper, read_inputs
+
+
+def _dump(tmp_path):
+    """A dump folder with JAX's helper modules around the user's function."""
+    src = GENERATED / "f_for_loop.dump"
+    d = tmp_path / "dump"
+    d.mkdir()
+    small = (SEEDS / "lecture_01_jit_sigmoid.2.hlo").read_text()
+    (d / "module_0001.jit__where.cpu_after_optimizations.txt").write_text(
+        small.replace("jit_sigmoid.2", "jit__where"))
+    for f in src.iterdir():
+        shutil.copy(f, d / f.name.replace("module_0032", "module_0007"))
+    (d / "module_0009.jit_convert_element_type.before_optimizations.txt").write_text(
+        small.replace("jit_sigmoid.2", "jit_convert_element_type"))
+    (d / "module_0011.jit_sigmoid.cpu_after_optimizations.txt").write_text(
+        small.replace("jit_sigmoid.2", "jit_sigmoid"))
+    (d / "module_0012.jit_broken.cpu_after_optimizations.txt").write_text("HloModule x\n\n")
+    return d
+
+
+def test_jax_helpers_are_recognised():
+    assert is_jax_helper("jit__where") and is_jax_helper("jit_convert_element_type")
+    assert is_jax_helper("jit_broadcast_in_dim.3")
+    assert not is_jax_helper("jit_train_step") and not is_jax_helper("IrToHlo.11")
+
+
+def test_dump_folder_takes_the_last_compiled_that_is_not_a_helper(tmp_path):
+    d = _dump(tmp_path)
+    inputs = read_inputs(d)
+    assert [e.module.name for e in inputs.modules] == [
+        "jit__where", "jit_f", "jit_convert_element_type", "jit_sigmoid"]
+    assert [e.phase for e in inputs.modules] == [
+        "optimized", "optimized", "before optimizations", "optimized"]
+    assert any("module_0012.jit_broken" in s for s in inputs.skipped)
+    entry, why = inputs.select()
+    assert entry.module.name == "jit_sigmoid" and "last compiled" in why
+    assert inputs.select(function="f")[0].module.name == "jit_f"
+    assert inputs.select(module="module_0007.jit_f")[0].xla is not None
+    r = run_cli("memory", str(d), "--function", "f")
+    assert r.returncode == 0 and "Module jit_f" in r.stdout and "same" in r.stdout
+    assert "skipped module_0012.jit_broken" in r.stderr  # one bad file hides nothing
+
+
+def test_list_of_a_dump_folder(tmp_path):
+    d = _dump(tmp_path)
+    r = run_cli("summary", "--list", str(d))
+    assert r.returncode == 0, r.stderr
+    assert "jit__where (JAX helper)" in r.stdout and "module_0007.jit_f" in r.stdout
+    assert "before optimizations" in r.stdout
+
+
+def test_torch_xla_saved_graphs_are_listed_with_their_frames(tmp_path):
+    hlo = (SEEDS / "torch_xla_01_IrToHlo.11.hlo").read_text()
+    big = (SEEDS / "torch_xla_02_IrToHlo.19_sharded.hlo").read_text()
+
+    def block(text: str, h: str, fn: str) -> str:
+        return ("[ScheduleSyncTensorsGraph]\nTensorsGraphInfo:\n"
+                "  mark_step (/usr/lib/python3/site-packages/torch_xla/core/xla_model.py:1056)\n"
+                f"  {fn} (train.py:42)\n  <module> (train.py:80)\n\nHashes: ({h})\n\n"
+                f"## BEGIN_GRAPH\n{text}\n## END_GRAPH\n\n")
+
+    p = tmp_path / "graphs.txt"
+    p.write_text(block(hlo, "aa11", "step") * 3 + block(big, "bb22", "shard_step"))
+    hf = hloscope.read(p)
+    assert hf.format == "torch_xla" and len(hf.modules) == 4
+    rows = json.loads(run_cli("summary", "--list", "--json", str(p)).stdout)["modules"]
+    assert [(r["module"], r["copies"], r["graph_hash"]) for r in rows] == [
+        ("IrToHlo.11", 3, "aa11"), ("IrToHlo.19", 1, "bb22")]
+    assert rows[1]["frame"] == "shard_step (train.py:42)"
+    text = run_cli("summary", "--list", str(p)).stdout
+    assert "made by" in text and "step (train.py:42)" in text
+
+
+def test_torch_ir_text_gets_a_torch_xla_hint(tmp_path):
+    p = tmp_path / "ir.txt"
+    p.write_text("[ScheduleSyncTensorsGraph]\nTensorsGraphInfo:\n  f (a.py:1)\n\nHashes: (1)\n\n"
+                 "## BEGIN_GRAPH\nIR {\n  %0 = f32[] prim::Constant(), xla_shape=f32[]\n}\n"
+                 "## END_GRAPH\n")
+    r = run_cli("summary", str(p))
+    assert r.returncode == 2 and "XLA_SAVE_TENSORS_FMT=hlo" in r.stderr
+
+
+def test_check_command(tmp_path):
+    r = run_cli("check", str(GENERATED / "f_for_loop.hlo"))
+    assert r.returncode == 0 and "ok (6 computations, 29 instructions)" in r.stdout
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                   "  ROOT r = f32[2] frobnicate(p)\n}\n")
+    r = run_cli("check", str(bad))
+    assert r.returncode == 2 and ":4:19: expects opcode but sees: frobnicate" in r.stderr
+    data = json.loads(run_cli("check", "--json", str(bad)).stdout)
+    assert data["ok"] is False and (data["error"]["line"], data["error"]["column"]) == (4, 19)
+    # The tolerant commands read the same text: an opcode from a newer XLA is shown as is.
+    assert run_cli("summary", str(bad)).returncode == 0
