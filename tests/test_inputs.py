@@ -103,3 +103,17 @@ def test_check_command(tmp_path):
     assert data["ok"] is False and (data["error"]["line"], data["error"]["column"]) == (4, 19)
     # The tolerant commands read the same text: an opcode from a newer XLA is shown as is.
     assert run_cli("summary", str(bad)).returncode == 0
+
+
+def test_list_and_check_json_are_documented(tmp_path):
+    from conftest import ROOT
+
+    doc = (ROOT / "docs" / "json.md").read_text()
+    rows = json.loads(run_cli("summary", "--list", "--json", str(_dump(tmp_path))).stdout)
+    assert rows["schema"] == "hloscope.modules/1"
+    for k in rows["modules"][0]:
+        assert f"`{k}`" in doc, k
+    ok = json.loads(run_cli("check", "--json", str(GENERATED / "f_for_loop.hlo")).stdout)
+    bad = json.loads(run_cli("check", "--json", str(ROOT / "examples" / "typo.hlo")).stdout)
+    for k in list(ok) + list(ok["modules"][0]) + list(bad["error"]):
+        assert f"`{k}`" in doc, k
