@@ -40,9 +40,9 @@ from ._syntax import (
     stack_frame_tables,
 )
 
-__all__ = ["LineSource", "parse_module_lines", "HEADER_RE", "COMPUTATION_START_RE"]
+__all__ = ["LineSource", "parse_module_lines", "split_header", "COMPUTATION_START_RE"]
 
-HEADER_RE = re.compile(r"\s*HloModule\s+([^\s,]+)\s*(?:,\s*(.*?))?\s*$")
+_HEADER_NAME_RE = re.compile(r"\s*HloModule\s+([^\s,]+)")
 _INST_RE = re.compile(
     r"\s*(ROOT\s+)?%?([\w.\-]+) = "
     r"([a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?|\((?:[^()]|\([^()]*\))*\)) "
@@ -52,7 +52,6 @@ _COMP_RE = re.compile(r"(ENTRY\s+)?%?([^\s(){}=,]+)\s*(\(.*\)\s*->\s*.+?)?\s*\{\
 # A line that opens a computation (used to find modules written without a header).
 COMPUTATION_START_RE = re.compile(
     r"\s*(?:ENTRY\b|%?[^\W\d][\w.\-]*\s*(?:\([^=]*\)\s*->\s*[^=]*)?\{\s*(?:$|//|/\*))")
-_CLOSE_RE = re.compile(r"\s*\}\s*(?:,\s*(.*?))?\s*$")
 _SIGIL_OPERAND_RE = re.compile(r"%([\w.\-]+)")
 _NAME_RE = re.compile(r"[\w.\-]+$")
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -322,9 +321,9 @@ class _ModuleReader:
 
     def _header(self, i: int) -> tuple[int, int | None]:
         line = self.lines[i]
-        m = HEADER_RE.match(line)
+        m = split_header(line)
         if m is not None and not self.strict:
-            attrs = m.group(2) or ""
+            name, attrs = m
             if ("//" not in line and not attrs.endswith(",")
                     and ("/*" not in line or "/*" not in _INDEX_COMMENT_RE.sub("", line))):
                 try:
@@ -333,7 +332,7 @@ class _ModuleReader:
                 except AttributeSyntaxError:
                     pass
                 else:
-                    self.name = m.group(1).rstrip(":")
+                    self.name = name.rstrip(":")
                     self.attr_text = attrs
                     return i + 1, None
         g = self.grammar()
@@ -382,9 +381,9 @@ class _ModuleReader:
                     line = lines[i]
                     if not line or line.isspace():
                         continue
-                    cl = _CLOSE_RE.match(line)
-                    if cl is not None and self._close_ok(cl.group(1) or ""):
-                        self._close(body, cl.group(1) or "", i)
+                    closing = _split_close(line)
+                    if closing is not None and self._close_ok(closing):
+                        self._close(body, closing, i)
                         body = None
                         i += 1
                         continue
@@ -396,7 +395,7 @@ class _ModuleReader:
                                              i, line.find(stripped))
                         self.frames, i = _parse_tables(self.src, i, stop)
                         continue
-                    if HEADER_RE.match(line):
+                    if split_header(line) is not None:
                         break  # the next module
                     cm = _COMP_RE.match(line) if stripped.endswith("{") else None
                     if cm is not None and " = " not in line.split("(", 1)[0]:
@@ -779,6 +778,33 @@ def _unique_names(module: Module) -> None:
 
 
 _CONTROL_RE = re.compile(r"control-predecessors=\{([^}]*)\}")
+
+
+def split_header(line: str) -> tuple[str, str] | None:
+    """``(name, attributes)`` of a whole ``HloModule NAME[, attributes]`` line, else None.
+    (String operations, not one regular expression: a line of spaces stays linear.)"""
+    m = _HEADER_NAME_RE.match(line)
+    if m is None:
+        return None
+    rest = line[m.end():].strip()
+    if not rest:
+        return m.group(1), ""
+    if rest[0] != ",":
+        return None
+    return m.group(1), rest[1:].strip()
+
+
+def _split_close(line: str) -> str | None:
+    """The attributes of a line that closes a computation (``}`` or ``}, attrs``), else None."""
+    s = line.strip()
+    if not s.startswith("}"):
+        return None
+    rest = s[1:].lstrip()
+    if not rest:
+        return ""
+    if rest[0] != ",":
+        return None
+    return rest[1:].strip()
 
 
 def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, int]:
