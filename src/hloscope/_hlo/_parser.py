@@ -26,7 +26,7 @@ from ._attrs import AttributeSyntaxError, check_balanced, split_top_level, unesc
 from ._lexer import Tok, line_starts, position
 from ._module import Instruction, Module, StackFrameIndex
 from ._names import NameUniquer
-from ._validate import validate
+from ._validate import FIXED_ARITY, arity_problem, tuple_element_problem, validate
 from ._opcodes import OPCODE_ARITY, split_async_sugar
 from ._shape import ShapeSyntaxError, _shape_cache, parse_shape
 from ._syntax import (
@@ -60,7 +60,7 @@ _TABLE_LOC_RE = re.compile(
     r"\s*(\d+)\s*\{file_name_id=(\d+)\s+function_name_id=(\d+)\s+line=(\d+)"
     r"(?:\s+end_line=(\d+))?(?:\s+column=(\d+))?(?:\s+end_column=(\d+))?\s*\}\s*$")
 _TABLE_FRAME_RE = re.compile(r"\s*(\d+)\s*\{file_location_id=(\d+)\s+parent_frame_id=(\d+)\s*\}\s*$")
-_ASYNC_TAIL = frozenset({"async-update", "async-done"})
+_ASYNC_TAIL = frozenset({"async-start", "async-update", "async-done"})
 _INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"
 _ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*\d+\s*,\s*" + _INDEX
                 + r"\s*(?:,\s*(?:may-alias|must-alias)\s*)?\)")
@@ -149,6 +149,7 @@ class _ModuleReader:
         self.seen_entry = False
         self.headerless = False
         self.forward: set[str] = set()  # computations naming an operand before its definition
+        self.checked: set[str] = set()  # computations whose instructions were checked as read
         self._g: Grammar | None = None
         self._starts: list[int] = []
         # The token grammar sees the text up to the next line that looks like a module
@@ -304,12 +305,9 @@ class _ModuleReader:
         self._check_header(module)
         _unique_names(module)
         calls = self._check_calls(module)
-        problem = validate(module, self.forward, calls)
+        problem = validate(module, self.forward, calls, self.checked)
         if problem is not None:
-            message, inst = problem
-            line = self.lines[inst.line - 1]
-            raise self.error(message, inst.line - 1, max(line.find(inst.name), 0),
-                             "XLA refuses such a module too; the text may be damaged")
+            self._raise(problem)
         if self.strict:
             from ._check import check_module
 
@@ -466,8 +464,10 @@ class _ModuleReader:
         append = body.instructions.append
         forward = body.forward
         known = OPCODE_ARITY
+        fixed = FIXED_ARITY.get
         slashes = self.src.slashes
         hashes = self.src.hashes
+        params = body.parameter_numbers
         while i < stop:
             line = lines[i]
             m = match(line)
@@ -511,6 +511,19 @@ class _ModuleReader:
                     raise self.error(str(e), i, m.start(5) + e.column) from None
             inst = Instruction(name, shape, opcode, operands, attr_text, root is not None, i + 1,
                                literal, pnum)
+            # What validate() would check, while the instruction is at hand.
+            n = fixed(opcode)
+            if n is not None and n != len(operands):
+                self._raise(arity_problem(inst, n))
+            if pnum >= 0:
+                if pnum in params:
+                    self._raise((f"{name}: parameter number {pnum} is already "
+                                 f"{params[pnum].name}'s in computation {body.name!r}", inst))
+                params[pnum] = inst
+            elif opcode == "get-tuple-element" and operands[0] in by_name:
+                problem = tuple_element_problem(inst, by_name)
+                if problem is not None:
+                    self._raise(problem)
             if name in by_name:
                 raise self.error(f"instruction {name!r} is defined twice in computation "
                                  f"{body.name!r}", i, max(line.find(name), 0))
@@ -605,6 +618,8 @@ class _ModuleReader:
         scope.stack.pop()
         if body.forward:
             self.forward.add(body.name)
+        if not body.by_grammar:
+            self.checked.add(body.name)
         try:
             comp = finish_body(body, attr_text, None)
         except _UndefinedOperand as e:
@@ -624,6 +639,12 @@ class _ModuleReader:
         return self.error(
             f"the text ends inside computation {body.name!r} (opened at line {body.line}): "
             "its closing '}' is missing", last, len(self.lines[last].rstrip()), _HINT_REEXPORT)
+
+    def _raise(self, problem: tuple[str, Instruction]) -> NoReturn:
+        message, inst = problem
+        line = self.lines[inst.line - 1]
+        raise self.error(message, inst.line - 1, max(line.find(inst.name), 0),
+                         "XLA refuses such a module too; the text may be damaged")
 
     def _check_header(self, module: Module) -> None:
         """The header attributes analyses read must be what XLA prints."""
@@ -657,17 +678,16 @@ class _ModuleReader:
         edges: dict[str, list[tuple[str, Instruction]]] = {}
         for comp in module.computations:
             out: list[tuple[str, Instruction]] = []
-            for inst in comp.instructions:
+            # Only the few instructions that may call anything are looked at one by one.
+            for inst in [i for i in comp.instructions
+                         if i.implicit_calls or keys_of.get(i.opcode, every)]:
                 if inst.implicit_calls:
                     self._called_exist(inst, inst.implicit_calls, names)
                     out.extend((n, inst) for n in inst.implicit_calls)
                 text = inst.attr_text
                 if not text or inst.sugar:
                     continue
-                keys = keys_of.get(inst.opcode, every)
-                if not keys:
-                    continue
-                called = _called_names(text, keys)
+                called = _called_names(text, keys_of.get(inst.opcode, every))
                 if called:
                     self._called_exist(inst, called, names)
                     out.extend((n, inst) for n in called)

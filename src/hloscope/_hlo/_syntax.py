@@ -112,7 +112,7 @@ class Body:
     """A computation being read: its instructions so far, by name."""
 
     __slots__ = ("name", "instructions", "by_name", "forward", "is_entry", "signature", "line",
-                 "gte", "roots", "missing_as_parameters")
+                 "gte", "roots", "missing_as_parameters", "by_grammar", "parameter_numbers")
 
     def __init__(self, name: str, is_entry: bool, signature: str, line: int) -> None:
         self.name = name
@@ -126,6 +126,8 @@ class Body:
         self.roots: list[Instruction] = []
         # One instruction read alone: an operand it names becomes a parameter.
         self.missing_as_parameters = False
+        self.by_grammar = False  # whether the token grammar added instructions (not checked yet)
+        self.parameter_numbers: dict[int, Instruction] = {}  # the fast path's check
 
 
 class Scope:
@@ -732,6 +734,7 @@ def add_instruction(body: Body, inst: Instruction, g: Grammar | None, tok: Token
         if g is not None and tok is not None:
             g.fail(f"instruction {name!r} is defined twice in computation {body.name!r}", tok)
         raise GrammarError(f"instruction {name!r} is defined twice", 0)
+    body.by_grammar = True
     ops = inst.operand_names
     if ops:
         by_name = body.by_name

@@ -24,7 +24,7 @@ import re
 from ._module import Computation, Instruction, Module
 from ._opcodes import OPCODE_ARITY
 
-__all__ = ["validate"]
+__all__ = ["validate", "FIXED_ARITY", "arity_problem", "tuple_element_problem"]
 
 # Opcodes whose operand count XLA's parser checks (the rest take any number, or depend
 # on attributes).
@@ -38,16 +38,19 @@ _INDEX_RE = re.compile(r"(?:^|, )index=(-?\d+)(?=,|$)")
 Problem = tuple[str, Instruction]
 
 
-def validate(module: Module, forward: set[str], calls: dict[str, list[tuple[str, Instruction]]]
-             ) -> Problem | None:
+def validate(module: Module, forward: set[str], calls: dict[str, list[tuple[str, Instruction]]],
+             checked: set[str] | None = None) -> Problem | None:
     """The first problem in `module`, or None.
 
     `forward` names the computations where an operand is used before its
     definition (only there can operands form a cycle); `calls` maps each
-    computation to the (callee, calling instruction) pairs found in it.
+    computation to the (callee, calling instruction) pairs found in it;
+    `checked` names computations whose instructions the parser already checked
+    one by one as it read them (`arity_problem`, `tuple_element_problem`).
     """
     for comp in module.computations:
-        problem = _instructions(comp)
+        done = checked is not None and comp.name in checked and comp.name not in forward
+        problem = None if done else _instructions(comp)
         if problem is None and comp.name in forward:
             problem = _operand_cycle(comp)
         if problem is not None:
@@ -72,8 +75,7 @@ def _instructions(comp: Computation) -> Problem | None:
         op = inst.opcode
         n = fixed.get(op)
         if n is not None and len(inst.operand_names) != n:
-            return (f"{inst.name}: {op} takes {n} operand{'s' if n != 1 else ''}, this one has "
-                    f"{len(inst.operand_names)}", inst)
+            return arity_problem(inst, n)
         if op == "get-tuple-element":
             problem = _tuple_element(inst, by_name)
             if problem is not None:
@@ -93,6 +95,19 @@ def _instructions(comp: Computation) -> Problem | None:
 
 
 _SPECIAL = frozenset({"get-tuple-element", "async-start"})
+
+
+FIXED_ARITY = _FIXED
+
+
+def arity_problem(inst: Instruction, n: int) -> Problem:
+    """The message for `inst` having other than `n` operands."""
+    return (f"{inst.name}: {inst.opcode} takes {n} operand{'s' if n != 1 else ''}, this one has "
+            f"{len(inst.operand_names)}", inst)
+
+
+def tuple_element_problem(inst: Instruction, by_name: dict[str, Instruction]) -> Problem | None:
+    return _tuple_element(inst, by_name)
 
 
 def _tuple_element(inst: Instruction, by_name: dict[str, Instruction]) -> Problem | None:

@@ -135,8 +135,11 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
     if original and original[-1] == "":
         original.pop()
     lines, offsets, fmt = original, None, "hlo"
-
-    if _GLOG_RE.match(text) or "] HloModule " in text:
+    # Text that starts with its HloModule line is plain HLO: no log prefixes, fences or
+    # saved graphs to look for (each would be another scan of the whole text).
+    plain = _HEADER_START_RE.match(text) is not None
+    hashes = "#" in text
+    if not plain and (_GLOG_RE.match(text) or "] HloModule " in text):
         stripped, offs = [], []
         hits = 0
         for ln in original:
@@ -153,9 +156,9 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
 
     ranges: list[tuple[int, int]]
     provenance: list[dict[str, object]] = []
-    blocks = graph_blocks(lines) if "## BEGIN_GRAPH" in text else []
-    fences = _hlo_fences(lines) if fmt == "hlo" and not blocks and (
-        "```" in text or "~~~" in text) else []
+    blocks = graph_blocks(lines) if not plain and hashes and "## BEGIN_GRAPH" in text else []
+    fences = _hlo_fences(lines) if not plain and fmt == "hlo" and not blocks and (
+        "`" in text and "```" in text or "~" in text and "~~~" in text) else []
     if blocks:
         fmt = "torch_xla"
         ranges = [(b.start, b.stop) for b in blocks]
@@ -165,7 +168,7 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
         ranges = fences
     else:
         ranges = [(0, len(lines))]
-    src = LineSource(filename, lines, original, offsets, fmt, hashes="#" in text)
+    src = LineSource(filename, lines, original, offsets, fmt, hashes=hashes)
 
     modules: list[Module] = []
     damaged: list[HloParseError] = []
