@@ -57,7 +57,7 @@ def test_notebook_html_embeds_the_report_page():
 def test_load_rejects_other_files(tmp_path):
     bad = tmp_path / "x.json"
     bad.write_text('{"schema": "something/1"}')
-    with pytest.raises(hloscope.HloscopeError, match="not an hloscope report"):
+    with pytest.raises(hloscope.HloscopeError, match="not an hloscope inspect report"):
         hloscope.load(str(bad))
     with pytest.raises(hloscope.HloscopeError, match="cannot read"):
         hloscope.load(str(tmp_path / "missing.json"))

@@ -8,6 +8,7 @@ in the manner of lark's ``UnexpectedInput.get_context``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,6 +19,8 @@ __all__ = [
     "HloParseError",
     "HloSourceError",
     "HloModelError",
+    "UserCodeError",
+    "UserFrame",
 ]
 
 # Lines longer than this are shown as a window around the error column.
@@ -129,3 +132,77 @@ class HloParseError(HloscopeError):
         if self.hint:
             out += f"\nhint: {self.hint}"
         return out
+
+
+@dataclass(frozen=True)
+class UserFrame:
+    """One frame of the user's own code: where it is and the line it ran."""
+
+    file: str
+    line: int
+    function: str
+    source: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+# The first lines of the user's message shown under the frames; the rest is cut.
+_MESSAGE_LINES = 12
+
+
+class UserCodeError(HloscopeError):
+    """The user's own code raised while hloscope ran it (importing their file, calling
+    their input function, JAX tracing their function, XLA compiling or running it).
+
+    The CLI shows it as the user's error (their frames, exit 2), never as a bug in
+    hloscope.  The Python API does not wrap: it re-raises the user's exception with a
+    note saying what hloscope was doing.
+
+    Attributes:
+      phase: what hloscope was doing, e.g. ``"tracing f"``.
+      error: the user's exception.
+      frames: the frames of the traceback that are the user's code, outermost first
+        (frames of Python, of installed packages and of hloscope left out).
+    """
+
+    def __init__(self, phase: str, error: BaseException, frames: list[UserFrame], *,
+                 hint: str = "") -> None:
+        self.phase = phase
+        self.error = error
+        self.frames = frames
+        text = error.msg if isinstance(error, SyntaxError) and error.msg else str(error)
+        lines = text.strip().splitlines() or [""]
+        if len(lines) > 1 and "Traceback (most recent call last)" in text:
+            # A runtime error quoting a Python traceback (a host callback that raised):
+            # the traceback's last line is the cause; its frames were printed already.
+            head = lines[0].partition("Traceback (most recent call last)")[0].rstrip(" :")
+            lines = [f"{head}: {lines[-1].strip()}" if head else lines[-1].strip()]
+        self.first_line = lines[0]
+        self.more_lines = lines[1:]
+        super().__init__(self.one_line(), hint=hint)
+
+    def one_line(self) -> str:
+        where = f"{self.frames[-1].file}:{self.frames[-1].line}: " if self.frames else ""
+        text = f": {self.first_line}" if self.first_line else ""
+        return f"{where}{type(self.error).__name__}{text} (while {self.phase})"
+
+    def details(self) -> str:
+        """The user's frames, each with its line, then the rest of their message."""
+        out = []
+        if self.frames:
+            out.append("in your code (most recent call last):")
+        for f in self.frames:
+            out.append(f"  {f}")
+            if f.source:
+                out.append(f"    {f.source}")
+        more = [ln for ln in self.more_lines if ln.strip()]
+        out.extend(more[:_MESSAGE_LINES])
+        if len(more) > _MESSAGE_LINES:
+            out.append(f"... ({len(more) - _MESSAGE_LINES} more lines of the message)")
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        details = self.details()
+        out = self.one_line() + (f"\n{details}" if details else "")
+        return out + (f"\nhint: {self.hint}" if self.hint else "")

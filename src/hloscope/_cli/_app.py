@@ -39,7 +39,15 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
-    except Exception as e:  # a bug in hloscope, not a problem with the input
+    except Exception as e:  # a bug in hloscope, unless the user's own code raised it
+        from .._jax._user import user_error
+
+        user = user_error(e)
+        if user is not None:
+            try:
+                fail(user)
+            except typer.Exit as ex:
+                sys.exit(ex.exit_code)
         if os.environ.get("HLOSCOPE_DEBUG"):
             raise
         sys.stderr.write(f"internal error: {type(e).__name__}: {e} "

@@ -11,8 +11,10 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from ._common import app, fail
-from ._targets import array_args, call_inputs, load_target, static_kwargs
+from .._jax._user import check_call
+from ._common import app, fail, fail_user
+from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
+                       static_kwargs)
 
 
 def _exit_now_if_distributed(code: int) -> None:
@@ -67,35 +69,36 @@ def bench_cmd(
     import functools
 
     try:
+        require_jax("bench")
         if devices is not None:
             from .._jax._compare import use_cpu_devices
 
             use_cpu_devices(devices)
         if distributed or coordinator:
-            try:
-                import jax
-            except ImportError:
-                raise _errors.HloscopeError("hloscope bench needs JAX",
-                                            hint="pip install 'hloscope[jax]'") from None
+            import jax
+
             jax.distributed.initialize(coordinator_address=coordinator,
                                        num_processes=num_processes, process_id=process_id,
                                        initialization_timeout=int(max(timeout, 1)))
+        kwargs = static_kwargs(static)
+        params = static_kwargs(param, "--param")
         fn = load_target(target)
         args = array_args(arg) + (call_inputs(target, inputs) if inputs else [])
-        kwargs = static_kwargs(static)
+        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         if kwargs:
             fn = functools.partial(fn, **kwargs)
             functools.update_wrapper(fn, fn.func)
         from .._jax._bench import bench
 
         result = bench(fn, *args, warmup=warmup, iterations=iterations, min_time=min_time,
-                       timeout=timeout, **static_kwargs(param, "--param"))
+                       timeout=timeout, **params)
         written = result.save(str(output)) if output is not None else []
     except _errors.HloscopeError as e:
         _exit_now_if_distributed(2)
         fail(e)
-    except OSError as e:
-        fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        _exit_now_if_distributed(2)
+        fail_user(e, static_hint(static))
     if as_json:
         d = result.to_dict()
         d.pop("report", None)

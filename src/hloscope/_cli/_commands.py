@@ -17,8 +17,10 @@ import typer
 from .. import _errors
 from .._analysis._summary import SUMMARY_SCHEMA, summarize
 from .._render._text import render_json, render_module_list, render_summary
-from ._common import FUNCTION_HELP, MODULE_HELP, app, fail, load_inputs, pick, pick_module
-from ._targets import array_args, load_target, static_kwargs
+from ._common import (FUNCTION_HELP, MODULE_HELP, app, fail, fail_user, load_inputs, pick,
+                      pick_module)
+from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
+                       static_kwargs)
 
 _INPUT_HELP = ("HLO text, an XLA dump folder (--xla_dump_to), a Markdown report, a log, "
                "or torch_xla's saved graphs (XLA_SAVE_TENSORS_FILE).")
@@ -364,26 +366,33 @@ def inspect_cmd(
                                  "package.module:FUNCTION."),
     arg: list[str] = typer.Option([], "--arg", help="An argument's shape, e.g. f32[128,2] "
                                   "(zeros of that shape); repeat for each argument."),
+    inputs: str | None = typer.Option(None, "--inputs", help="A call in the same file that "
+                                      "returns the arguments (one, or a tuple of them: "
+                                      "pytrees, sharded arrays), e.g. 'make_input(128)'; "
+                                      "after any --arg."),
     static: list[str] = typer.Option([], "--static", help="A static keyword argument, "
                                      "NAME=VALUE (a Python literal); repeat."),
     devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU devices."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", help="Save the report as JSON "
-                                     "(hloscope.load reads it)."),
+                                     "(hloscope.load and every command read it)."),
 ) -> None:
     """Compile a JAX function once and show what XLA did: kernels, memory (beside XLA's
     figures), the advisor, and the time of each phase."""
+    from .._jax._user import check_call
     from .._render._kernels_text import render_findings, render_kernels
     from .._render._memory_text import render_memory
 
     try:
+        require_jax("inspect")
         if devices is not None:
             from .._jax._compare import use_cpu_devices
 
             use_cpu_devices(devices)
-        fn = load_target(target)
-        args = array_args(arg)
         kwargs = static_kwargs(static)
+        fn = load_target(target)
+        args = array_args(arg) + (call_inputs(target, inputs) if inputs else [])
+        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         from .._jax._inspect import inspect as run_inspect
 
         rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **kwargs)
@@ -394,8 +403,8 @@ def inspect_cmd(
             rep.save(str(save))
     except _errors.HloscopeError as e:
         fail(e)
-    except OSError as e:
-        fail(_errors.HloscopeError(f"cannot write: {e.strerror}"))
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
     t = rep.timings
     sys.stdout.write(rep.summary_line() + "\n")
     sys.stdout.write("timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())

@@ -17,7 +17,7 @@ from .. import _errors
 from .._hlo._module import Module
 from .._sources._inputs import Inputs, ModuleEntry, read_inputs
 
-__all__ = ["app", "fail", "EXIT_INPUT", "EXIT_INTERNAL", "MODULE_HELP", "FUNCTION_HELP",
+__all__ = ["app", "fail", "fail_user", "EXIT_INPUT", "EXIT_INTERNAL", "MODULE_HELP", "FUNCTION_HELP",
            "load_inputs", "pick", "pick_module"]
 
 app = typer.Typer(
@@ -44,6 +44,10 @@ def fail(err: _errors.HloscopeError) -> NoReturn:
 
     console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     console.print(f"[bold red]error:[/] {escape(err.one_line())}")
+    if isinstance(err, _errors.UserCodeError):
+        details = err.details()
+        if details:
+            console.print(escape(details))
     if isinstance(err, _errors.HloParseError):
         console.print(escape(err.get_context()))
         before = err.read_before()
@@ -52,6 +56,24 @@ def fail(err: _errors.HloscopeError) -> NoReturn:
     if err.hint:
         console.print(f"[bold]hint:[/] {escape(err.hint)}")
     raise typer.Exit(EXIT_INPUT)
+
+
+def fail_user(error: Exception, hint: str = "") -> NoReturn:
+    """`error` raised by the user's code (marked by `_jax._user.user_code`) as their error,
+    with `hint` when hloscope has none of its own; an `OSError` of hloscope's own writing
+    as a failed write naming the path; any other exception is a bug in hloscope and goes
+    on to `main`."""
+    from .._jax._user import user_error
+
+    err = user_error(error)
+    if err is not None:
+        if hint and not err.hint:
+            err.hint = hint
+        fail(err)
+    if isinstance(error, OSError):
+        where = f" {error.filename}" if error.filename else ""
+        fail(_errors.HloscopeError(f"cannot write{where}: {error.strerror or error}"))
+    raise error
 
 
 def note(text: str) -> None:

@@ -5,6 +5,7 @@ a call (``--inputs 'make_input(128)'``), and static keyword arguments."""
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import importlib.util
 import os
@@ -13,26 +14,63 @@ from typing import Any
 
 from .._errors import HloscopeError
 from .._hlo._shape import NUMPY_DTYPES
+from .._jax._user import INSTALL_JAX, jax_missing, user_code
 
-__all__ = ["array_args", "call_inputs", "load_target", "static_kwargs"]
+__all__ = ["array_args", "call_inputs", "load_target", "require_jax",
+           "static_hint", "static_kwargs"]
 
 _modules: dict[str, Any] = {}
+
+
+def require_jax(command: str) -> None:
+    """Stop with the install command when JAX is missing, before the user's file is read."""
+    if jax_missing():
+        raise HloscopeError(f"JAX is not installed: hloscope {command} compiles with JAX",
+                            hint=INSTALL_JAX)
 
 
 def _module(where: str) -> Any:
     if where in _modules:
         return _modules[where]
     if where.endswith(".py"):
-        if not os.path.exists(where):
-            raise HloscopeError(f"{where}: no such file")
+        if not os.path.isfile(where):
+            raise HloscopeError(f"{where}: no such file", hint="give FILE.py:FUNCTION with "
+                                "the path of your Python file")
         spec = importlib.util.spec_from_file_location("_hloscope_target", where)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        folder = os.path.dirname(os.path.abspath(where))
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        with user_code(f"importing {where}"):
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
     else:
-        module = importlib.import_module(where)
+        try:
+            found = importlib.util.find_spec(where)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise HloscopeError(f"no module named {where!r}",
+                                hint="give FILE.py:FUNCTION, or package.module:FUNCTION for "
+                                     "a module Python can import from here")
+        keep = tuple(found.submodule_search_locations or ()) or (
+            (os.path.dirname(found.origin),) if found.origin else ())
+        with user_code(f"importing {where}", keep=keep):
+            module = importlib.import_module(where)
     _modules[where] = module
     return module
+
+
+def _functions(module: Any) -> list[str]:
+    """The public callables defined in `module` (not the ones it imported)."""
+    out = []
+    for key, value in vars(module).items():
+        if key.startswith("_") or not callable(value) or isinstance(value, type):
+            continue
+        home = getattr(value, "__module__", None) or getattr(
+            getattr(value, "__wrapped__", None), "__module__", None)
+        if home in (module.__name__, None):
+            out.append(key)
+    return sorted(out)
 
 
 def load_target(target: str) -> Any:
@@ -42,10 +80,24 @@ def load_target(target: str) -> Any:
         raise HloscopeError(f"cannot find {target!r}: give FILE.py:FUNCTION or "
                             "package.module:FUNCTION")
     module = _module(where)
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        raise HloscopeError(f"{where} has no {name!r}") from None
+    if not hasattr(module, name):
+        functions = _functions(module)
+        close = difflib.get_close_matches(name, functions, n=3)
+        if close:
+            hint = "did you mean " + " or ".join(f"{where}:{c}" for c in close) + "?"
+        elif functions:
+            hint = f"its functions: {', '.join(functions[:12])}" + (
+                ", ..." if len(functions) > 12 else "")
+        else:
+            hint = f"{where} defines no function"
+        raise HloscopeError(f"{where} has no {name!r}", hint=hint)
+    fn = getattr(module, name)
+    if not callable(fn):
+        kind = type(fn).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise HloscopeError(f"{target} is {article} {kind}, not a function",
+                            hint="name a function defined in the file")
+    return fn
 
 
 def array_args(shapes: list[str]) -> list[Any]:
@@ -55,8 +107,8 @@ def array_args(shapes: list[str]) -> list[Any]:
     try:
         import jax.numpy as jnp
     except ImportError:
-        raise HloscopeError("running a function needs JAX",
-                            hint="pip install 'hloscope[jax]'") from None
+        raise HloscopeError("JAX is not installed: running a function needs it",
+                            hint=INSTALL_JAX) from None
     out = []
     for a in shapes:
         try:
@@ -88,6 +140,28 @@ def static_kwargs(items: list[str], flag: str = "--static") -> dict[str, Any]:
     return out
 
 
+def unquoted(items: list[str]) -> list[str]:
+    """The NAME=VALUE items whose VALUE is not a Python literal (taken as a string)."""
+    out = []
+    for item in items:
+        value = item.partition("=")[2]
+        try:
+            ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out.append(item)
+    return out
+
+
+def static_hint(items: list[str]) -> str:
+    """A hint when a --static value was taken as a string, which may be the mistake."""
+    loose = unquoted(items)
+    if not loose:
+        return ""
+    name, _, value = loose[0].partition("=")
+    return (f"--static {loose[0]} passed the string {value!r} (not a Python literal); "
+            f"if {name} should be a number or a tuple, write it as one")
+
+
 def call_inputs(target: str, call: str) -> list[Any]:
     """The arguments returned by ``NAME(literal, key=literal)``, NAME in the target's module."""
     where = target.rpartition(":")[0]
@@ -101,5 +175,6 @@ def call_inputs(target: str, call: str) -> list[Any]:
         raise HloscopeError(f"--inputs {call!r}: give a call like make_input(128) with "
                             "literal arguments") from None
     fn = load_target(f"{where}:{node.func.id}")
-    out = fn(*args, **kwargs)
+    with user_code(f"calling --inputs {call}"):
+        out = fn(*args, **kwargs)
     return list(out) if isinstance(out, (tuple, list)) else [out]

@@ -481,7 +481,8 @@ class _ModuleReader:
                 return i  # a compact tuple element
             if attr_text is None:
                 attr_text = ""
-            elif slashes and ("//" in attr_text or "/*" in attr_text) or attr_text[-1] == ",":
+            elif not attr_text or attr_text[-1] == "," or slashes and (
+                    "//" in attr_text or "/*" in attr_text):
                 return i
             elif attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
                 try:

@@ -20,6 +20,7 @@ from typing import Any
 
 from .._results._result import BenchResult
 from ._inspect import Report, inspect
+from ._user import user_code
 
 __all__ = ["BenchResult", "Timer", "bench", "timer"]
 
@@ -86,30 +87,33 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     ranks.barrier("compiled")
     ranks.same("run counts", {"iterations": iterations, "warmup": warmup,
                               "min_time": min_time})
-    t0 = t()
-    block(compiled(*dynamic))
-    first = t() - t0
-    for _ in range(warmup):
+    running = f"running {label}"
+    with user_code(running):
+        t0 = t()
         block(compiled(*dynamic))
-    count = iterations
-    if min_time is not None:  # one probe run sizes the count; rank 0's count is everyone's
-        a = t()
-        block(compiled(*dynamic))
-        probe_time = max(t() - a, 1e-9)
-        count = max(iterations, min(1_000_000, math.ceil(min_time / probe_time)))
+        first = t() - t0
+        for _ in range(warmup):
+            block(compiled(*dynamic))
+        count = iterations
+        if min_time is not None:  # one probe run sizes the count; rank 0's count is everyone's
+            a = t()
+            block(compiled(*dynamic))
+            probe_time = max(t() - a, 1e-9)
+            count = max(iterations, min(1_000_000, math.ceil(min_time / probe_time)))
     count = ranks.agree("iterations", count)
     ranks.barrier("timing")
     times: list[float] = []
     total = 0.0
     # One process may keep going until min_time is reached; several keep rank 0's count.
-    while len(times) < count or (min_time is not None and ranks.count == 1
-                                 and total < min_time and len(times) < 1_000_000):
-        a = t()
-        out = compiled(*dynamic)
-        block(out)
-        dt = t() - a
-        times.append(dt)
-        total += dt
+    with user_code(running):
+        while len(times) < count or (min_time is not None and ranks.count == 1
+                                     and total < min_time and len(times) < 1_000_000):
+            a = t()
+            out = compiled(*dynamic)
+            block(out)
+            dt = t() - a
+            times.append(dt)
+            total += dt
     probe = jax.numpy.zeros(())
     block(probe)
     overhead = _overhead(block, probe)

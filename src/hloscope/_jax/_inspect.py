@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
+from .._sources._saved import INSPECT_SCHEMA
+from ._user import INSTALL_JAX, user_code
 
 __all__ = ["REPORT_SCHEMA", "Report", "inspect", "load", "show"]
 
-REPORT_SCHEMA = "hloscope.inspect/1"
+REPORT_SCHEMA = INSPECT_SCHEMA
 
 
 @dataclass
@@ -171,19 +173,11 @@ class Report:
 
 
 def load(path: str) -> Report:
-    """A report saved with `Report.save`."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        raise HloscopeError(f"{path}: cannot read the report ({e})",
-                            hint="pass a file written by Report.save") from None
-    if not isinstance(d, dict) or d.get("schema") != REPORT_SCHEMA:
-        raise HloscopeError(f"{path}: not an hloscope report (schema {REPORT_SCHEMA})",
-                            hint="pass a file written by Report.save")
-    d.pop("schema")
-    fields = {k: v for k, v in d.items() if k in Report.__dataclass_fields__ and k != "_cache"}
-    return Report(**fields)
+    """A report saved with `Report.save` (or ``hloscope inspect --save``), checked field
+    by field: a damaged or crafted file raises `HloscopeError` naming the file and field."""
+    from .._sources._saved import load_json, report_fields
+
+    return Report(**report_fields(load_json(path, what="report"), path))
 
 
 def _figures(obj: Any) -> dict[str, Any] | None:
@@ -211,8 +205,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     try:
         import jax
     except ImportError:
-        raise HloscopeError("hloscope.inspect needs JAX, which is not installed",
-                            hint="pip install 'hloscope[jax]'") from None
+        raise HloscopeError("JAX is not installed: hloscope.inspect compiles with JAX",
+                            hint=INSTALL_JAX) from None
     timings: dict[str, float] = {}
     jaxpr = ""
     name = getattr(fn, "__name__", type(fn).__name__)
@@ -227,17 +221,20 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         jitted = fn if hasattr(fn, "trace") else jax.jit(
             fn, static_argnums=static_argnums, static_argnames=static_argnames)
         t0 = time.perf_counter()
-        traced = jitted.trace(*args, **kwargs)
+        with user_code(f"JAX traced {name}"):
+            traced = jitted.trace(*args, **kwargs)
         timings["trace"] = time.perf_counter() - t0
         jaxpr = str(traced.jaxpr)
         t0 = time.perf_counter()
-        lowered = traced.lower()
+        with user_code(f"JAX lowered {name}"):
+            lowered = traced.lower()
         timings["lower"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="hloscope-") as dump:
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
-        compiled = lowered.compile(compiler_options=options)
+        with user_code(f"XLA compiled {name}"):
+            compiled = lowered.compile(compiler_options=options)
         timings["compile"] = time.perf_counter() - t0
 
         def newest(pattern: str) -> str:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from typing import Any
 
 from .._errors import HloscopeError
+from .._sources._saved import load_json
 from ._result import RESULT_SCHEMA, BenchResult
 
 __all__ = ["CSV_COLUMNS", "load_results", "read_csv", "result_csv_row", "write_csv"]
@@ -95,8 +97,16 @@ def write_csv(results: list[BenchResult], path: str, *, append: bool = True) -> 
     return path
 
 
+def _finite(x: str) -> float:
+    """A time or size from a CSV cell: a finite number >= 0 (never NaN)."""
+    v = float(x)
+    if not math.isfinite(v) or v < 0:
+        raise ValueError(f"{x!r} is not a time (a finite number >= 0)")
+    return v
+
+
 def _opt(x: str, scale: float = 1e3) -> float | None:
-    return float(x) / scale if x not in ("", None) else None
+    return _finite(x) / scale if x not in ("", None) else None
 
 
 def read_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
@@ -118,8 +128,8 @@ def read_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
                 if v != "":
                     params[key] = int(v) if v.lstrip("-").isdigit() else v
             params.update(json.loads(row["params"] or "{}"))
-            times = [float(x) / 1e3 for x in row["times_ms"].split()]
-            ranks = [[x / 1e3 for x in rr] for rr in json.loads(row["rank_times_ms"])] \
+            times = [_finite(x) / 1e3 for x in row["times_ms"].split()]
+            ranks = [[_finite(x) / 1e3 for x in rr] for rr in json.loads(row["rank_times_ms"])] \
                 if row["rank_times_ms"] else []
             timings = {k: v for k, v in (("trace", _opt(row["trace_ms"])),
                                          ("lower", _opt(row["lower_ms"])),
@@ -143,7 +153,7 @@ def read_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
                 checks=[{"parameter": p, "ok": False, "given": None, "program": None,
                          "note": "from CSV"} for p in row["checks_failed"].split()],
                 metadata=meta, ranks=ranks, summary=summary))
-        except (KeyError, ValueError, TypeError) as e:
+        except (KeyError, ValueError, TypeError, RecursionError) as e:
             raise HloscopeError(f"{path}:{n}: a malformed hloscope CSV row ({e})",
                                 hint="re-create it with hloscope bench") from None
     return out
@@ -191,11 +201,7 @@ def load_results(paths: list[str] | str) -> list[BenchResult]:
             raise HloscopeError(f"{f}: not text (binary data)",
                                 hint="pass result files (.json, .csv, .md)") from None
         if f.endswith(".json"):
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise HloscopeError(f"{f}: not valid JSON ({e})",
-                                    hint="pass a file written by hloscope bench") from None
+            data = load_json(f, text, what="benchmark result")
             items = data if isinstance(data, list) else [data]
             out += [BenchResult.from_dict(d, path=f) for d in items]
         elif f.endswith(".csv"):

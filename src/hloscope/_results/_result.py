@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
+from .._sources._saved import BENCH_SCHEMA
 
 __all__ = ["RESULT_SCHEMA", "BenchResult", "median_ci", "time_stats"]
 
-RESULT_SCHEMA = "hloscope.bench/1"
+RESULT_SCHEMA = BENCH_SCHEMA
 
 
 def median_ci(xs: list[float], z: float = 1.959964) -> tuple[float, float]:
@@ -219,28 +220,30 @@ class BenchResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, path: str = "<dict>") -> BenchResult:
+        """A result from its JSON data, checked field by field (`HloSourceError` naming
+        the file and field on anything hloscope bench never writes)."""
+        from .._sources._saved import Fields, report_fields
+
         if not isinstance(d, dict) or d.get("schema") != RESULT_SCHEMA:
             got = d.get("schema") if isinstance(d, dict) else type(d).__name__
             raise HloscopeError(f"{path}: not a hloscope benchmark result (schema {got!r})",
                                 hint=f"pass a file written by hloscope bench (schema "
                                      f"{RESULT_SCHEMA})")
+        f = Fields(d, path, what="benchmark result")
         report = None
-        if d.get("report"):
+        if f.has("report"):
             from .._jax._inspect import Report
 
-            rd = {k: v for k, v in d["report"].items() if k != "schema"}
-            report = Report(**rd)
-        try:
-            return cls(name=str(d["name"]), params=dict(d.get("params") or {}),
-                       times=[float(x) for x in d.get("times") or []],
-                       first_run=d.get("first_run"), warmup=int(d.get("warmup") or 0),
-                       overhead=d.get("overhead"), timings=dict(d.get("timings") or {}),
-                       sizes=dict(d.get("sizes") or {}), checks=list(d.get("checks") or []),
-                       metadata=dict(d.get("metadata") or {}),
-                       ranks=[[float(x) for x in r] for r in d.get("ranks") or []],
-                       summary=dict(d.get("summary") or {}), source=str(d.get("source") or
-                                                                        "hloscope"),
-                       report=report)
-        except (KeyError, TypeError, ValueError) as e:
-            raise HloscopeError(f"{path}: a benchmark result with a malformed field ({e})",
-                                hint="re-create it with hloscope bench") from None
+            report = Report(**report_fields(d["report"], path))
+        params = f.obj("params") or {}
+        for k, v in params.items():
+            if not isinstance(v, (str, int, float, bool)) and v is not None:
+                raise Fields(params, path, what="benchmark result", where="params")._bad(
+                    k, "a string or a number", v)
+        return cls(name=f.text("name", default=None), params=dict(params),
+                   times=f.times("times"), first_run=f.number("first_run", minimum=0),
+                   warmup=f.integer("warmup"), overhead=f.number("overhead", minimum=0),
+                   timings=f.numbers("timings", minimum=0) or {}, sizes=f.sizes("sizes"),
+                   checks=f.objects("checks"), metadata=f.obj("metadata") or {},
+                   ranks=f.time_lists("ranks"), summary=f.numbers("summary") or {},
+                   source=f.text("source") or "hloscope", report=report)

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from .._errors import HloscopeError, HloSourceError
 from .._hlo._module import Module
-from ._reader import read
+from ._reader import read, read_text
+from ._saved import is_saved_json, saved_report
 from ._spmd_log import SpmdMemoryLog, is_spmd_log, parse_spmd_log
 from ._xla_dumps import (
     BufferAssignmentDump,
@@ -88,6 +89,8 @@ class ModuleEntry:
     order: int = 0  # compile order in a dump folder, position in a file
     copies: int = 1
     dump_prefix: str = ""
+    # `compiled.memory_analysis()` as saved in an inspect report, field by field.
+    memory_analysis: dict[str, float] | None = None
 
     @property
     def label(self) -> str:
@@ -237,6 +240,8 @@ def _sniff_kind(path: str) -> str | None:
         return "memory-usage-report"
     if is_spmd_log(head) and "HloModule" not in head:
         return "spmd-log"
+    if is_saved_json(head):
+        return "saved-json"
     return None
 
 
@@ -256,6 +261,9 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
     if kind == "spmd-log":
         out.spmd_logs.append(parse_spmd_log(_read_text(p), path=p))
         return out
+    if kind == "saved-json":
+        _read_saved(p, out)
+        return out
     if kind is not None:
         ba, lr, mu = _xla_file(p, kind)
         out.dumps.append((p, XlaMemoryFiles((os.path.basename(p),), ba, lr, mu)))
@@ -265,6 +273,20 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
                       for k, m in enumerate(hf.modules)])
     out.skipped.extend(f"a damaged module: {e.one_line()}" for e in hf.damaged)
     return out
+
+
+def _read_saved(p: str, out: Inputs) -> None:
+    """The optimized module of a saved inspect report, with XLA's files and figures."""
+    fields = saved_report(p)
+    m = read_text(fields["hlo_after"], filename=f"{p} (hlo_after)").module
+    ba = parse_buffer_assignment(fields["buffer_assignment"], filename=f"{p} (buffer_assignment)"
+                                 ) if fields["buffer_assignment"] else None
+    lr = parse_live_range(fields["live_range"], filename=f"{p} (live_range)"
+                          ) if fields["live_range"] else None
+    names = tuple(n for n, v in (("buffer-assignment", ba), ("live-range", lr)) if v)
+    entry = ModuleEntry(m, 0, "optimized", XlaMemoryFiles(names, ba, lr) if names else None,
+                        p, memory_analysis=fields["memory_analysis"])
+    out.modules.append(entry)
 
 
 def _phase_from_name(path: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 
 from .._errors import HloscopeError
@@ -35,9 +36,12 @@ _SOURCE = "jax-hpc-profiler"
 
 def _num(text: str, what: str, where: str) -> float:
     try:
-        return float(text)
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(text)
+        return value
     except ValueError:
-        raise HloscopeError(f"{where}: {what} is {text!r}, not a number",
+        raise HloscopeError(f"{where}: {what} is {text!r}, not a finite number",
                             hint="is this a jax-hpc-profiler CSV (19 or 20 columns: "
                                  "function, precision, x, y, z, px, py, backend, nodes, "
                                  "jit_time, ...)?") from None
@@ -47,7 +51,7 @@ def _param(key: str, v: str) -> object:
     if key in ("X", "Y", "Z", "PX", "PY", "Nodes"):
         try:
             return int(float(v))
-        except ValueError:
+        except (ValueError, OverflowError):
             return v
     return v
 
