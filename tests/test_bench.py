@@ -50,8 +50,50 @@ def test_timer_as_context_manager_and_decorator():
     t = hloscope.timer("test-region")
     n0 = len(t.times)
     with t:
-        t.sync = jnp.ones(8) * 2
+        t.result(jnp.ones(8) * 2)
     step = t(lambda x: jnp.tanh(x))
     step(jnp.ones(8))
     assert len(t.times) == n0 + 2 and all(x > 0 for x in t.times)
     assert hloscope.timer("test-region") is t
+    assert repr(t).startswith("Timer('test-region': median ") and len(repr(t)) < 120
+    with pytest.raises(ZeroDivisionError):  # a region that raised records nothing
+        with t:
+            1 / 0
+    assert len(t.times) == n0 + 2
+    with pytest.raises(hloscope.HloscopeError, match="inside a `with` block"):
+        t.result(1)
+
+
+def test_timer_measures_the_work_not_the_dispatch():
+    """Against a kernel of known duration (measured here with block_until_ready): the
+    documented uses measure it; a plain clock around the call measures only dispatch."""
+    import time
+
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def known(x):
+        return jax.lax.fori_loop(0, 30, lambda i, a: jnp.tanh(a @ a), x)
+
+    x = jnp.ones((384, 384)) / 384
+    known(x).block_until_ready()
+    reference = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        known(x).block_until_ready()
+        reference.append(time.perf_counter() - t0)
+    duration = min(reference)
+    t0 = time.perf_counter()
+    y = known(x)
+    dispatch = time.perf_counter() - t0
+    y.block_until_ready()
+    assert dispatch < 0.5 * duration, "the kernel is not asynchronous here: no test"
+    t = hloscope.Timer("known")
+    with t:
+        y = t.result(known(x))          # the README's form
+    with t:
+        y = known(x)                    # without result(): waits for live arrays
+    timed = t(known)
+    timed(x)                            # as a decorator
+    assert all(x >= 0.8 * duration for x in t.times), (t.times, duration)

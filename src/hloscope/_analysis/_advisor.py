@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from .._hlo._module import Instruction, Module
+from .._errors import HloModelError
+from .._hlo._module import Computation, Instruction, Module
 from ._dataflow import Dataflow, analyze_dataflow
-from ._kernels import Edge, Kernel, KernelGraph, kernel_graph
+from ._kernels import NOT_KERNELS, Edge, Kernel, KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
+from .._units import format_bytes
+from ._walk import gte_index, operand, paused_gc
 
 __all__ = ["ADVICE_SCHEMA", "RULES", "Evidence", "Finding", "Rule", "advise"]
 
@@ -28,6 +32,8 @@ ADVICE_SCHEMA = "hloscope.lint/1"
 
 LARGE_CONSTANT_BYTES = 512 * 1024
 LARGE_ARRAY_BYTES = 64 * 1024
+# HS106 compares at most this many of the largest values at the peak, pairwise.
+_MAX_SIDE_BY_SIDE = 16
 _CHEAP_OPS = frozenset({"iota", "broadcast", "constant", "add", "subtract", "multiply", "negate",
                         "convert", "compare", "select", "maximum", "minimum", "and", "or", "not",
                         "reshape", "concatenate", "slice", "abs", "xor", "shift-left",
@@ -67,29 +73,55 @@ class Finding:
 
 
 class _Context:
-    """What the rules read, with the kernel graph indexed by name."""
+    """What the rules read, with the kernel graph indexed by name (each index built when a
+    rule first asks: on a large module most rules find nothing to look at)."""
 
     def __init__(self, module: Module, graph: KernelGraph, df: Dataflow, lr: LiveRanges) -> None:
         self.module = module
         self.graph = graph
         self.df = df
         self.lr = lr
-        self._kernels = {k.name: k for k in graph.kernels}
-        self.edges_to: dict[str, list[Edge]] = {}
-        self.edges_from: dict[str, list[Edge]] = {}
-        for e in graph.edges:
-            self.edges_to.setdefault(e.dst, []).append(e)
-            self.edges_from.setdefault(e.src, []).append(e)
+
+    @cached_property
+    def _kernels(self) -> dict[str, Kernel]:
+        return {k.name: k for k in self.graph.kernels}
+
+    @cached_property
+    def edges_to(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.graph.edges:
+            out.setdefault(e.dst, []).append(e)
+        return out
+
+    @cached_property
+    def edges_from(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.graph.edges:
+            out.setdefault(e.src, []).append(e)
+        return out
+
+    @cached_property
+    def _edges_into_group(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.graph.edges:
+            k = self._kernels.get(e.dst)
+            if k is not None:
+                out.setdefault(k.group, []).append(e)
+        return out
 
     def kernel(self, name: str) -> Kernel | None:
         return self._kernels.get(name)
 
-    def inst(self, name: str) -> Instruction | None:
-        for c in self.df.computations:
-            i = c.by_name.get(name)
-            if i is not None:
-                return i
-        return None
+    def inst(self, k: Kernel) -> Instruction | None:
+        """The instruction of kernel `k` (looked up in its own computation)."""
+        try:
+            return self.module.computation(k.group).by_name.get(k.name)
+        except HloModelError:
+            return None
+
+    def edges_into_group(self, group: str) -> list[Edge]:
+        """Edges into the kernels of computation `group`."""
+        return self._edges_into_group.get(group, [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +143,11 @@ def _ev_inst(i: Instruction, what: str) -> Evidence:
 
 
 def _mib(n: int) -> str:
-    return f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
+    if n >= 1 << 1000:
+        return format_bytes(n)  # too large for a float
+    if n >= 2**20:
+        return f"{n / 2**20:.2f} MiB"
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
 # -- the rules ----------------------------------------------------------------
@@ -169,10 +205,10 @@ def _layout_copy(ctx: _Context) -> list[Finding]:
             and fused & {"copy", "transpose"})
         if not is_copy:
             continue
-        inst = ctx.inst(k.name)
+        inst = ctx.inst(k)
         if inst is None or not inst.operand_names:
             continue
-        src = inst.operands[0]
+        src = operand(inst, 0)
         if src.shape.dims == inst.shape.dims and (src.shape.layout == inst.shape.layout):
             continue
         out.append(Finding(
@@ -224,9 +260,8 @@ def _loop_state(ctx: _Context) -> list[Finding]:
     out = []
     body_groups = {g.name: g for g in ctx.graph.groups if g.kind == "while body"}
     for name, g in body_groups.items():
-        state = [e for e in ctx.graph.edges if e.src_kind == "loop state"
-                 and e.bytes >= LARGE_ARRAY_BYTES
-                 and (k := ctx.kernel(e.dst)) is not None and k.group == name]
+        state = [e for e in ctx.edges_into_group(name) if e.src_kind == "loop state"
+                 and e.bytes >= LARGE_ARRAY_BYTES]
         if not state:
             continue
         values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))
@@ -247,12 +282,13 @@ def _side_by_side(ctx: _Context) -> list[Finding]:
     if not ctx.module.is_scheduled:
         return []  # without XLA's schedule, which operations overlap is not known
     peak = ctx.lr.peak_bytes or 0
-    big = [v for v in ctx.lr.peak_values if v.inst.opcode != "parameter"
-           and ctx.kernel(v.inst.name) is not None and v.size >= max(LARGE_ARRAY_BYTES, peak // 8)]
+    big = [v for v in ctx.lr.peak_values if v.size >= max(LARGE_ARRAY_BYTES, peak // 8)
+           and v.inst.opcode not in NOT_KERNELS]  # made by a kernel
     if len(big) < 2:
         return []
     # Keep the pairs with no data path between them (neither needs the other).
-    reach = _reachability(ctx)
+    big = big[:_MAX_SIDE_BY_SIDE]
+    reach = _reachability(ctx, [v.inst.name for v in big])
     independent = [(a, b) for i, a in enumerate(big) for b in big[i + 1:]
                    if b.inst.name not in reach.get(a.inst.name, set())
                    and a.inst.name not in reach.get(b.inst.name, set())]
@@ -269,16 +305,13 @@ def _side_by_side(ctx: _Context) -> list[Finding]:
         tuple(_ev_kernel(k) for k in ks))]
 
 
-def _reachability(ctx: _Context) -> dict[str, set[str]]:
+def _reachability(ctx: _Context, starts: list[str]) -> dict[str, set[str]]:
+    """What each of `starts` reaches through the edges (one walk each)."""
     succ: dict[str, set[str]] = {}
     for e in ctx.graph.edges:
         succ.setdefault(e.src, set()).add(e.dst)
-    memo: dict[str, set[str]] = {}
-
-    def down(n: str) -> set[str]:
-        if n in memo:
-            return memo[n]
-        memo[n] = set()
+    out: dict[str, set[str]] = {}
+    for n in dict.fromkeys(starts):
         acc: set[str] = set()
         stack = list(succ.get(n, ()))
         while stack:
@@ -287,10 +320,8 @@ def _reachability(ctx: _Context) -> dict[str, set[str]]:
                 continue
             acc.add(m)
             stack.extend(succ.get(m, ()))
-        memo[n] = acc
-        return acc
-
-    return {n: down(n) for n in succ}
+        out[n] = acc
+    return out
 
 
 def _donation(ctx: _Context) -> list[Finding]:
@@ -340,13 +371,16 @@ def _f64(ctx: _Context) -> list[Finding]:
 def _loop_collective(ctx: _Context) -> list[Finding]:
     out = []
     bodies = {g.name for g in ctx.graph.groups if g.kind == "while body"}
+    invariants: dict[str, set[int]] = {}
     for c in ctx.graph.collectives:
         if c.group not in bodies:
             continue
         comp = ctx.module.computation(c.group)
         inst = comp.by_name[c.name]
-        invariant = _loop_invariant_indices(comp)
-        srcs = [_param_index(o) for o in inst.operands]
+        if c.group not in invariants:
+            invariants[c.group] = _loop_invariant_indices(comp)
+        invariant = invariants[c.group]
+        srcs = [_param_index(comp.by_name[n]) for n in inst.operand_names]
         if srcs and all(s is not None and s in invariant for s in srcs):
             out.append(Finding(
                 "HS109", "a collective in a loop moves the same data every iteration",
@@ -361,16 +395,16 @@ def _loop_collective(ctx: _Context) -> list[Finding]:
 
 def _param_index(inst: Instruction) -> int | None:
     """Which element of the loop state `inst` reads unchanged (through get-tuple-element)."""
-    if inst.opcode == "get-tuple-element" and inst.operands[0].opcode == "parameter":
-        return int(inst.attr("index", "0") or 0)
+    if inst.opcode == "get-tuple-element" and operand(inst, 0).opcode == "parameter":
+        return gte_index(inst)
     return None
 
 
-def _loop_invariant_indices(body) -> set[int]:  # type: ignore[no-untyped-def]
+def _loop_invariant_indices(body: Computation) -> set[int]:
     root = body.root
     if root.opcode != "tuple":
         return set()
-    return {i for i, o in enumerate(root.operands) if _param_index(o) == i}
+    return {i for i, n in enumerate(root.operand_names) if _param_index(body.by_name[n]) == i}
 
 
 RULES: tuple[Rule, ...] = (
@@ -391,11 +425,12 @@ RULES: tuple[Rule, ...] = (
 def advise(module: Module, *, graph: KernelGraph | None = None, df: Dataflow | None = None,
            lr: LiveRanges | None = None) -> list[Finding]:
     """Every finding of every rule on `module`, in rule order."""
-    df = df if df is not None else analyze_dataflow(module)
-    lr = lr if lr is not None else compute_live_ranges(df)
-    graph = graph if graph is not None else kernel_graph(module, df=df, lr=lr)
-    ctx = _Context(module, graph, df, lr)
-    out: list[Finding] = []
-    for rule in RULES:
-        out.extend(rule.check(ctx))
-    return out
+    with paused_gc():
+        df = df if df is not None else analyze_dataflow(module)
+        lr = lr if lr is not None else compute_live_ranges(df)
+        graph = graph if graph is not None else kernel_graph(module, df=df, lr=lr)
+        ctx = _Context(module, graph, df, lr)
+        out: list[Finding] = []
+        for rule in RULES:
+            out.extend(rule.check(ctx))
+        return out

@@ -20,19 +20,33 @@ values) and `HloAliasAnalysis` closely enough that the live ranges built on it
 Only computations reached through control flow (entry, while bodies and
 conditions, conditional branches, calls, async wrapped computations) take
 part; fused and other embedded computations run inside one kernel.
+
+A computation run from several places (XLA clones such computations before
+buffer assignment; hand-written text may not) is analysed once: its
+parameters hold what every call site passes (a call's: the union of the
+values; a loop's or branch's: a phi), as XLA's dataflow does on a call
+graph that is not flat.
+
+`analyze_dataflow` first checks the structure it relies on (`_check`), and
+takes time in proportion to the module: parameters fed by many call sites
+are updated from the call sites that changed only, and no per-instruction
+structure is kept that the later analyses do not read.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .._errors import HloModelError
 from .._hlo._module import Computation, Instruction, Module
 from .._hlo._shape import Shape
-from ._inplace import in_place_pairs
+from ._check import check_module
+from ._inplace import IN_PLACE_OPCODES, InPlacePairs
 from ._phigraph import PhiGraph
+from ._shapes import byte_size, indices
+from ._walk import INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
@@ -40,6 +54,7 @@ __all__ = [
     "Dataflow",
     "Value",
     "analyze_dataflow",
+    "control_flow_computations",
     "operand_positions",
 ]
 
@@ -48,6 +63,15 @@ Index = tuple[int, ...]
 # Opcodes whose called computations run as part of the caller's dataflow.
 CONTROL_FLOW_OPCODES = frozenset({"call", "while", "conditional", "async-start",
                                   "async-update", "async-done"})
+
+# Opcodes whose value sets come from other instructions (`_Builder.update` has a rule for
+# each); every other instruction only defines its own values, once.
+_FORWARDING_OPCODES = frozenset({
+    "bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done", "copy",
+    "get-tuple-element", "tuple", "parameter", "call", "while", "conditional", "send",
+    "recv-done", "copy-start", "copy-done", "all-gather-start", "all-gather-done",
+    "collective-permute-start", "collective-permute-done", "async-start", "async-update",
+    "async-done"})
 
 _NO_VALUE_OPCODES = frozenset({"bitcast", "add-dependency", "while", "call", "conditional",
                                "get-tuple-element", "domain", "opt-barrier",
@@ -62,7 +86,7 @@ class Value:
     index) that read it, by XLA's rules.
     """
 
-    __slots__ = ("_uses", "id", "index", "inst", "is_phi", "positions", "shape", "size")
+    __slots__ = ("_label", "_more", "id", "index", "inst", "is_phi", "shape", "size")
 
     def __init__(self, vid: int, inst: Instruction, index: Index, is_phi: bool) -> None:
         self.id = vid
@@ -70,23 +94,43 @@ class Value:
         self.index = index
         self.is_phi = is_phi
         self.shape: Shape = inst.shape.subshape(index) if index else inst.shape
-        self.size: int = self.shape.byte_size  # bytes (a tuple's pointer table for a tuple)
-        self.positions: list[tuple[Instruction, Index]] = [(inst, index)]
-        self._uses: list[tuple[Instruction, int, Index]] | None = None
+        self.size: int = byte_size(self.shape)  # bytes (a tuple's pointer table for a tuple)
+        self._more: list[tuple[Instruction, Index]] | None = None  # positions after the first
+        self._label: str | None = None
+
+    @property
+    def positions(self) -> list[tuple[Instruction, Index]]:
+        """Every (instruction, index) that holds the value, the defining one first (a new
+        list each time: most values have only the one, which is then not stored)."""
+        first = (self.inst, self.index)
+        return [first] if self._more is None else [first, *self._more]
+
+    @property
+    def other_positions(self) -> list[tuple[Instruction, Index]] | tuple[()]:
+        """`positions` without the defining one."""
+        return self._more or ()
+
+    def add_position(self, inst: Instruction, index: Index) -> None:
+        """Record that `inst` holds the value at `index` too."""
+        if self._more is None:
+            self._more = []
+        self._more.append((inst, index))
 
     @property
     def label(self) -> str:
         """``name{index}`` as XLA's dumps print it."""
-        return f"{self.inst.name}{{{','.join(map(str, self.index))}}}"
+        if self._label is None:
+            self._label = f"{self.inst.name}{{{','.join(map(str, self.index))}}}"
+        return self._label
 
     def __repr__(self) -> str:
         return f"<Value {self.id} {self.label}{' (phi)' if self.is_phi else ''}>"
 
     @property
     def uses(self) -> list[tuple[Instruction, int, Index]]:
-        if self._uses is None:
-            self._uses = _compute_uses(self)
-        return self._uses
+        """The (user, operand number, operand index) that read the value (computed on each
+        use, not kept: a million values' uses are a lot of memory for what is read once)."""
+        return _compute_uses(self)
 
 
 def _may_use(user: Instruction, index: Index) -> bool:
@@ -97,18 +141,25 @@ def _may_use(user: Instruction, index: Index) -> bool:
 
 
 _PASS_THROUGH = frozenset({"get-tuple-element", "copy", "tuple", "domain"})
+# Users with more operands than this have their operand positions looked up once (cached).
+_WIDE = 8
 
 
 def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
                   readers: dict[int, tuple[Instruction, ...]] | None = None,
+                  root_reads: dict[int, frozenset[str]] | None = None,
                   ) -> list[tuple[Instruction, int, Index]]:
     """The (user, operand number, operand index) that read `value`, by XLA's rules.
 
     A get-tuple-element, copy, tuple or domain reads only the top of its
     operand, so for a value inside a tuple only the other users (and the
     computation roots among the value's positions) are looked at; `readers`
-    caches those per instruction, which keeps wide tuples linear.
+    caches those per instruction and `root_reads` each root's operand names,
+    which keeps wide tuples linear.
     """
+    if value._more is None and not value.index and not value.inst.is_root:
+        return _array_uses(value.inst, cache)
+    root_reads = root_reads if root_reads is not None else {}
     roots = [inst for inst, _ in value.positions if inst.is_root]
     root_ids = {id(r) for r in roots}
     uses: list[tuple[Instruction, int, Index]] = []
@@ -122,15 +173,48 @@ def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = 
                     readers[key] = users
             if roots:
                 users = users + tuple(r for r in roots if r.opcode in _PASS_THROUGH
-                                      and inst.name in r.operand_names
+                                      and inst.name in _operand_names(r, root_reads)
                                       and r.computation is inst.computation)
         else:
             users = inst.users
+        name = inst.name
         for user in users:
             if id(user) in root_ids or _may_use(user, index):
-                for i in operand_positions(user, cache).get(inst.name, ()):
+                names = user.operand_names
+                if len(names) > _WIDE:
+                    where: Iterable[int] = operand_positions(user, cache).get(name, ())
+                else:
+                    where = [i for i, n in enumerate(names) if n == name]
+                for i in where:
                     uses.append((user, i, index))
     return uses
+
+
+def _array_uses(inst: Instruction, cache: dict[int, dict[str, list[int]]] | None,
+                ) -> list[tuple[Instruction, int, Index]]:
+    """`_compute_uses` of a value held only where it is defined, an array, not at a root
+    (most values): every user reads it, but a tuple or domain (which read only the top)."""
+    name = inst.name
+    uses: list[tuple[Instruction, int, Index]] = []
+    for user in inst.users:
+        if user.opcode == "tuple" or user.opcode == "domain":
+            continue
+        names = user.operand_names
+        if len(names) > _WIDE:
+            for i in operand_positions(user, cache).get(name, ()):
+                uses.append((user, i, ()))
+        else:
+            for i, n in enumerate(names):
+                if n == name:
+                    uses.append((user, i, ()))
+    return uses
+
+
+def _operand_names(inst: Instruction, cache: dict[int, frozenset[str]]) -> frozenset[str]:
+    names = cache.get(id(inst))
+    if names is None:
+        names = cache[id(inst)] = frozenset(inst.operand_names)
+    return names
 
 
 def operand_positions(user: Instruction, cache: dict[int, dict[str, list[int]]] | None = None,
@@ -168,75 +252,262 @@ class Dataflow:
     module: Module
     computations: list[Computation]          # the control-flow computations
     values: list[Value]                      # sorted by id
-    value_sets: dict[int, dict[Index, list[Value]]]  # id(instruction) -> index -> values
+    # instruction -> index -> values; for an instruction that only defines one array value
+    # (most), that value itself (see `values_at` and `sets_of`).
+    value_sets: dict[Instruction, dict[Index, list[Value]] | Value]
     buffers: list[Buffer] = field(default_factory=list)
     buffer_of: dict[int, Buffer] = field(default_factory=dict)  # value id -> buffer
+    kinds: list[str] | None = None  # allocation kind by buffer id (`classify_buffers`)
+    _use_caches: tuple[dict[int, dict[str, list[int]]], dict[int, tuple[Instruction, ...]],
+                       dict[int, frozenset[str]]] = field(default_factory=lambda: ({}, {}, {}))
 
-    def values_at(self, inst: Instruction, index: Index = ()) -> list[Value]:
-        return self.value_sets[id(inst)].get(index, [])
+    def values_at(self, inst: Instruction, index: Index = ()) -> Sequence[Value]:
+        """The values that may be in `inst`'s output at `index` (none for an instruction
+        outside the control-flow computations, or an index its shape lacks)."""
+        sets = self.value_sets.get(inst)
+        if sets is None:
+            return _NO_VALUES
+        if type(sets) is Value:
+            return _NO_VALUES if index else (sets,)
+        return sets.get(index, _NO_VALUES)  # type: ignore[union-attr]
+
+    def sets_of(self, inst: Instruction) -> dict[Index, list[Value]]:
+        """Shape index -> the values that may be there, for every index of `inst`."""
+        return _as_dict(self.value_sets.get(inst))
 
     def defined_by(self, inst: Instruction) -> list[Value]:
         """Values `inst` defines, in shape-index order."""
-        out = []
-        for vals in self.value_sets[id(inst)].values():
+        stored = self.value_sets.get(inst)
+        if type(stored) is Value:
+            return [stored]
+        sets = _as_dict(stored)
+        if len(sets) == 1:
+            return [v for vals in sets.values() for v in vals if v.inst is inst]
+        out: dict[int, Value] = {}
+        for vals in sets.values():
             for v in vals:
-                if v.inst is inst and v not in out:
-                    out.append(v)
-        return out
+                if v.inst is inst:
+                    out.setdefault(v.id, v)
+        return list(out.values())
+
+    def uses_of(self, v: Value) -> list[tuple[Instruction, int, Index]]:
+        """`v.uses`, with this dataflow's caches for wide instructions."""
+        return _compute_uses(v, *self._use_caches)
 
 
-# ---------------------------------------------------------------------------
-# Shape indices
-# ---------------------------------------------------------------------------
-
-_index_cache: dict[int, tuple[Shape, list[Index]]] = {}
+_NO_VALUES: list[Value] = []
+_NO_SETS: dict[Index, list[Value]] = {}
 
 
-def _indices(shape: Shape) -> list[Index]:
-    """Every subshape index of `shape` in pre-order (``()`` first)."""
-    if not shape.is_tuple:
-        return [()]
-    hit = _index_cache.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    out: list[Index] = [()]
-    for i, s in enumerate(shape.tuple_shapes):
-        out.extend((i, *sub) for sub in _indices(s))
-    _index_cache[id(shape)] = (shape, out)
-    return out
+def _as_dict(sets: dict[Index, list[Value]] | Value | None) -> dict[Index, list[Value]]:
+    """Value sets by shape index, from their stored form (a bare value: its own, at ``()``)."""
+    if sets is None:
+        return _NO_SETS
+    if type(sets) is Value:
+        return {(): [sets]}  # type: ignore[list-item]
+    return sets  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------
 # The analysis
 # ---------------------------------------------------------------------------
 
+
+class _Plan:
+    """Where the values of a called computation's parameter come from.
+
+    Either `forward` (an async-update's or async-done's chain tuple, at a prefix) or
+    `sources`, the instructions whose values reach it: the callers' operands (and a
+    loop body's root), each with how many times it is an input.  The union of their
+    values is kept per shape index as counts, updated from the sources that changed
+    (`dirty`) only, so a computation with thousands of call sites (a body shared by
+    many loops) costs time in proportion to its call sites, not their square.  With
+    `need_phi` (loops, branches) the parameter holds a phi when more than one input
+    reaches it, else the union of the values (calls).
+    """
+
+    __slots__ = ("counts", "dirty", "forward", "mult", "need_phi", "param", "snapshot",
+                 "sources", "totals")
+
+    def __init__(self, param: Instruction) -> None:
+        self.param = param
+        self.forward: tuple[Instruction, Index] | None = None
+        self.need_phi = False
+        self.sources: dict[int, Instruction] = {}
+        self.mult: dict[int, int] = {}
+        self.dirty: dict[int, Instruction] = {}
+        self.snapshot: dict[int, dict[Index, list[Value]]] = {}
+        self.counts: dict[Index, dict[int, int]] = {}
+        self.totals: dict[Index, int] = {}
+
+    def add_source(self, src: Instruction) -> None:
+        """`src`'s values reach the parameter (once more, when it is already a source)."""
+        k = id(src)
+        if k not in self.sources:
+            self.sources[k] = src
+            self.mult[k] = 0
+        self.mult[k] += 1
+
+    def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
+               indices: Iterable[Index]) -> list[Index]:
+        """Fold the dirty sources' current values into the counts; the indices that changed."""
+        touched: dict[Index, None] = {}
+        for k, src in self.dirty.items():
+            src_sets = _as_dict(sets.get(src))
+            snap = self.snapshot.setdefault(k, {})
+            m = self.mult[k]
+            for index in indices:
+                new = src_sets.get(index, _NO_VALUES)
+                old = snap.get(index, _NO_VALUES)
+                if new is old:
+                    continue
+                counts = self.counts.setdefault(index, {})
+                for v in old:
+                    c = counts[v.id] - m
+                    if c:
+                        counts[v.id] = c
+                    else:
+                        del counts[v.id]
+                for v in new:
+                    counts[v.id] = counts.get(v.id, 0) + m
+                self.totals[index] = self.totals.get(index, 0) + m * (len(new) - len(old))
+                snap[index] = new
+                touched[index] = None
+        self.dirty = {}
+        return list(touched)
+
+
 class _Builder:
+    """One dataflow analysis: value sets per instruction, propagated to a fixed point
+    (`initialize`, `propagate`, `optimize_phis`, `finish`)."""
+
     def __init__(self, module: Module) -> None:
         self.module = module
-        self.sets: dict[int, dict[Index, list[Value]]] = {}
+        # Value sets by instruction (see `Dataflow.value_sets`); those of an instruction that
+        # never takes values from others and defines one array (most) are that value.
+        self.sets: dict[Instruction, dict[Index, list[Value]] | Value] = {}
         self.values: dict[int, Value] = {}
         self.next_id = 0
         self.phis = PhiGraph()
         self.deleted: set[int] = set()
-        self.comps = _control_flow_computations(module)
+        self.comps = control_flow_computations(module)
         self.callers: dict[str, list[Instruction]] = {
             c.name: [i for i in module.callers(c) if i.opcode in CONTROL_FLOW_OPCODES]
             for c in self.comps}
+        self.in_place = InPlacePairs()
+        self.callees: dict[tuple[int, str | None], Computation | None] = {}
+        self.plans: dict[int, _Plan] = {}
+        self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
+        for comp in self.comps:
+            callers = self.callers[comp.name]
+            if callers:
+                for inst in comp.instructions:
+                    if inst.opcode == "parameter":
+                        self._plan(inst, callers)
 
     def new_value(self, inst: Instruction, index: Index, is_phi: bool = False) -> Value:
+        """A new value defined by `inst` at `index` (ids in creation order)."""
         v = Value(self.next_id, inst, index, is_phi)
         self.next_id += 1
         self.values[v.id] = v
         return v
 
+    # -- parameters of called computations -------------------------------------------
+    def _plan(self, param: Instruction, callers: list[Instruction]) -> None:
+        """Where `param` (of a computation run by `callers`) takes its values from."""
+        comp = param.computation
+        number = param.parameter_number
+        plan = self.plans[id(param)] = _Plan(param)
+        for call in callers:
+            op = call.opcode
+            if op == "while":
+                plan.add_source(operand(call, 0))
+                body = self._callee(call, "body")
+                if body is not None and body.instructions and param is not body.root:
+                    plan.add_source(body.root)
+                plan.need_phi = True
+            elif op == "conditional":
+                branches = call.called_computation_names
+                for j in [j for j, n in enumerate(branches) if n == comp.name] or [0]:
+                    if j + 1 < len(call.operand_names):
+                        plan.add_source(operand(call, j + 1))
+                plan.need_phi = True
+            elif op in ("call", "async-start"):
+                if 0 <= number < len(call.operand_names):
+                    plan.add_source(operand(call, number))
+            else:  # async-update / async-done: the wrapped operands live in the chain tuple
+                plan.forward = (operand(call, 0), (0, number))
+                plan.sources = {id(plan.forward[0]): plan.forward[0]}
+                break
+        for k, src in plan.sources.items():
+            self.fed.setdefault(k, []).append(param)
+        plan.dirty = dict(plan.sources)
+
+    def _update_parameter(self, param: Instruction) -> bool:
+        """Recompute a called computation's parameter from its plan; whether it changed."""
+        plan = self.plans.get(id(param))
+        if plan is None:
+            return False
+        if plan.forward is not None:
+            src, prefix = plan.forward
+            return self._forward(param, src, src_prefix=prefix)
+        vs = self.sets[param]
+        changed = False
+        for index in plan.update(self.sets, vs):
+            counts = plan.counts.get(index, {})
+            if plan.need_phi:
+                changed |= self._resolve_phi(param, index, counts, plan.totals.get(index, 0))
+            else:
+                changed |= self._set(param, index, [self.values[i] for i in counts])
+        return changed
+
+    def _resolve_phi(self, inst: Instruction, index: Index, counts: dict[int, int],
+                     total: int) -> bool:
+        """XLA's Phi for one index of a parameter: `total` inputs (counting repeats) with
+        the distinct values in `counts`.  A phi's inputs are registered after propagation."""
+        vs = self.sets[inst]
+        cur = vs.get(index)
+        current = cur[0] if cur else None
+        defined_here = current is not None and current.inst is inst and current.index == index
+        if total <= 0:
+            return False
+        if total == 1:
+            new = self.values[next(iter(counts))]
+            if current is new:
+                return False
+            if current is not None and defined_here:
+                self.deleted.add(current.id)
+            vs[index] = [new]
+            return True
+        if current is not None and defined_here and current.is_phi:
+            return False
+        vs[index] = [self.new_value(inst, index, is_phi=True)]
+        return True
+
+    def _register_parameter_phis(self) -> None:
+        """Give each parameter phi its final inputs in the phi graph (not registered while
+        propagating: a shared loop body's phi has as many inputs as there are loops)."""
+        for plan in self.plans.values():
+            if not plan.need_phi:
+                continue
+            for index, vals in self.sets[plan.param].items():
+                if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
+                        and vals[0].index == index:
+                    self.phis.register(vals[0], [self.values[i]
+                                                 for i in plan.counts.get(index, {})])
+
     # -- definitions -------------------------------------------------------------
     def initialize(self) -> None:
+        """Every instruction's own values (`_defined_indices`), before any propagation."""
         for comp in self.comps:
             is_callee = bool(self.callers[comp.name])
             for inst in comp.instructions:
-                idxs = _indices(inst.shape)
+                idxs = indices(inst.shape)
+                if len(idxs) == 1 and inst.opcode not in _FORWARDING_OPCODES:
+                    self.sets[inst] = self.new_value(inst, ())
+                    continue
                 vs: dict[Index, list[Value]] = {i: [] for i in idxs}
-                self.sets[id(inst)] = vs
+                self.sets[inst] = vs
                 for index in self._defined_indices(inst, idxs, is_callee):
                     vs[index].append(self.new_value(inst, index))
 
@@ -264,9 +535,9 @@ class _Builder:
             out = [i for i in idxs if len(i) <= 1 and i != (0,)]
             n = len(inst.operand_names)
             if n == 4:
-                operand = inst.operands[1]
-                if operand.shape.is_tuple:
-                    out += [(1, i) for i in range(len(operand.shape.tuple_shapes))]
+                second = operand(inst, 1)
+                if second.shape.is_tuple:
+                    out += [(1, i) for i in range(len(second.shape.tuple_shapes))]
             elif n > 1:
                 out += [(1, i) for i in range(n)]
             return [i for i in out if i in idxs]
@@ -278,7 +549,8 @@ class _Builder:
 
     # -- propagation ---------------------------------------------------------------
     def _set(self, inst: Instruction, index: Index, new: list[Value]) -> bool:
-        vs = self.sets[id(inst)]
+        """Set `inst`'s values at `index` (sorted, once each); whether they changed."""
+        vs = self.sets[inst]
         cur = vs.get(index)
         if cur is None:
             return False
@@ -290,30 +562,39 @@ class _Builder:
 
     def _forward(self, inst: Instruction, src: Instruction, src_prefix: Index = (),
                  dst_prefix: Index = (), skip_top: bool = False, arrays_only: bool = False) -> bool:
-        """Copy `src`'s value sets under `src_prefix` to `inst` under `dst_prefix`."""
+        """Copy `src`'s value sets under `src_prefix` to `inst` under `dst_prefix`.
+
+        Only the indices that can match are visited (those of the destination when
+        reading one element of a tuple), so a get-tuple-element of a wide tuple costs
+        the size of its own shape.
+        """
+        ssets = _as_dict(self.sets.get(src))
+        dsets = self.sets[inst]
+        if src_prefix and not dst_prefix:
+            pairs: Iterable[tuple[Index, Index]] = ((src_prefix + d, d) for d in dsets)
+        else:
+            n = len(src_prefix)
+            pairs = ((s, dst_prefix + s[n:]) for s in ssets if s[:n] == src_prefix)
         changed = False
-        ssets = self.sets[id(src)]
-        n = len(src_prefix)
-        for sidx, vals in ssets.items():
-            if sidx[:n] != src_prefix:
+        for sidx, didx in pairs:
+            vals = ssets.get(sidx)
+            if vals is None or didx not in dsets or (skip_top and not didx):
                 continue
-            rest = sidx[n:]
-            if skip_top and not rest and not dst_prefix:
-                continue
-            didx = dst_prefix + rest
             if arrays_only and inst.shape.subshape(didx).is_tuple:
                 continue
             changed |= self._set(inst, didx, list(vals))
         return changed
 
     def _phi(self, inst: Instruction, inputs: list[Instruction]) -> bool:
+        """XLA's Phi at every index of `inst` (a while or a conditional).  New inputs of a
+        phi that stays are registered but are no change: the value sets are the same."""
         changed = False
-        vs = self.sets[id(inst)]
+        vs = self.sets[inst]
         for index, cur_list in vs.items():
             current = cur_list[0] if cur_list else None
             ids: list[Value] = []
             for src in inputs:
-                ids.extend(self.sets[id(src)].get(index, []))
+                ids.extend(_as_dict(self.sets.get(src)).get(index, []))
             defined_here = (current is not None and current.inst is inst
                             and current.index == index)
             if not ids:
@@ -325,147 +606,132 @@ class _Builder:
                         self.deleted.add(current.id)
                     vs[index] = [new]
                     changed = True
-            else:
-                if current is None or not (defined_here and current.is_phi):
-                    phi = self.new_value(inst, index, is_phi=True)
-                    vs[index] = [phi]
-                    self.phis.register(phi, ids)
-                    changed = True
-                elif not self.phis.inputs_equal(current, ids):
-                    self.phis.register(current, ids)
-                    changed = True
+            elif current is None or not (defined_here and current.is_phi):
+                phi = self.new_value(inst, index, is_phi=True)
+                vs[index] = [phi]
+                self.phis.register(phi, ids)
+                changed = True
+            elif not self.phis.inputs_equal(current, ids):
+                self.phis.register(current, ids)
         return changed
 
     def update(self, inst: Instruction) -> bool:
+        """Recompute the value sets of `inst` from where its values come; whether they changed."""
         op = inst.opcode
-        if op in ("bitcast", "add-dependency"):
-            return self._forward(inst, inst.operands[0])
-        if op in ("domain", "opt-barrier", "all-reduce-done"):
-            return self._forward(inst, inst.operands[0])
+        if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
+            return self._forward(inst, operand(inst, 0))
         if op == "copy":
-            return self._forward(inst, inst.operands[0], skip_top=True)
+            return self._forward(inst, operand(inst, 0), skip_top=True)
         if op == "get-tuple-element":
-            return self._forward(inst, inst.operands[0], src_prefix=(int(inst.attr("index", "0") or 0),))
+            return self._forward(inst, operand(inst, 0), src_prefix=(gte_index(inst),))
         if op == "tuple":
             changed = False
-            for i, operand in enumerate(inst.operands):
-                changed |= self._forward(inst, operand, dst_prefix=(i,))
+            for i in range(len(inst.operand_names)):
+                changed |= self._forward(inst, operand(inst, i), dst_prefix=(i,))
             return changed
         if op == "parameter":
             return self._update_parameter(inst)
         if op == "call":
             comp = self._callee(inst)
-            return self._forward(inst, comp.root) if comp is not None else False
+            return self._forward(inst, comp.root) if comp is not None and comp.instructions \
+                else False
         if op == "while":
             body = self._callee(inst, "body")
-            if body is None:
+            if body is None or not body.instructions:
                 return False
-            return self._phi(inst, [body.root, inst.operands[0]])
+            return self._phi(inst, [body.root, operand(inst, 0)])
         if op == "conditional":
-            roots = [c.root for c in inst.called_computations]
+            roots = [c.root for c in inst.called_computations if c.instructions]
             return self._phi(inst, roots) if roots else False
         if op == "send":
-            return self._forward(inst, inst.operands[0], dst_prefix=(0,))
+            return self._forward(inst, operand(inst, 0), dst_prefix=(0,))
         if op == "recv-done":
-            return self._forward(inst, inst.operands[0], src_prefix=(0,), dst_prefix=(0,))
+            return self._forward(inst, operand(inst, 0), src_prefix=(0,), dst_prefix=(0,))
         if op == "copy-start":
-            return self._forward(inst, inst.operands[0], dst_prefix=(1,), arrays_only=True)
+            return self._forward(inst, operand(inst, 0), dst_prefix=(1,), arrays_only=True)
         if op == "copy-done":
-            return self._forward(inst, inst.operands[0], src_prefix=(0,))
+            return self._forward(inst, operand(inst, 0), src_prefix=(0,))
         if op == "all-gather-start":
-            changed = False
-            ops = inst.operands
-            for i, operand in enumerate(ops):
-                dst = (0, i) if len(ops) > 1 else (0,)
-                changed |= self._set(inst, dst, list(self.sets[id(operand)].get((), [])))
-            return changed
+            return self._gather_operands(inst, lambda i, n: (0, i) if n > 1 else (0,))
         if op == "all-gather-done":
-            return self._forward(inst, inst.operands[0], src_prefix=(1,), arrays_only=True)
+            return self._forward(inst, operand(inst, 0), src_prefix=(1,), arrays_only=True)
         if op == "collective-permute-start":
-            ops = inst.operands
-            if len(ops) > 1 and len(ops) != 4:
-                changed = False
-                for i, operand in enumerate(ops):
-                    changed |= self._set(inst, (0, i), list(self.sets[id(operand)].get((), [])))
-                return changed
-            return self._forward(inst, ops[0], dst_prefix=(0,), skip_top=False)
+            n = len(inst.operand_names)
+            if n > 1 and n != 4:
+                return self._gather_operands(inst, lambda i, _n: (0, i))
+            return self._forward(inst, operand(inst, 0), dst_prefix=(0,))
         if op == "collective-permute-done":
-            return self._forward(inst, inst.operands[0], src_prefix=(1,), arrays_only=inst.shape.is_tuple)
+            return self._forward(inst, operand(inst, 0), src_prefix=(1,),
+                                 arrays_only=inst.shape.is_tuple)
         if op == "async-start":
             changed = False
-            for i, operand in enumerate(inst.operands):
-                changed |= self._forward(inst, operand, dst_prefix=(0, i), arrays_only=True)
+            for i in range(len(inst.operand_names)):
+                changed |= self._forward(inst, operand(inst, i), dst_prefix=(0, i),
+                                         arrays_only=True)
             comp = self._callee(inst)
-            if comp is not None:
+            if comp is not None and comp.instructions:
                 changed |= self._forward(inst, comp.root, dst_prefix=(1,), arrays_only=True)
             return changed
         if op == "async-update":
-            return self._forward(inst, inst.operands[0], arrays_only=True)
+            return self._forward(inst, operand(inst, 0), arrays_only=True)
         if op == "async-done":
-            return self._forward(inst, inst.operands[0], src_prefix=(1,), arrays_only=True)
+            return self._forward(inst, operand(inst, 0), src_prefix=(1,), arrays_only=True)
         return False
 
+    def _gather_operands(self, inst: Instruction, dst: Callable[[int, int], Index]) -> bool:
+        """Each operand's top-level values to `inst` at ``dst(i, operand count)``."""
+        changed = False
+        n = len(inst.operand_names)
+        for i in range(n):
+            vals = _as_dict(self.sets.get(operand(inst, i))).get((), [])
+            changed |= self._set(inst, dst(i, n), list(vals))
+        return changed
+
     def _callee(self, inst: Instruction, key: str | None = None) -> Computation | None:
+        """The computation `inst` runs (its `key` attribute's, e.g. a while's body), found
+        once per instruction."""
+        cache_key = (id(inst), key)
+        if cache_key in self.callees:
+            return self.callees[cache_key]
         names = inst.called_computation_names
         if key is not None:
             v = inst.attr(key)
             names = (v.lstrip("%"),) if v else names
-        if not names:
-            return None
-        try:
-            return self.module.computation(names[0])
-        except HloModelError:
-            return None
-
-    def _update_parameter(self, param: Instruction) -> bool:
-        comp = param.computation
-        callers = self.callers.get(comp.name, [])
-        if not callers:
-            return False
-        inputs: list[Instruction] = []
-        need_phi = False
-        for call in callers:
-            op = call.opcode
-            if op == "while":
-                inputs.append(call.operands[0])
-                body = self._callee(call, "body")
-                if body is not None and param is not body.root:
-                    inputs.append(body.root)
-                need_phi = True
-            elif op == "conditional":
-                branches = call.called_computation_names
-                j = branches.index(comp.name) if comp.name in branches else 0
-                inputs.append(call.operands[j + 1])
-                need_phi = True
-            elif op in ("call", "async-start"):
-                if param.parameter_number < len(call.operand_names):
-                    inputs.append(call.operands[param.parameter_number])
-            else:  # async-update / async-done: the wrapped operands live in the chain tuple
-                return self._forward(param, call.operands[0], src_prefix=(0, param.parameter_number))
-        if need_phi:
-            return self._phi(param, inputs)
-        changed = False
-        vs = self.sets[id(param)]
-        for index in vs:
-            union: list[Value] = []
-            for src in inputs:
-                union.extend(self.sets[id(src)].get(index, []))
-            changed |= self._set(param, index, union)
-        return changed
+        comp = None
+        if names:
+            try:
+                comp = self.module.computation(names[0])
+            except HloModelError:
+                comp = None
+        self.callees[cache_key] = comp
+        return comp
 
     def propagate(self) -> None:
-        prio: dict[int, int] = {}
-        _post_order(self.module.entry, prio, self.module, set())
+        """Update value sets until nothing changes, instructions in the order they run (a
+        worklist ordered by the flattened schedule), only those that take values from others.
+
+        Raises `HloModelError` if the sets keep changing far longer than any module needs
+        (they cannot, on a module that passed `check_module`; this is the last guard)."""
+        prio: dict[int, int] = {}  # only instructions that take values from others
+        step = 0
+        for event, inst, _caller in walk_schedule(self.module):
+            if event == INSTRUCTION:
+                if inst.opcode in _FORWARDING_OPCODES:
+                    prio.setdefault(id(inst), step)
+                step += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
-                prio.setdefault(id(inst), len(prio))
+                if inst.opcode in _FORWARDING_OPCODES:
+                    prio.setdefault(id(inst), step)
+                step += 1
+        budget = 64 * (step + len(self.values)) + 10_000
         heap: list[tuple[int, int]] = []
         inset: set[int] = set()
         by_key: dict[int, Instruction] = {}
 
         def add(inst: Instruction) -> None:
             k = id(inst)
-            if k in self.sets and k not in inset:
+            if inst.opcode in _FORWARDING_OPCODES and inst in self.sets and k not in inset:
                 inset.add(k)
                 by_key[k] = inst
                 heapq.heappush(heap, (prio.get(k, 0), k))
@@ -477,93 +743,65 @@ class _Builder:
             _, k = heapq.heappop(heap)
             inset.discard(k)
             inst = by_key[k]
+            budget -= 1
+            if budget < 0:
+                raise HloModelError(f"the dataflow of module {self.module.name} does not "
+                                    f"settle (still changing at {inst.name})",
+                                    hint="the module text is inconsistent; re-export it from XLA")
             if not self.update(inst):
                 continue
             for user in inst.users:
                 add(user)
-                uop = user.opcode
-                if uop == "conditional":
-                    for j, branch in enumerate(user.called_computations):
-                        if j + 1 < len(user.operand_names) and user.operand_names[j + 1] == inst.name:
-                            for p in branch.parameters:
-                                add(p)
-                elif uop in ("async-update", "async-done"):
-                    comp = self._callee(user)
-                    if comp is not None:
-                        for p in comp.parameters:
-                            add(p)
-                elif uop in CONTROL_FLOW_OPCODES:
-                    positions = [i for i, n in enumerate(user.operand_names) if n == inst.name]
-                    for called in user.called_computations:
-                        params = called.parameters
-                        for i in positions:
-                            if uop == "while":
-                                for p in params:
-                                    add(p)
-                            elif i < len(params):
-                                add(_param(called, i))
+            for param in self.fed.get(k, ()):
+                self.plans[id(param)].dirty[k] = inst
+                add(param)
             if inst.is_root:
                 for call in self.callers.get(inst.computation.name, []):
                     add(call)
-                    if call.opcode == "while":
-                        for c in call.called_computations:
-                            for p in c.parameters:
-                                add(p)
+        self._register_parameter_phis()
 
     def optimize_phis(self) -> None:
+        """Fold phis (`PhiGraph.optimize`) and put what each stands for in every value set."""
         self.phis.optimize()
+        find = self.phis.find
         for vs in self.sets.values():
-            for index, vals in vs.items():
-                if len(vals) == 1 and vals[0].is_phi:
-                    new_id = self.phis.find(vals[0].id)
-                    if new_id != vals[0].id:
-                        self.deleted.add(vals[0].id)
-                        vs[index] = [self.values[new_id]]
+            if type(vs) is Value:
+                continue  # an instruction's own value, never a phi
+            for index, vals in vs.items():  # type: ignore[union-attr]
+                if len(vals) == 1:
+                    v = vals[0]
+                    if v.is_phi:
+                        new_id = find(v.id)
+                        if new_id != v.id:
+                            self.deleted.add(v.id)
+                            vs[index] = [self.values[new_id]]
+                elif any(v.is_phi for v in vals):
+                    # A union (a computation called from several places) holding phis.
+                    merged: dict[int, Value] = {}
+                    for v in vals:
+                        new_id = find(v.id) if v.is_phi else v.id
+                        if new_id != v.id:
+                            self.deleted.add(v.id)
+                        merged[new_id] = self.values[new_id]
+                    vs[index] = sorted(merged.values(), key=lambda v: v.id)
 
     def finish(self) -> Dataflow:
+        """Drop folded values, record every value's positions and build the buffers."""
         for vid in self.deleted:
             self.values.pop(vid, None)
         for comp in self.comps:
             for inst in comp.instructions:
-                for index, vals in self.sets[id(inst)].items():
+                for index, vals in _as_dict(self.sets[inst]).items():
                     for v in vals:
                         if v.inst is not inst:
-                            v.positions.append((inst, index))
+                            v.add_position(inst, index)
         values = sorted(self.values.values(), key=lambda v: v.id)
-        cache: dict[int, dict[str, list[int]]] = {}
-        readers: dict[int, tuple[Instruction, ...]] = {}
-        for v in values:
-            v._uses = _compute_uses(v, cache, readers)
         df = Dataflow(self.module, self.comps, values, self.sets)
-        _build_buffers(df)
+        _build_buffers(df, self.callers, self.in_place, self.deleted)
         return df
 
 
-def _param(comp: Computation, number: int) -> Instruction:
-    for p in comp.parameters:
-        if p.parameter_number == number:
-            return p
-    return comp.parameters[number]
-
-
-def _post_order(comp: Computation, prio: dict[int, int], module: Module, seen: set[str]) -> None:
-    if comp.name in seen:
-        return
-    seen.add(comp.name)
-    for inst in comp.instructions:
-        op = inst.opcode
-        if op in ("call", "async-start", "conditional"):
-            for c in inst.called_computations:
-                _post_order(c, prio, module, seen)
-        elif op == "while":
-            for key in ("condition", "body"):
-                v = inst.attr(key)
-                if v:
-                    _post_order(module.computation(v.lstrip("%")), prio, module, seen)
-        prio.setdefault(id(inst), len(prio))
-
-
-def _control_flow_computations(module: Module) -> list[Computation]:
+def control_flow_computations(module: Module) -> list[Computation]:
     """The entry and every computation it reaches through control flow, in printed order."""
     reached = {module.entry.name}
     work = [module.entry]
@@ -578,74 +816,98 @@ def _control_flow_computations(module: Module) -> list[Computation]:
     return [c for c in module.computations if c.name in reached]
 
 
-def _build_buffers(df: Dataflow) -> None:
-    parent = {v.id: v.id for v in df.values}
+def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
+                   in_place: InPlacePairs, deleted: set[int]) -> None:
+    """Group the values into buffers (see the module docstring).  A union-find keeps only
+    the values that share with another; every other value is a buffer of its own."""
+    parent: dict[int, int] = {}
 
     def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
+        root = a
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while a != root:  # path compression
+            parent[a], a = root, parent[a]
+        return root
 
     def union(a: Value, vals: Iterable[Value]) -> None:
         ra = find(a.id)
         for b in vals:
-            if b.id not in parent:
+            if b.id in deleted:
                 continue
             rb = find(b.id)
             if rb != ra:
                 lo, hi = (ra, rb) if ra < rb else (rb, ra)
                 parent[hi] = lo
+                parent.setdefault(lo, lo)
                 ra = lo
 
     module = df.module
     entry = module.entry
-    io_alias = module.input_output_alias
     entry_params = {p.parameter_number: p for p in entry.parameters}
-    callers = {c.name: [i for i in module.callers(c) if i.opcode in CONTROL_FLOW_OPCODES]
-               for c in df.computations}
+    donated: dict[Index, list[tuple[Instruction, Index]]] = {}
+    for out_idx, pnum, pidx, _kind in module.input_output_alias:
+        if pnum in entry_params:
+            donated.setdefault(out_idx, []).append((entry_params[pnum], pidx))
+    # The callers whose result shares a computation root's buffer (a while whose body it
+    # is, a conditional), and the loops that run a computation.
+    root_sharers: dict[str, list[Instruction]] = {}
+    loops: dict[str, list[Instruction]] = {}
+    for name, calls in callers.items():
+        root_sharers[name] = [c for c in calls if c.opcode == "conditional" or (
+            c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == name)]
+        loops[name] = [c for c in calls if c.opcode == "while"]
+    entry_root = entry.root if entry.instructions else None
+    # Instructions a while loop reads: only values held there can have a loop among their uses.
+    loop_operands = {id(c.computation.by_name[n]) for calls in loops.values() for c in calls
+                     for n in c.operand_names}
     for v in df.values:
-        for inst, index in v.positions:
+        positions = v.positions
+        for inst, index in positions:
             # Entry outputs aliased with parameters (donated buffers).
-            if inst is entry.root:
-                for out_idx, pnum, pidx, _kind in io_alias:
-                    if out_idx == index and pnum in entry_params:
-                        union(v, df.values_at(entry_params[pnum], pidx))
+            if inst is entry_root:
+                for param, pidx in donated.get(index, ()):
+                    union(v, df.values_at(param, pidx))
             # While loop state, conditional results.
             if inst.is_root:
-                for call in callers.get(inst.computation.name, []):
-                    if call.opcode == "while" and call.attr("body", "").lstrip("%") == inst.computation.name or call.opcode == "conditional":
-                        union(v, df.values_at(call, index))
+                for call in root_sharers.get(inst.computation.name, ()):
+                    union(v, df.values_at(call, index))
             # In-place operations.
-            for opnum, opidx, outidx in in_place_pairs(inst) if inst.opcode in _IN_PLACE_OPS else ():
-                if outidx == index and opnum < len(inst.operand_names):
-                    union(v, df.values_at(inst.operands[opnum], opidx))
-        for user, _opnum, opidx in v.uses:
-            if user.opcode == "while":
-                union(v, df.values_at(user, opidx))
+            if inst.opcode in IN_PLACE_OPCODES:
+                for opnum, opidx in in_place.by_output(inst).get(index, ()):
+                    if opnum < len(inst.operand_names):
+                        union(v, df.values_at(operand(inst, opnum), opidx))
+        if loop_operands and any(id(p) in loop_operands for p, _idx in positions):
+            for user, _opnum, opidx in df.uses_of(v):
+                if user.opcode == "while":
+                    union(v, df.values_at(user, opidx))
         if v.inst.opcode == "parameter":
-            for call in callers.get(v.inst.computation.name, []):
-                if call.opcode == "while":
-                    union(v, df.values_at(call, v.index))
-    groups: dict[int, list[Value]] = {}
+            for call in loops.get(v.inst.computation.name, ()):
+                union(v, df.values_at(call, v.index))
+    # Buffers in the order of their first (lowest-id) value, which is the union's root.
+    members: dict[int, list[Value]] = {}
     for v in df.values:
-        groups.setdefault(find(v.id), []).append(v)
-    for i, (_root, vals) in enumerate(sorted(groups.items())):
-        buf = Buffer(i, tuple(vals), max(v.size for v in vals))
+        if v.id in parent:
+            members.setdefault(find(v.id), []).append(v)
+    for v in df.values:
+        if v.id not in parent:
+            vals: tuple[Value, ...] = (v,)
+        elif v.id in members:
+            vals = tuple(members.pop(v.id))
+        else:
+            continue  # in the buffer of a value that came before it
+        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
         df.buffers.append(buf)
-        for v in vals:
-            df.buffer_of[v.id] = buf
-
-
-_IN_PLACE_OPS = frozenset({"dynamic-update-slice", "scatter", "all-reduce-start", "collective-permute",
-                           "collective-permute-start", "fusion", "custom-call", "async-start",
-                           "set-dimension-size", "ragged-all-to-all"})
+        for x in vals:
+            df.buffer_of[x.id] = buf
 
 
 def analyze_dataflow(module: Module) -> Dataflow:
     """Values (SSA, with phis folded) and buffers of `module`'s control-flow computations."""
-    b = _Builder(module)
-    b.initialize()
-    b.propagate()
-    b.optimize_phis()
-    return b.finish()
+    with paused_gc():
+        check_module(module)
+        b = _Builder(module)
+        b.initialize()
+        b.propagate()
+        b.optimize_phis()
+        return b.finish()

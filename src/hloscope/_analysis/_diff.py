@@ -19,7 +19,7 @@ gives an empty diff.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,15 +179,15 @@ def _keys(g: KernelGraph) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any,
 
 def _match(a: list, b: list, level: int) -> tuple[list[tuple[Any, Any]], list, list]:
     """Pair items of `a` and `b` with equal key `level`, in order; return pairs and the rest."""
-    pool: dict[Any, list[Any]] = {}
+    pool: dict[Any, deque[Any]] = {}
     for item in b:
-        pool.setdefault(item[level], []).append(item)
+        pool.setdefault(item[level], deque()).append(item)
     pairs = []
     rest_a = []
     for item in a:
         cands = pool.get(item[level])
         if cands:
-            pairs.append((item, cands.pop(0)))
+            pairs.append((item, cands.popleft()))
         else:
             rest_a.append(item)
     used = {id(y) for _, y in pairs}

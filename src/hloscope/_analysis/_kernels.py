@@ -29,17 +29,25 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .._hlo._module import Computation, Instruction, Module
 from .._hlo._replica_groups import ReplicaGroupsError, parse_replica_groups
-from .._hlo._shape import Shape
-from ._dataflow import CONTROL_FLOW_OPCODES, Dataflow, Value, analyze_dataflow
+from ._dataflow import (
+    CONTROL_FLOW_OPCODES,
+    Dataflow,
+    Value,
+    analyze_dataflow,
+    control_flow_computations,
+)
 from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._summary import COLLECTIVE_OPCODES, _wraps_collective
+from ._shapes import elements, leaf_bytes, leaf_indices, leaves
+from ._walk import operand, paused_gc
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -49,10 +57,13 @@ __all__ = [
     "Group",
     "Kernel",
     "KernelGraph",
+    "kernel_count",
     "kernel_graph",
+    "ratio",
 ]
 
 KERNELS_SCHEMA = "hloscope.kernels/1"
+T = TypeVar("T")
 
 NOT_KERNELS = frozenset({
     "parameter", "constant", "bitcast", "get-tuple-element", "tuple", "after-all",
@@ -68,6 +79,7 @@ _TRANSCENDENTAL = frozenset({
     "tanh", "logistic", "rsqrt", "sqrt", "cbrt", "power", "erf", "atan2",
 })
 _NOT_COUNTED = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast"})
+_HUGE_COUNT = int(1.7976931348623157e308)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +119,11 @@ class Kernel:
 
     @property
     def intensity(self) -> float:
-        return self.flops / self.bytes_accessed if self.bytes_accessed else 0.0
+        return ratio(self.flops, self.bytes_accessed)
 
     def roofline_seconds(self, dev: Device, element_type: str = "f32") -> float:
-        peak = dev.peak_flops(element_type)
-        compute = self.flops / peak if peak else 0.0
-        memory = self.bytes_accessed / dev.bandwidth if dev.bandwidth else 0.0
+        compute = ratio(self.flops, dev.peak_flops(element_type))
+        memory = ratio(self.bytes_accessed, dev.bandwidth)
         return max(compute, memory)
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +231,16 @@ class KernelGraph:
 # ---------------------------------------------------------------------------
 
 
+def ratio(a: float, b: float) -> float:
+    """a / b, 0 when b is 0, infinite when too large for a float (an absurd shape)."""
+    if not b:
+        return 0.0
+    try:
+        return a / b
+    except OverflowError:
+        return math.inf
+
+
 def _category(inst: Instruction) -> str:
     op = inst.opcode
     if op == "fusion":
@@ -239,22 +260,16 @@ def _category(inst: Instruction) -> str:
     return "op"
 
 
-def _elements(shape: Shape) -> int:
-    if shape.is_tuple:
-        return sum(_elements(s) for s in shape.tuple_shapes)
-    return shape.num_elements
-
-
 def _op_flops(inst: Instruction) -> tuple[int, int]:
     """(flops, transcendentals) of one instruction, from its shapes."""
     op = inst.opcode
-    out = _elements(inst.shape)
+    out = elements(inst.shape)
     if op in _TRANSCENDENTAL:
         return out, out
     if op in ELEMENTWISE_OPCODES and op not in ("copy", "convert", "bitcast-convert"):
         return out, 0
     if op == "dot":
-        lhs = inst.operands[0].shape if inst.operand_names else None
+        lhs = operand(inst, 0).shape if inst.operand_names else None
         dims = inst.attr("lhs_contracting_dims")
         k = 1
         if lhs is not None and dims:
@@ -263,15 +278,15 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
                     k *= max(lhs.dims[int(d)], 1)
         return 2 * out * k, 0
     if op == "convolution" and len(inst.operand_names) >= 2:
-        rhs = inst.operands[1].shape
+        rhs = operand(inst, 1).shape
         labels = inst.attr("dim_labels") or ""
         kernel = labels.split("_")[1] if labels.count("_") >= 2 else ""
         o_pos = kernel.find("o")
         out_features = rhs.dims[o_pos] if 0 <= o_pos < len(rhs.dims) else 1
-        per_output = _elements(rhs) // max(out_features, 1)
+        per_output = elements(rhs) // max(out_features, 1)
         return 2 * out * per_output, 0
     if op in ("reduce", "reduce-window", "reduce-scatter", "all-reduce", "all-reduce-start"):
-        src = inst.operands[0].shape if inst.operand_names else inst.shape
+        src = operand(inst, 0).shape if inst.operand_names else inst.shape
         if op == "reduce-window":
             w = inst.attr("window") or ""
             size = 1
@@ -280,47 +295,57 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
                     for x in part[5:].split("x"):
                         size *= int(x) if x.isdigit() else 1
             return out * size, 0
-        return _elements(src), 0
+        return elements(src), 0
     if op == "fft":
         lengths = inst.attr("fft_length") or ""
         n = 1
         for x in lengths.strip("{}").split(","):
             if x.strip().isdigit():
                 n *= int(x)
-        total = max(_elements(inst.operands[0].shape), out) if inst.operand_names else out
+        total = max(elements(operand(inst, 0).shape), out) if inst.operand_names else out
         batch = max(total // max(n, 1), 1)
-        return int(5 * n * math.log2(n) * batch) if n > 1 else 0, 0
+        return _count(lambda: 5 * n * math.log2(n) * batch) if n > 1 else 0, 0
     if op == "sort":
-        d = inst.operands[0].shape.dims if inst.operand_names else ()
+        d = operand(inst, 0).shape.dims if inst.operand_names else ()
         dim = inst.dimensions[0] if inst.dimensions else (len(d) - 1)
         n = d[dim] if 0 <= dim < len(d) else 1
-        return int(out * math.log2(n)) if n > 1 else 0, 0
+        return _count(lambda: out * math.log2(n)) if n > 1 else 0, 0
     if op == "custom-call":
         t = inst.custom_call_target.lower()
         if ("gemm" in t or "matmul" in t) and len(inst.operand_names) >= 2:
-            lhs = inst.operands[0].shape
+            lhs = operand(inst, 0).shape
             k = lhs.dims[-1] if lhs.dims else 1
             res = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
-            return 2 * _elements(res) * k, 0
+            return 2 * elements(res) * k, 0
     return 0, 0
 
 
-def _fused(inst: Instruction) -> tuple[Counter[str], int, int]:
-    """Opcodes inside a fusion (nested fusions opened) and their flops and transcendentals."""
-    ops: Counter[str] = Counter()
-    flops = trans = 0
-    stack = [inst]
-    seen: set[str] = set()
-    module = inst.computation.module
-    while stack:
-        f = stack.pop()
-        for name in f.called_computation_names:
-            if name in seen:
-                continue
-            seen.add(name)
-            for i in module.computation(name).instructions:
+def _count(estimate: Callable[[], float]) -> int:
+    """An operation count computed in floating point, as an int; counts of absurd shapes,
+    too large for a float, are capped at the largest float."""
+    try:
+        return int(estimate())
+    except OverflowError:
+        return _HUGE_COUNT
+
+
+class _FusedCosts:
+    """What each fused computation holds (opcodes, flops, transcendentals, the fused
+    computations nested in it), counted once however many fusions call it."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._own: dict[str, tuple[Counter[str], int, int, tuple[str, ...]]] = {}
+
+    def _computation(self, name: str) -> tuple[Counter[str], int, int, tuple[str, ...]]:
+        hit = self._own.get(name)
+        if hit is None:
+            ops: Counter[str] = Counter()
+            flops = trans = 0
+            nested: list[str] = []
+            for i in self.module.computation(name).instructions:
                 if i.opcode == "fusion":
-                    stack.append(i)
+                    nested.extend(i.called_computation_names)
                     continue
                 if i.opcode in _NOT_COUNTED:
                     continue
@@ -328,10 +353,31 @@ def _fused(inst: Instruction) -> tuple[Counter[str], int, int]:
                 a, b = _op_flops(i)
                 flops += a
                 trans += b
-    return ops, flops, trans
+            hit = self._own[name] = (ops, flops, trans, tuple(nested))
+        return hit
+
+    def __call__(self, inst: Instruction) -> tuple[Counter[str], int, int]:
+        """Opcodes inside fusion `inst` (nested fusions opened), its flops and transcendentals."""
+        ops: Counter[str] = Counter()
+        flops = trans = 0
+        stack = list(inst.called_computation_names)
+        seen: set[str] = set()
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            own, a, b, nested = self._computation(name)
+            ops.update(own)
+            flops += a
+            trans += b
+            stack.extend(reversed(nested))
+        return ops, flops, trans
 
 
 def _groups(module: Module, comps: list[Computation]) -> list[Group]:
+    """The computations run by loops, branches, calls and async ops, each once (where it is
+    first run, in printed order), each under a computation already listed or the entry."""
     names = {c.name for c in comps}
     out: list[Group] = []
     for comp in comps:
@@ -352,7 +398,7 @@ def _groups(module: Module, comps: list[Computation]) -> list[Group]:
                     if n in names:
                         out.append(Group(n, "call" if inst.opcode == "call" else "async",
                                          inst.name, comp.name))
-    seen: set[str] = set()
+    seen: set[str] = {module.entry.name}
     uniq = []
     for g in out:
         if g.name not in seen:
@@ -366,7 +412,7 @@ def _traffic(inst: Instruction, group: str) -> CollectiveTraffic:
     text = inst.attr("replica_groups")
     try:
         groups = parse_replica_groups(text) if text else ()
-    except ReplicaGroupsError:
+    except (ReplicaGroupsError, ValueError):  # unreadable groups: all devices, one group
         groups = ()
     module = inst.computation.module
     n = len(groups[0]) if groups else max(module.num_partitions, module.replica_count, 1)
@@ -378,7 +424,7 @@ def _traffic(inst: Instruction, group: str) -> CollectiveTraffic:
         out_shape = out_shape.tuple_shapes[-1] if op != "all-reduce-start" else out_shape
     out_bytes = out_shape.total_byte_size if not out_shape.is_tuple else sum(
         leaf.byte_size for _, leaf in out_shape.leaves())
-    in_bytes = sum(o.shape.total_byte_size for o in inst.operands)
+    in_bytes = sum(operand(inst, i).shape.total_byte_size for i in range(len(inst.operand_names)))
     frac = (n - 1) / n if n > 1 else 0.0
     if op in ("all-gather", "all-gather-start"):
         sent = recv = int(out_bytes * frac)
@@ -397,27 +443,41 @@ def _traffic(inst: Instruction, group: str) -> CollectiveTraffic:
                              sent, recv, inst.metadata.op_name, str(loc) if loc else None)
 
 
+def kernel_count(module: Module) -> int:
+    """How many kernels `kernel_graph` finds in `module`, in one cheap pass (no dataflow):
+    what a command that refuses large graphs checks before doing any work."""
+    return sum(1 for comp in control_flow_computations(module) for inst in comp.instructions
+               if inst.opcode not in NOT_KERNELS)
+
+
 def kernel_graph(module: Module, *, df: Dataflow | None = None,
                  lr: LiveRanges | None = None) -> KernelGraph:
     """The kernels of `module`, the arrays between them, their cost and the collectives."""
-    df = df if df is not None else analyze_dataflow(module)
-    lr = lr if lr is not None else compute_live_ranges(df)
-    kinds = classify_buffers(df)
-    peak_ids = {v.id for v in lr.peak_values}
-    entry = module.entry
-    kernels: list[Kernel] = []
-    edges: list[Edge] = []
-    collectives: list[CollectiveTraffic] = []
-    is_kernel: dict[int, bool] = {}
-    for comp in df.computations:
-        for inst in comp.instructions:
-            is_kernel[id(inst)] = inst.opcode not in NOT_KERNELS
+    with paused_gc():
+        df = df if df is not None else analyze_dataflow(module)
+        lr = lr if lr is not None else compute_live_ranges(df)
+        return _Builder(module, df, lr).build()
 
-    def source_of(v: Value) -> tuple[str, str]:
+
+class _Builder:
+    """Builds one `KernelGraph` (see `kernel_graph`)."""
+
+    def __init__(self, module: Module, df: Dataflow, lr: LiveRanges) -> None:
+        self.module = module
+        self.df = df
+        self.lr = lr
+        self.kinds = classify_buffers(df)
+        self.peak_ids = {v.id for v in lr.peak_values}
+        self.entry = module.entry
+        self.fused = _FusedCosts(module)
+        self.same_ints: dict[int, int] = {}
+
+    def source_of(self, v: Value) -> tuple[str, str]:
+        """(name, kind) of where a value comes from: a kernel, an argument, ..."""
         inst = v.inst
-        if is_kernel.get(id(inst)):
+        if inst.opcode not in NOT_KERNELS:
             return inst.name, "kernel"
-        if inst.opcode == "parameter" and inst.computation is entry:
+        if inst.opcode == "parameter" and inst.computation is self.entry:
             return inst.name, "argument"
         if inst.opcode == "constant":
             return inst.name, "constant"
@@ -425,60 +485,95 @@ def kernel_graph(module: Module, *, df: Dataflow | None = None,
             return inst.name, "loop state"
         return inst.name, "other"
 
-    def edge(v: Value, dst: str) -> Edge:
-        src, src_kind = source_of(v)
-        kind = kinds[df.buffer_of[v.id].id]
-        kind = {"parameter": "argument"}.get(kind, kind)
-        return Edge(src, src_kind, dst, v.label, str(v.shape), v.size, kind, v.id in peak_ids)
+    def edge(self, v: Value, dst: str) -> Edge:
+        src, src_kind = self.source_of(v)
+        kind = self.kinds[self.df.buffer_of[v.id].id]
+        return Edge(src, src_kind, dst, v.label, str(v.shape), v.size,
+                    "argument" if kind == "parameter" else kind, v.id in self.peak_ids)
 
-    for comp in df.computations:
-        for inst in comp.instructions:
-            if not is_kernel[id(inst)]:
-                continue
-            cat = _category(inst)
-            if inst.opcode == "fusion":
-                fused, flops, trans = _fused(inst)
-            else:
-                fused = Counter()
-                flops, trans = _op_flops(inst)
-            seen_vals: set[int] = set()
-            in_bytes = 0
-            for operand in dict.fromkeys(inst.operands):
-                for idx, leaf in operand.shape.leaves():
-                    in_bytes += leaf.byte_size
-                    for v in df.values_at(operand, idx):
-                        if v.id not in seen_vals and v.size > 0:
-                            seen_vals.add(v.id)
-                            edges.append(edge(v, inst.name))
-            out_bytes = sum(leaf.byte_size for _, leaf in inst.shape.leaves())
-            loc = inst.source
-            kernels.append(Kernel(
-                inst.name, cat, inst.opcode, inst.fusion_kind, inst.custom_call_target,
-                comp.name, str(inst.shape), out_bytes, in_bytes + out_bytes, flops, trans,
-                tuple(sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))),
-                inst.metadata.op_name, str(loc) if loc else None))
-            if cat == "collective":
-                collectives.append(_traffic(inst, comp.name))
-    # Kernels in the order they run (the flattened schedule), edges in the same order.
-    order = {name: t for t, name in enumerate(i.name for i in lr.sequence)}
-    kernels.sort(key=lambda k: order.get(k.name, len(order)))
-    edges.sort(key=lambda e: order.get(e.dst, len(order)))
-    root = entry.root
-    for idx, _leaf in root.shape.leaves():
-        for v in df.values_at(root, idx):
-            if v.size > 0:
-                edges.append(edge(v, "result"))
-    groups = []
-    for grp in _groups(module, df.computations):
-        caller = module.computation(grp.parent).by_name.get(grp.caller)
-        inputs: list[tuple[str, str]] = []
+    def kernel(self, inst: Instruction, comp: Computation) -> tuple[Kernel, list[Edge]]:
+        """The kernel `inst` and the arrays passed to it (each value once)."""
+        if inst.opcode == "fusion":
+            fused, flops, trans = self.fused(inst)
+            ops = tuple(sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])))
+        else:
+            ops = ()
+            flops, trans = _op_flops(inst)
+        edges: list[Edge] = []
+        seen_vals: set[int] = set()
+        in_bytes = 0
+        values_at = self.df.values_at
+        names = inst.operand_names
+        for name in (names if len(names) < 2 else dict.fromkeys(names)):
+            src = comp.by_name[name]
+            size, idxs = leaf_indices(src.shape)
+            in_bytes += size
+            for idx in idxs:
+                for v in values_at(src, idx):
+                    if v.size > 0 and v.id not in seen_vals:
+                        seen_vals.add(v.id)
+                        edges.append(self.edge(v, inst.name))
+        out_bytes = leaf_bytes(inst.shape)
+        md = inst.metadata
+        loc = inst.source if md.source_file or md.stack_frame_id else None
+        same = self.same_ints  # one int object per distinct figure (they repeat a lot)
+        accessed = in_bytes + out_bytes
+        kernel = Kernel(
+            inst.name, _category(inst), inst.opcode, inst.fusion_kind, inst.custom_call_target,
+            comp.name, str(inst.shape), out_bytes, same.setdefault(accessed, accessed),
+            same.setdefault(flops, flops), trans, ops, md.op_name, str(loc) if loc else None)
+        return kernel, edges
+
+    def group_inputs(self, grp: Group) -> tuple[tuple[str, str], ...]:
+        """What the instruction that runs a group reads: (source kind, name) once each."""
+        caller = self.module.computation(grp.parent).by_name.get(grp.caller)
+        inputs: dict[tuple[str, str], None] = {}
         if caller is not None:
-            for operand in dict.fromkeys(caller.operands):
-                for idx, _leaf in operand.shape.leaves():
-                    for v in df.values_at(operand, idx):
-                        src, kind = source_of(v)
-                        if (kind, src) not in inputs and v.size > 0:
-                            inputs.append((kind, src))
-        groups.append(Group(grp.name, grp.kind, grp.caller, grp.parent, tuple(inputs)))
-    return KernelGraph(module.name, module.filename, tuple(kernels), tuple(edges),
-                       tuple(groups), tuple(collectives), lr.peak_bytes)
+            for name in dict.fromkeys(caller.operand_names):
+                src = caller.computation.by_name[name]
+                for idx, _leaf in leaves(src.shape):
+                    for v in self.df.values_at(src, idx):
+                        if v.size > 0:
+                            src_name, kind = self.source_of(v)
+                            inputs[(kind, src_name)] = None
+        return tuple(inputs)
+
+    def build(self) -> KernelGraph:
+        # Kernels in the order they run (the flattened schedule), edges in the same order.
+        time_of = self.lr.time_of
+        unscheduled = len(self.lr.sequence)
+        kernels: list[Kernel] = []
+        kernel_times: list[int] = []
+        edges: list[Edge] = []
+        edge_times: list[int] = []
+        collectives: list[CollectiveTraffic] = []
+        for comp in self.df.computations:
+            for inst in comp.instructions:
+                if inst.opcode in NOT_KERNELS:
+                    continue
+                t = time_of.get(id(inst), unscheduled)
+                kernel, into = self.kernel(inst, comp)
+                kernels.append(kernel)
+                kernel_times.append(t)
+                edges.extend(into)
+                edge_times.extend([t] * len(into))
+                if kernel.category == "collective":
+                    collectives.append(_traffic(inst, comp.name))
+        kernels = _in_order(kernels, kernel_times)
+        edges = _in_order(edges, edge_times)
+        root = self.entry.root
+        for idx, _leaf in leaves(root.shape):
+            for v in self.df.values_at(root, idx):
+                if v.size > 0:
+                    edges.append(self.edge(v, "result"))
+        groups = tuple(Group(g.name, g.kind, g.caller, g.parent, self.group_inputs(g))
+                       for g in _groups(self.module, self.df.computations))
+        return KernelGraph(self.module.name, self.module.filename, tuple(kernels), tuple(edges),
+                           groups, tuple(collectives), self.lr.peak_bytes)
+
+
+def _in_order(items: list[T], times: list[int]) -> list[T]:
+    """`items` sorted by `times` (stable), without sorting when they are in order already."""
+    if all(a <= b for a, b in zip(times, times[1:])):
+        return items
+    return [items[i] for i in sorted(range(len(items)), key=times.__getitem__)]

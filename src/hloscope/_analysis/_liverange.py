@@ -10,6 +10,11 @@ computation's end, entry parameters that are not donated to the whole
 program, a while's init value until the body starts.  Values that share a
 buffer get consecutive ranges.
 
+A computation run from several places (which XLA would have cloned) is laid
+out once, at the first place; an operand passed to it at a later place is
+read at that call.  The flattening is iterative: calls nested thousands deep
+need no deep stack.
+
 The peak follows XLA's definition exactly, so that hloscope's number equals
 the ``Live ranges at N (peak)`` figure in XLA's ``*-live-range.txt`` dumps:
 XLA picks the peak *moment* with a sweep that sizes every value by its
@@ -25,9 +30,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._hlo._module import Computation, Instruction, Module
+from .._hlo._module import Computation, Instruction
 from .._hlo._shape import UNBOUNDED, Shape
 from ._dataflow import Dataflow, Value
+from ._shapes import byte_size
+from ._walk import ENTER, INSTRUCTION, first_parameter, paused_gc, walk_schedule
 
 __all__ = ["LiveRanges", "compute_live_ranges", "xla_peak_moment"]
 
@@ -58,37 +65,37 @@ class LiveRanges:
         return len(self.sequence)
 
 
-def _flatten(module: Module, df: Dataflow) -> tuple[list[Instruction], dict[str, tuple[int, int]],
-                                                     dict[str, Instruction]]:
+def _flatten(df: Dataflow) -> tuple[list[Instruction], dict[str, tuple[int, int]],
+                                    dict[str, Instruction], dict[str, Instruction]]:
+    """The flattened schedule, each computation's [start, end) span in it, the async-start
+    that runs each async computation, and the instruction where each called computation
+    is laid out (its first call site)."""
     allowed = {c.name for c in df.computations}
     seq: list[Instruction] = []
     spans: dict[str, tuple[int, int]] = {}
+    starts: dict[str, int] = {}
     async_ctx: dict[str, Instruction] = {}
-
-    def visit(comp: Computation, async_caller: Instruction | None) -> None:
-        if comp.name not in allowed or comp.name in spans:
-            return
-        if async_caller is not None:
-            async_ctx[comp.name] = async_caller
-        start = len(seq)
-        for inst in comp.instructions:
-            op = inst.opcode
-            if op in ("call", "conditional"):
-                for c in inst.called_computations:
-                    visit(c, async_caller)
-            elif op == "async-start":
-                for c in inst.called_computations:
-                    visit(c, inst)
-            elif op == "while":
-                for key in ("condition", "body"):
-                    v = inst.attr(key)
-                    if v:
-                        visit(module.computation(v.lstrip("%")), async_caller)
-            seq.append(inst)
-        spans[comp.name] = (start, len(seq))
-
-    visit(module.entry, None)
-    return seq, spans, async_ctx
+    laid_out_at: dict[str, Instruction] = {}
+    context: list[Instruction | None] = []
+    for event, item, caller in walk_schedule(df.module):
+        if event == INSTRUCTION:
+            seq.append(item)  # type: ignore[arg-type]
+            continue
+        comp: Computation = item  # type: ignore[assignment]
+        if event == ENTER:
+            outer = context[-1] if context else None
+            ctx = caller if caller is not None and caller.opcode == "async-start" else outer
+            context.append(ctx)
+            if ctx is not None:
+                async_ctx[comp.name] = ctx
+            if caller is not None:
+                laid_out_at[comp.name] = caller
+            starts[comp.name] = len(seq)
+        else:
+            context.pop()
+            if comp.name in allowed:
+                spans[comp.name] = (starts[comp.name], len(seq))
+    return seq, spans, async_ctx, laid_out_at
 
 
 def _async_done(start: Instruction) -> Instruction | None:
@@ -104,51 +111,94 @@ def _async_done(start: Instruction) -> Instruction | None:
     return None
 
 
-def compute_live_ranges(df: Dataflow) -> LiveRanges:
-    """Flatten the schedule of `df.module` and compute every value's live range and the peak."""
-    module = df.module
-    entry = module.entry
-    seq, spans, async_ctx = _flatten(module, df)
-    time_of = {id(inst): t for t, inst in enumerate(seq)}
-    end_time = len(seq)
-    aliased_params = {(p, pidx) for _o, p, pidx, _k in module.input_output_alias}
+class _LastUse:
+    """The last step at which a value is read.
 
-    def last_use(v: Value) -> int:
+    A call's or loop's operand is read where the called computation reads its
+    parameter, not at the call, when the computation is laid out at that call
+    site; a computation run from several places is laid out once, at the first,
+    so a later call site reads its operands at the call itself.
+    """
+
+    def __init__(self, df: Dataflow, spans: dict[str, tuple[int, int]],
+                 time_of: dict[int, int], laid_out_at: dict[str, Instruction]) -> None:
+        self.spans = spans
+        self.time_of = time_of
+        self.uses_of = df.uses_of
+        self.laid_out_at = laid_out_at
+        self.module = df.module
+        self.body_param: dict[str, Instruction | None] = {}
+
+    def __call__(self, v: Value) -> int:
         end = -1
-        for user, _n, _i in v.uses:
+        time_of = self.time_of
+        # A value held only where it is defined (an array, not at a root: most) is read by
+        # every user of its instruction but a tuple or a domain, which read only the top.
+        simple = v.other_positions == () and not v.index and not v.inst.is_root
+        users = v.inst.users if simple else [u for u, _n, _i in self.uses_of(v)]
+        for user in users:
             op = user.opcode
+            if simple and (op == "tuple" or op == "domain"):
+                continue
             if op == "call":
                 names = user.called_computation_names
-                if names and names[0] in spans:
+                if names and names[0] in self.spans and self.laid_out_at.get(names[0]) is user:
                     continue
             elif op == "while":
-                body = user.attr("body", "").lstrip("%")
-                if body in spans:
-                    params = module.computation(body).parameters
-                    if params:
-                        user = params[0]
+                body = (user.attr("body", "") or "").lstrip("%")
+                if body in self.spans and self.laid_out_at.get(body) is user:
+                    param = self._first_parameter(body)
+                    if param is not None:
+                        user = param
             t = time_of.get(id(user))
             if t is not None and t > end:
                 end = t
         return end
 
+    def _first_parameter(self, name: str) -> Instruction | None:
+        if name not in self.body_param:
+            self.body_param[name] = first_parameter(self.module.computation(name))
+        return self.body_param[name]
+
+
+def compute_live_ranges(df: Dataflow) -> LiveRanges:
+    """Flatten the schedule of `df.module` and compute every value's live range and the peak."""
+    with paused_gc():
+        return _compute_live_ranges(df)
+
+
+def _compute_live_ranges(df: Dataflow) -> LiveRanges:
+    module = df.module
+    entry = module.entry
+    seq, spans, async_ctx, laid_out_at = _flatten(df)
+    # One int object per step, shared by every range and map that holds a step (a million
+    # steps would otherwise be several million separate ints).
+    steps = list(range(len(seq) + 1))
+    time_of = dict(zip(map(id, seq), steps))
+    end_time = steps[-1]
+    aliased_params = {(p, pidx) for _o, p, pidx, _k in module.input_output_alias}
+    last_use = _LastUse(df, spans, time_of, laid_out_at)
+    done_time: dict[str, int | None] = {}
+
     ranges: dict[int, tuple[int, int]] = {}
-    for t, inst in enumerate(seq):
+    for t, inst in zip(steps, seq):
         comp = inst.computation
         cstart, cend = spans[comp.name]
         start = cstart if inst.opcode == "parameter" else t
         def_end = cend if inst.is_root else t
         caller = async_ctx.get(comp.name)
         if caller is not None:
-            done = _async_done(caller)
-            dt = time_of.get(id(done)) if done is not None else None
+            if comp.name not in done_time:
+                done = _async_done(caller)
+                done_time[comp.name] = time_of.get(id(done)) if done is not None else None
+            dt = done_time[comp.name]
             def_end = max(def_end, dt if dt is not None else cend)
             outer = spans.get(caller.computation.name)
             if outer is not None:
                 start = min(start, outer[0])
         for v in df.defined_by(inst):
             end = def_end
-            for pinst, _pidx in v.positions[1:]:
+            for pinst, _pidx in v.other_positions:
                 if pinst.is_root:
                     span = spans.get(pinst.computation.name)
                     if span is None:
@@ -224,7 +274,7 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
         shape = v.inst.shape
         if shape.dynamic and _unbounded(shape):
             unbounded = True
-        spans.append((r[0], r[1], shape.byte_size))  # sized by the whole instruction shape
+        spans.append((r[0], r[1], byte_size(shape)))  # sized by the whole instruction shape
     peak_time = xla_peak_moment(spans, end_time)
     live = [v for v in df.values if v.id in ranges
             and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
@@ -236,6 +286,12 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
 def _live_bytes(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int) -> list[int]:
     diff = [0] * (end_time + 3)
     for buf in df.buffers:
+        if len(buf.values) == 1:
+            r = ranges.get(buf.values[0].id)
+            if r is not None:
+                diff[r[0]] += buf.size
+                diff[r[1] + 1] -= buf.size
+            continue
         spans = sorted(ranges[v.id] for v in buf.values if v.id in ranges)
         if not spans:
             continue
@@ -252,7 +308,8 @@ def _live_bytes(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int)
         diff[ce + 1] -= size
     out = []
     usage = 0
+    same: dict[int, int] = {}  # one int object per distinct figure (they repeat a lot)
     for t in range(end_time + 1):
         usage += diff[t]
-        out.append(usage)
+        out.append(same.setdefault(usage, usage))
     return out

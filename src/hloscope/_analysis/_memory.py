@@ -20,16 +20,19 @@ The figures:
 
 from __future__ import annotations
 
-import gc
+import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .._hlo._module import Instruction, Module
 from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump, XlaMemoryFiles
+from ._check import shard_shape
 from ._dataflow import Dataflow, Value, analyze_dataflow
 from ._heap import classify_buffers, estimate_temp
 from ._liverange import LiveRanges, compute_live_ranges, xla_peak_moment
 from ._summary import _is_partitioned
+from ._walk import paused_gc
 
 __all__ = [
     "MEMORY_SCHEMA",
@@ -44,6 +47,7 @@ __all__ = [
 ]
 
 MEMORY_SCHEMA = "hloscope.memory/1"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +206,8 @@ class MemoryReport:
     constant_bytes: int
     temp_estimate_bytes: int
     timeline: tuple[int, ...]
-    timeline_labels: tuple[str, ...]
-    largest: tuple[BufferInfo, ...]
+    timeline_labels: Sequence[str]    # the instruction of each step (made on access)
+    largest: Sequence[BufferInfo]     # the `top` largest values (made on access)
     sharded: ShardedView | None
     xla: XlaFigures | None
     comparisons: tuple[Comparison, ...]
@@ -277,7 +281,7 @@ def _sharded_view(module: Module, df: Dataflow) -> ShardedView | None:
                 pairs = [(inst.name, shape, s)]
             loc = inst.source
             for label, leaf, sh in pairs:
-                dev = sh.shard_shape(leaf)
+                dev = shard_shape(inst.name, sh, leaf)
                 rows.append(ShardedRow(label, str(leaf), sh.text, leaf.byte_size, str(dev),
                                        dev.byte_size, str(loc) if loc is not None else None))
                 devices = max(devices, sh.num_devices or 1)
@@ -336,31 +340,28 @@ def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = 
     hloscope's; `top` is how many of the largest values to list.  `df` and `lr`
     reuse a dataflow and live ranges already computed for `module`.
     """
-    # The analysis allocates many small objects and no reference cycles: pause the cyclic
-    # garbage collector, whose passes over a large module's objects would cost more than
-    # the analysis itself.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         df = df if df is not None else analyze_dataflow(module)
         lr = lr if lr is not None else compute_live_ranges(df)
         kinds = classify_buffers(df)
         heap = estimate_temp(df, lr, kinds)
         figs = xla_figures(xla) if isinstance(xla, XlaMemoryFiles) else xla
         return _report(module, df, lr, kinds, heap.size, figs, top)
-    finally:
-        if paused:
-            gc.enable()
 
 
-def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: dict[int, str], temp: int,
+def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], temp: int,
             xla: XlaFigures | None, top: int) -> MemoryReport:
     entry = module.entry
-    kind_of = {v.id: kinds[df.buffer_of[v.id].id] for v in df.values}
-    peak_values = tuple(_info(v, kind_of[v.id], lr.ranges[v.id]) for v in lr.peak_values)
-    ranked = sorted((v for v in df.values if v.id in lr.ranges),
-                    key=lambda v: (-v.size, lr.ranges[v.id][0], v.inst.name, v.index))
-    largest = tuple(_info(v, kind_of[v.id], lr.ranges[v.id]) for v in ranked[:top])
+    buffer_of = df.buffer_of
+    ranges = lr.ranges
+
+    def info(v: Value) -> BufferInfo:
+        return _info(v, kinds[buffer_of[v.id].id], ranges[v.id])
+
+    peak_values = tuple(info(v) for v in lr.peak_values)
+    largest = _Largest([v for v in df.values if v.id in ranges], top,
+                       key=lambda v: (-v.size, ranges[v.id][0], v.inst.name, v.index),
+                       make=info)
     argument_bytes = sum(p.shape.total_byte_size for p in entry.parameters)
     output_bytes = entry.root.shape.total_byte_size
     alias_bytes = sum(entry.root.shape.subshape(o).total_byte_size if o else
@@ -373,8 +374,8 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: dict[int, str],
              "and calls" if scheduled else
              "not scheduled: the printed instruction order (a valid post order) stands in "
              "for the schedule, so the peak is an estimate of the order XLA will choose")
-    labels = tuple(f"{inst.computation.name}/{inst.name}" if not inst.computation.is_entry
-                   else inst.name for inst in lr.sequence)
+    labels = _Lazy(lr.sequence, lambda inst: inst.name if inst.computation.is_entry
+                   else f"{inst.computation.name}/{inst.name}")
     peak_inst = labels[lr.peak_time] if lr.peak_time < len(labels) else ""
     comparisons: list[Comparison] = []
     if xla is not None:
@@ -394,6 +395,86 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: dict[int, str],
         largest=largest, sharded=_sharded_view(module, df), xla=xla,
         comparisons=tuple(comparisons),
     )
+
+
+class _Lazy(Sequence[T]):
+    """A read-only sequence whose items are made from `source`'s on first access (a
+    module's million schedule steps or values cost a row only where one is read)."""
+
+    def __init__(self, source: Sequence[Any], make: Callable[[Any], T]) -> None:
+        self._source = source
+        self._make = make
+        self._made: dict[int, T] = {}
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> T | tuple[T, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        hit = self._made.get(i)
+        if hit is None:
+            hit = self._made[i] = self._make(self._source[i])
+        return hit
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, _Lazy)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} items)"
+
+
+class _Largest(_Lazy[T]):
+    """The `top` largest of `values` by `key`, made on access; a prefix is found without
+    sorting every value (the report page reads the first few thousand of all of them)."""
+
+    def __init__(self, values: list[Any], top: int, key: Callable[[Any], Any],
+                 make: Callable[[Any], T]) -> None:
+        super().__init__(values, make)
+        self._top = max(0, min(top, len(values)))
+        self._key = key
+        self._ranked: list[Any] | None = None
+        self._prefix: list[Any] = []
+
+    def __len__(self) -> int:
+        return self._top
+
+    def __getitem__(self, i: int | slice) -> T | tuple[T, ...]:  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < self._top:
+            raise IndexError(i)
+        hit = self._made.get(i)
+        if hit is None:
+            hit = self._made[i] = self._make(self._value(i))
+        return hit
+
+    def _value(self, i: int) -> Any:
+        if self._ranked is not None:
+            return self._ranked[i]
+        if i < len(self._prefix):
+            return self._prefix[i]
+        if i < 4096 and i < self._top // 4:
+            self._prefix = heapq.nsmallest(min(max(4096, 2 * i), self._top), self._source,
+                                           key=self._key)
+            return self._prefix[i]
+        self._ranked = sorted(self._source, key=self._key)[:self._top]
+        return self._ranked[i]
 
 
 def _valid_index(shape, index: tuple[int, ...]) -> bool:  # type: ignore[no-untyped-def]

@@ -3,11 +3,16 @@
 A phi stands for the values that can reach one place (a loop's state, a
 conditional's result).  After dataflow propagation, a phi whose inputs, once
 its own self-references are dropped, are all one value is that value; and a
-closure of phis fed by exactly one non-phi value folds into it.
+closure of phis fed by exactly one non-phi value folds into it.  This follows
+XLA's `PhiGraph::Optimize` step by step (a replaced node is swapped for its
+replacement in its users' operand lists and its operands' user lists), with
+position indexes so that a phi with many inputs (a loop body shared by
+thousands of loops) costs time in proportion to its inputs, not their square.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,7 +22,8 @@ __all__ = ["PhiGraph"]
 
 
 class _Node:
-    __slots__ = ("dead", "ids", "is_phi", "operands", "users", "value_id")
+    __slots__ = ("dead", "ids", "is_phi", "operand_at", "operands", "user_at", "users",
+                 "value_id")
 
     def __init__(self, value_id: int) -> None:
         self.value_id = value_id
@@ -26,12 +32,79 @@ class _Node:
         self.operands: list[_Node] = []
         self.users: list[_Node] = []
         self.ids = [value_id]
+        # id(node) -> where it sits in `operands` / `users`, for long lists only (built by
+        # `optimize`; a short list is searched instead).
+        self.operand_at: dict[int, int | list[int]] | None = None
+        self.user_at: dict[int, int | list[int]] | None = None
+
+
+_INDEXED = 16  # lists longer than this get a position index
+
+
+def _positions(nodes: list[_Node]) -> dict[int, int | list[int]] | None:
+    """id(node) -> its position in `nodes` (a list when it is there more than once), for
+    long lists only."""
+    if len(nodes) <= _INDEXED:
+        return None
+    at: dict[int, int | list[int]] = {}
+    for i, x in enumerate(nodes):
+        k = id(x)
+        cur = at.get(k)
+        if cur is None:
+            at[k] = i
+        elif isinstance(cur, int):
+            at[k] = [cur, i]
+        else:
+            cur.append(i)
+    return at
+
+
+def _swap(nodes: list[_Node], at: dict[int, int | list[int]] | None, old: _Node,
+          new: _Node) -> None:
+    """Replace every occurrence of `old` in `nodes` by `new`, keeping `at` up to date."""
+    if at is None:
+        for i, x in enumerate(nodes):
+            if x is old:
+                nodes[i] = new
+        return
+    where = at.pop(id(old), None)
+    if where is None:
+        return
+    spots = [where] if isinstance(where, int) else where
+    for i in spots:
+        nodes[i] = new
+    cur = at.get(id(new))
+    if cur is None:
+        at[id(new)] = where
+    else:
+        at[id(new)] = ([cur] if isinstance(cur, int) else cur) + spots
+
+
+def _drop(nodes: list[_Node], at: dict[int, int | list[int]] | None,
+          node: _Node) -> tuple[list[_Node], dict[int, int | list[int]] | None]:
+    """`nodes` without `node`, and their index (rebuilt only when something was dropped)."""
+    if at is not None and id(node) not in at:
+        return nodes, at
+    if at is None and not any(x is node for x in nodes):
+        return nodes, at
+    kept = [x for x in nodes if x is not node]
+    return kept, _positions(kept)
+
+
+def _all_same(nodes: list[_Node], at: dict[int, int | list[int]] | None) -> bool:
+    if at is not None:
+        return len(at) == 1
+    first = nodes[0]
+    return all(x is first for x in nodes)
 
 
 class PhiGraph:
+    """The phis of one dataflow analysis and the values they take their inputs from."""
+
     def __init__(self) -> None:
         self.nodes: list[_Node] = []
         self.by_id: dict[int, _Node] = {}
+        self._several: set[int] = set()  # nodes that reach two or more non-phis
 
     def node(self, vid: int) -> _Node:
         n = self.by_id.get(vid)
@@ -42,6 +115,7 @@ class PhiGraph:
         return n
 
     def register(self, phi: Value, inputs: list[Value]) -> None:
+        """Record (or replace) the inputs of `phi`."""
         n = self.node(phi.id)
         n.is_phi = True
         n.operands = [self.node(v.id) for v in inputs]
@@ -50,7 +124,9 @@ class PhiGraph:
         return {o.value_id for o in self.by_id[phi.id].operands} == {v.id for v in inputs}
 
     def find(self, vid: int) -> int:
-        return self.by_id[vid].value_id
+        """The value `vid` stands for after `optimize` (itself when it was not folded)."""
+        n = self.by_id.get(vid)
+        return vid if n is None else n.value_id
 
     def _replace(self, node: _Node, by: _Node) -> None:
         if node.dead:
@@ -58,19 +134,52 @@ class PhiGraph:
         while by.dead:
             by = self.by_id[by.value_id]
         for u in node.users:
-            u.operands = [by if o is node else o for o in u.operands]
+            _swap(u.operands, u.operand_at, node, by)
         for o in node.operands:
-            o.users = [by if x is node else x for x in o.users]
+            _swap(o.users, o.user_at, node, by)
         for vid in node.ids:
             self.by_id[vid] = by
         by.ids.extend(node.ids)
         node.ids = []
         node.dead = True
 
+    def _closure(self, start: _Node, checked: set[int]) -> tuple[_Node | None, list[_Node]]:
+        """The phis reachable from `start` through operands and the one non-phi that feeds
+        them all (None when there are several).
+
+        A node already known to reach two non-phis ends the search at once: folding
+        never changes which non-phis a node reaches, so the answer is the same, and a
+        chain of loops (each loop's phi reading the last one's) is not walked again
+        from each of its phis.
+        """
+        seen: dict[int, _Node] = {}
+        work = deque([start])
+        non_phi: _Node | None = None
+        while work:
+            t = work.popleft()
+            if id(t) in seen:
+                continue
+            checked.add(id(t))
+            seen[id(t)] = t
+            if id(t) in self._several:
+                self._several.add(id(start))
+                return None, []
+            work.extend(t.operands)
+            if not t.is_phi:
+                if non_phi is not None and non_phi is not t:
+                    self._several.add(id(start))
+                    return None, []
+                non_phi = t
+        return non_phi, list(seen.values())
+
     def optimize(self) -> None:
+        """Fold phis to a fixed point (see the module docstring)."""
         for n in self.nodes:
             for o in n.operands:
                 o.users.append(n)
+        for n in self.nodes:
+            n.operand_at = _positions(n.operands)
+            n.user_at = _positions(n.users)
         changed = True
         while changed:
             changed = False
@@ -78,38 +187,21 @@ class PhiGraph:
             for n in self.nodes:
                 if not n.is_phi or n.dead:
                     continue
-                n.operands = [o for o in n.operands if o is not n]
-                n.users = [u for u in n.users if u is not n]
+                n.operands, n.operand_at = _drop(n.operands, n.operand_at, n)
+                n.users, n.user_at = _drop(n.users, n.user_at, n)
                 if not n.operands:
                     continue
                 first = n.operands[0]
-                if all(o is first for o in n.operands):
+                if _all_same(n.operands, n.operand_at):
                     self._replace(n, first)
                     changed = True
                     continue
                 if id(n) in checked:
                     continue
                 # A closure of phis fed by exactly one non-phi folds into it.
-                seen: dict[int, _Node] = {}
-                work = [n]
-                non_phi: _Node | None = None
-                ok = True
-                while work:
-                    t = work.pop(0)
-                    if id(t) in seen:
-                        continue
-                    checked.add(id(t))
-                    seen[id(t)] = t
-                    work.extend(t.operands)
-                    if not t.is_phi:
-                        if non_phi is not None and non_phi is not t:
-                            ok = False
-                            break
-                        non_phi = t
-                if ok and non_phi is not None:
-                    for t in seen.values():
+                non_phi, closure = self._closure(n, checked)
+                if non_phi is not None:
+                    for t in closure:
                         if t.is_phi:
                             self._replace(t, non_phi)
                             changed = True
-
-

@@ -13,6 +13,7 @@ from typing import Any
 
 from .._hlo._module import Instruction, Module
 from .._hlo._shape import Shape
+from ._check import shard_shape
 
 __all__ = ["ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
            "SUMMARY_SCHEMA"]
@@ -152,7 +153,7 @@ def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # 
            source: str | None) -> ValueInfo:
     dev = shape
     if sharding is not None and not partitioned:
-        dev = sharding.shard_shape(shape)
+        dev = shard_shape(name, sharding, shape)
     return ValueInfo(index, name, str(shape), shape.total_byte_size,
                      sharding.text if sharding is not None else None, str(dev),
                      dev.total_byte_size, source)

@@ -17,6 +17,8 @@ import typer
 from .. import _errors
 from .._analysis._summary import SUMMARY_SCHEMA, summarize
 from .._render._text import render_json, render_module_list, render_summary
+from .._units import format_bytes
+from .._write import write_text
 from ._common import (FUNCTION_HELP, MODULE_HELP, app, fail, fail_user, load_inputs, pick,
                       pick_module)
 from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
@@ -256,18 +258,19 @@ def graph(
     """Draw the kernel graph of a small module: kernels as boxes listing what is fused
     inside, arrays as arrows with shape and size, the arrays live at the memory peak in red,
     loops and branches as frames.  No Graphviz needed."""
-    from .._analysis._kernels import kernel_graph
+    from .._analysis._kernels import kernel_count, kernel_graph
     from .._render._graph_layout import layout_graph
     from .._render._svg import write_picture
 
     m = pick_module(path, module, function)
     try:
-        g = kernel_graph(m)
-        if len(g.kernels) > max_kernels:
+        n = kernel_count(m)  # cheap: refuse before the analyses run
+        if n > max_kernels:
             raise _errors.HloscopeError(
-                f"{path}: {len(g.kernels)} kernels is too many for one picture "
+                f"{path}: {n} kernels is too many for one picture "
                 f"(--max-kernels {max_kernels})",
                 hint="raise --max-kernels to draw it anyway, or list them with hloscope kernels")
+        g = kernel_graph(m)
         out = write_picture(layout_graph(g), str(output))
     except _errors.HloscopeError as e:
         fail(e)
@@ -298,7 +301,7 @@ def report(
     kernels_n = 0
     try:
         if inputs.modules:
-            _inputs, entry = pick(path, module, function)
+            _inputs, entry = pick(path, module, function, inputs=inputs)
             m = entry.module
             df = analyze_dataflow(m)
             lr = compute_live_ranges(df)
@@ -317,13 +320,14 @@ def report(
                                         hint="pass HLO text, an XLA dump folder or XLA's "
                                              "memory files")
         text = render_html(data)
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(output, text)
     except _errors.HloscopeError as e:
         fail(e)
     except OSError as e:
         fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
-    sys.stdout.write(f"wrote {output} ({len(text) / 2**20:.1f} MiB, {kernels_n} kernels)\n")
+    n = kernels_n
+    sys.stdout.write(f"wrote {output} ({format_bytes(len(text.encode('utf-8')))}, {n} "
+                     f"kernel{'' if n == 1 else 's'})\n")
 
 
 @app.command()
@@ -348,8 +352,7 @@ def diff(
         if output is not None:
             from .._render._diff_html import render_diff_html
 
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(render_diff_html(result))
+            write_text(output, render_diff_html(result))
     except _errors.HloscopeError as e:
         fail(e)
     except OSError as e:
@@ -397,8 +400,7 @@ def inspect_cmd(
 
         rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **kwargs)
         if output is not None:
-            with open(output, "w", encoding="utf-8") as f:
-                f.write(rep.html())
+            write_text(output, rep.html())
         if save is not None:
             rep.save(str(save))
     except _errors.HloscopeError as e:

@@ -91,10 +91,12 @@ def load_inputs(path: Path) -> Inputs:
     return inputs
 
 
-def pick(path: Path, module: str | None = None, function: str | None = None
-         ) -> tuple[Inputs, ModuleEntry]:
-    """The inputs at `path` and the one module the user means (see `Inputs.select`)."""
-    inputs = load_inputs(path)
+def pick(path: Path, module: str | None = None, function: str | None = None, *,
+         inputs: Inputs | None = None) -> tuple[Inputs, ModuleEntry]:
+    """The inputs at `path` (read unless given) and the one module the user means (see
+    `Inputs.select`)."""
+    if inputs is None:
+        inputs = load_inputs(path)
     try:
         entry, why = inputs.select(module, function)
     except _errors.HloscopeError as e:

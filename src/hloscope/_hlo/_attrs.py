@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .._repr import brief_repr
 from ._shape import Shape, ShapeSyntaxError, _parse_shape_at, _skip_ws
 
 __all__ = [
@@ -224,6 +225,8 @@ class OpMetadata:
     print `stack_frame_id` into the module's stack-frame tables instead (see
     `Module.stack_frame`).  Unknown fields are kept in `extra`.
     """
+
+    __repr__ = brief_repr
 
     op_type: str = ""
     op_name: str = ""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import HloModelError, HloParseError
+from .._repr import brief_repr, clip
 from ._attrs import (
     AttributeSyntaxError,
     OpMetadata,
@@ -96,6 +97,8 @@ class StackFrameIndex:
     ``k - 1`` and 1 (that is, frame 0) means no parent.
     """
 
+    __repr__ = brief_repr
+
     file_names: tuple[str, ...] = ()
     function_names: tuple[str, ...] = ()
     file_locations: tuple[tuple[int, int, int, int, int, int], ...] = ()
@@ -164,7 +167,7 @@ class Instruction:
         self.implicit_calls: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        return f"<Instruction {self.name} = {self.shape} {self.sugar or self.opcode}>"
+        return clip(f"<Instruction {self.name} = {self.shape} {self.sugar or self.opcode}>")
 
     @property
     def async_wrapped_opcode(self) -> str:
@@ -338,7 +341,7 @@ class Computation:
         self._users: dict[str, tuple[Instruction, ...]] | None = None
 
     def __repr__(self) -> str:
-        return f"<Computation {self.name}: {len(self.instructions)} instructions>"
+        return clip(f"<Computation {self.name}: {len(self.instructions)} instructions>")
 
     def __iter__(self) -> Iterator[Instruction]:
         return iter(self.instructions)
@@ -421,8 +424,8 @@ class Module:
             c.module = self
 
     def __repr__(self) -> str:
-        return (f"<Module {self.name}: {len(self.computations)} computations, "
-                f"{self.instruction_count} instructions>")
+        return clip(f"<Module {self.name}: {len(self.computations)} computations, "
+                    f"{self.instruction_count} instructions>")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Module):

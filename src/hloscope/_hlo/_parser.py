@@ -193,8 +193,10 @@ class _ModuleReader:
         return True
 
     def offset(self, i: int) -> int:
-        self.grammar()
-        return self._starts[i - self.start]
+        """Where line `i` starts in the grammar's text (its end for a line past it)."""
+        g = self.grammar()
+        k = i - self.start
+        return self._starts[k] if k < len(self._starts) else len(g.text)
 
     def locate(self, offset: int) -> tuple[int, int]:
         line, col = position(self._starts, offset)

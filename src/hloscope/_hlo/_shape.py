@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .._repr import clip
+
 __all__ = ["NUMPY_DTYPES", "PRIMITIVE_BITS", "Layout", "Shape", "parse_shape", "parse_layout"]
 
 # Bit width of every XLA primitive type (xla_data.proto).  `pred` is stored in
@@ -90,7 +92,7 @@ class Layout:
         return "{" + out + "}"
 
     def __repr__(self) -> str:
-        return f"Layout({str(self)!r})"
+        return clip(f"Layout({str(self)!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +231,7 @@ class Shape:
         return self.to_text()
 
     def __repr__(self) -> str:
-        return f"Shape({self.to_text()!r})"
+        return clip(f"Shape({self.to_text()!r})")
 
     def to_text(self) -> str:
         """Canonical text of the shape, with layouts."""
@@ -440,6 +442,11 @@ def _int(s: str, text: str, pos: int) -> int:
 _INT64_MAX = 2**63 - 1
 
 
+def _count(n: int) -> str:
+    """A huge count in words (a float cannot hold some of them)."""
+    return f"{n:.3g}" if n < 1 << 1000 else f"about 2^{n.bit_length() - 1}"
+
+
 def _check_size(etype: str, dims: list[int], text: str, pos: int) -> None:
     """XLA refuses shapes whose element count or byte size overflows int64."""
     n = 1
@@ -449,7 +456,7 @@ def _check_size(etype: str, dims: list[int], text: str, pos: int) -> None:
         n *= max(d, 1)
     bits = PRIMITIVE_BITS.get(etype, 8)
     if n > _INT64_MAX or n * bits // 8 > _INT64_MAX:
-        raise ShapeSyntaxError(f"the shape {text[pos:pos + 60]} has {n:.3g} elements: its size "
+        raise ShapeSyntaxError(f"the shape {text[pos:pos + 60]} has {_count(n)} elements: its size "
                                "overflows int64, and XLA refuses it", pos)
 
 

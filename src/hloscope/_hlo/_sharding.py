@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._repr import brief_repr
 from ._attrs import split_top_level
 from ._shape import Shape
 
@@ -32,6 +33,8 @@ class Sharding:
     ``(name, size)`` pairs and `dim_axes` the axis names sharding each data
     dimension.  `text` is the sharding as printed.
     """
+
+    __repr__ = brief_repr
 
     kind: str
     text: str = ""

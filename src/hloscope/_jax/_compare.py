@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import HloscopeError
+from .._repr import clip
 from ._inspect import Report, inspect
 
 __all__ = ["Comparison", "Sweep", "compare", "plot_sweeps", "sweep", "use_cpu_devices"]
@@ -67,6 +68,10 @@ class Comparison:
     def __str__(self) -> str:
         return self.table()
 
+    def __repr__(self) -> str:
+        return clip(f"Comparison({len(self.reports)} variant(s): "
+                    f"{', '.join(self.reports)}; print() it for the table)")
+
 
 def compare(variants: Mapping[str, Any] | Iterable[Report]) -> Comparison:
     """`{"name": (fn, args) or (fn, args, kwargs) or Report}`, or a list of reports."""
@@ -113,6 +118,17 @@ class Sweep:
 
     def plot(self, path: str, what: str = "temp") -> str:
         return plot_sweeps({self.name: self}, path, what)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(v) for v in self.values[:6]) + (
+            ", ..." if len(self.values) > 6 else "")
+        return clip(f"Sweep({self.name} over {self.parameter} = {shown}: "
+                    f"{len(self.reports)} report(s); print() it for the table)")
+
+    def __str__(self) -> str:
+        """One row per value: kernels, hloscope's and XLA's temp, the peak, compile time."""
+        return Comparison({f"{self.parameter}={v!r}": r
+                           for v, r in zip(self.values, self.reports)}).table()
 
 
 def sweep(fn: Any, *args: Any, **params: Iterable[Any]) -> Sweep:

@@ -13,15 +13,18 @@ report saved as JSON and loaded back (`load`) gives the same analyses.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
+from .._repr import clip
 from .._sources._saved import INSPECT_SCHEMA
 from ._user import INSTALL_JAX, user_code
 
@@ -123,8 +126,9 @@ class Report:
 
     def save(self, path: str) -> str:
         """Write the report as JSON (load it back with `hloscope.load`)."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=1, sort_keys=True)
+        from .._write import write_text
+
+        write_text(path, json.dumps(self.to_dict(), indent=1, sort_keys=True))
         return path
 
     def html(self) -> str:
@@ -155,6 +159,43 @@ class Report:
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        t = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.timings.items())
+        dev = self.device
+        where = f" on {dev.get('count')} {dev.get('kind')} device(s)" if dev else ""
+        return clip(f"Report({self.name!r}: {len(self.hlo_after):,} characters of optimized "
+                    f"HLO{where}{'; ' + t if t else ''})")
+
+    def __str__(self) -> str:
+        """The summary line and the time of each phase: what ``print(report)`` shows."""
+        t = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.timings.items())
+        dev = self.device
+        lines = [self.summary_line()]
+        if t or dev:
+            lines.append("timings: " + (t or "-") + (
+                f"; {dev.get('count')} {dev.get('kind')} device(s)" if dev else "")
+                + (f"; jax {self.versions['jax']}" if self.versions.get("jax") else ""))
+        lines.append("(report.html() for the page, report.show() to display it, "
+                     "report.memory / .kernels / .findings for the analyses)")
+        return "\n".join(lines)
+
+    def show(self) -> None:
+        """Display the report: in a notebook, the page; elsewhere, the summary printed and
+        the page written to an HTML file whose path is printed."""
+        if _in_notebook():
+            from IPython.display import display
+
+            display(self)
+            return
+        from .._write import write_text
+
+        page = self.html()
+        digest = hashlib.sha1(page.encode("utf-8")).hexdigest()[:10]
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.name)[:60]
+        path = os.path.join(tempfile.gettempdir(), "hloscope", f"{safe}-{digest}.html")
+        write_text(path, page)
+        print(f"{self}\nwrote {path}")
 
     def _repr_html_(self) -> str:
         import html as _html
@@ -276,13 +317,17 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     return report
 
 
-def show(fn: Any, *args: Any, **kwargs: Any) -> Report:
-    """`inspect` and display the report (in a notebook; its summary line elsewhere)."""
-    report = inspect(fn, *args, **kwargs)
-    try:
-        from IPython.display import display
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (a terminal IPython shows text, not HTML)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
-        display(report)
-    except ImportError:
-        print(report.summary_line())
+
+def show(fn: Any, *args: Any, **kwargs: Any) -> Report:
+    """`inspect` and display the report (see `Report.show`)."""
+    report = inspect(fn, *args, **kwargs)
+    report.show()
     return report

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
+from .._repr import clip
 from .._hlo._module import Instruction, Module
 from .._hlo._shape import NUMPY_DTYPES
 
@@ -44,6 +45,19 @@ class RunResult:
     collectives: list[dict[str, Any]] = field(default_factory=list)
     check: dict[str, Any] | None = None
     values: list[Any] = field(default_factory=list, repr=False)
+
+    def __repr__(self) -> str:
+        from .._results._result import time_stats
+
+        timing = ""
+        if self.times:
+            s = time_stats(self.times)
+            timing = f", median {s['median'] * 1e3:.4g} ms over {s['runs']} runs"
+        check = "" if self.check is None else (
+            ", check ok" if self.check.get("ok") else ", check FAILED")
+        return clip(f"RunResult({self.module}: {self.partitions} partition(s)"
+                    f"{', SPMD' if self.spmd else ''}, {len(self.outputs)} output(s)"
+                    f"{timing}{check})")
 
     def to_dict(self) -> dict[str, Any]:
         from .._results._result import time_stats

@@ -104,7 +104,7 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
     boxes: dict[str, Box] = {}
     for k in g.kernels:
         boxes[f"k:{k.name}"] = _kernel_box(k)
-    entry = next((k.group for k in g.kernels if k.group not in {x.name for x in g.groups}), "")
+    entry = _entry_group(g)
     arrows: list[Arrow] = []
     for e in g.edges:
         dst = "result" if e.dst == "result" else f"k:{e.dst}"
@@ -156,12 +156,15 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
     frames: dict[str, Frame] = {}
     rel: dict[str, tuple[float, float]] = {}   # id -> offset inside its level
 
+    levels = _post_order(entry, children)  # every group after the groups inside it
+    level_size: dict[str, tuple[float, float]] = {}
+
     def place(level: str) -> tuple[float, float]:
         items = list(members.get(level, [])) + [f"g:{c}" for c in children.get(level, [])]
         sizes: dict[str, tuple[float, float]] = {}
         for it in items:
             if it.startswith("g:"):
-                w, h = place(it[2:])
+                w, h = level_size[it[2:]]
                 sizes[it] = (w + 2 * FRAME_PAD, h + 2 * FRAME_PAD + FRAME_TITLE)
             else:
                 sizes[it] = (boxes[it].w, boxes[it].h)
@@ -212,25 +215,28 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
             y += row_h + V_GAP
         return width, y - V_GAP
 
-    width, height = place(entry)
+    for level in levels:
+        level_size[level] = place(level)
+    width, height = level_size[entry]
 
-    def absolute(level: str, ox: float, oy: float) -> None:
-        for it in members.get(level, []):
-            dx, dy = rel[it]
-            boxes[it].x, boxes[it].y = ox + dx, oy + dy
-        for c in children.get(level, []):
-            dx, dy = rel.get(f"g:{c}", (0.0, 0.0))
-            w, h = place_sizes[c]
-            frames[c] = Frame(c, titles.get(c, c), ox + dx, oy + dy, w + 2 * FRAME_PAD,
-                              h + 2 * FRAME_PAD + FRAME_TITLE)
-            absolute(c, ox + dx + FRAME_PAD, oy + dy + FRAME_PAD + FRAME_TITLE)
+    def absolute(top: str, x0: float, y0: float) -> None:
+        stack = [(top, x0, y0)]
+        while stack:
+            level, ox, oy = stack.pop()
+            for it in members.get(level, []):
+                dx, dy = rel[it]
+                boxes[it].x, boxes[it].y = ox + dx, oy + dy
+            for c in children.get(level, []):
+                dx, dy = rel.get(f"g:{c}", (0.0, 0.0))
+                w, h = place_sizes[c]
+                frames[c] = Frame(c, titles.get(c, c), ox + dx, oy + dy, w + 2 * FRAME_PAD,
+                                  h + 2 * FRAME_PAD + FRAME_TITLE)
+                stack.append((c, ox + dx + FRAME_PAD, oy + dy + FRAME_PAD + FRAME_TITLE))
 
     # Sizes of each group's own layout, for the frames (computed once more, cheaply).
     place_sizes: dict[str, tuple[float, float]] = {}
 
     def sizes_of(level: str) -> None:
-        for c in children.get(level, []):
-            sizes_of(c)
         xs = [rel[it] for it in members.get(level, [])] + [rel[f"g:{c}"] for c in children.get(level, [])]
         if not xs:
             place_sizes[level] = (0.0, 0.0)
@@ -246,7 +252,8 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
             h = max(h, dy + ch + 2 * FRAME_PAD + FRAME_TITLE)
         place_sizes[level] = (w, h)
 
-    sizes_of(entry)
+    for level in levels:
+        sizes_of(level)
     margin = 16.0
     absolute(entry, margin, margin + 24.0)
     for a in arrows:
@@ -283,6 +290,34 @@ def layout_graph(g: KernelGraph, *, small_constants: bool = False) -> Picture:
                   height + 2 * margin + 24.0, sorted(boxes.values(), key=lambda b: b.id),
                   [frames[k] for k in sorted(frames)], arrows)
     return pic
+
+
+def _entry_group(g: KernelGraph) -> str:
+    """The computation at the top of the group tree (the module's entry)."""
+    names = {x.name for x in g.groups}
+    for grp in g.groups:
+        if grp.parent not in names:
+            return grp.parent
+    return next((k.group for k in g.kernels if k.group not in names), "")
+
+
+def _post_order(top: str, children: dict[str, list[str]]) -> list[str]:
+    """`top` and the groups below it, each after its children (no recursion: calls may
+    nest thousands deep)."""
+    out: list[str] = []
+    stack = [(top, False)]
+    seen = {top}
+    while stack:
+        level, expanded = stack.pop()
+        if expanded:
+            out.append(level)
+            continue
+        stack.append((level, True))
+        for c in reversed(children.get(level, [])):
+            if c not in seen:
+                seen.add(c)
+                stack.append((c, False))
+    return out
 
 
 def _layers(n: int, links: list[tuple[int, int]]) -> tuple[list[int], list[float]]:

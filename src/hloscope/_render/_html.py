@@ -27,6 +27,15 @@ def _json_in_script(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
+def _notes(data: dict[str, Any]) -> str:
+    """What the page leaves out of a very large module, said at the top of the page."""
+    notes = data.get("notes") or []
+    if not notes:
+        return ""
+    items = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
+    return f"<section id=\"notes\" class=\"info\">{items}</section>\n"
+
+
 def render_html(data: dict[str, Any]) -> str:
     """The report page for `data` (from `report_data`)."""
     title = html.escape(f"hloscope: {data.get('module', '')}")
@@ -36,7 +45,8 @@ def render_html(data: dict[str, Any]) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
         "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
         f"<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
-        "<header id=\"summary\"></header>\n<section id=\"timeline\"></section>\n"
+        "<header id=\"summary\"></header>\n" + _notes(data)
+        + "<section id=\"timeline\"></section>\n"
         "<section id=\"layout\"><div id=\"graph\"></div><aside id=\"panel\">"
         "<p>Select a kernel to see its HLO, sizes and source line.</p></aside></section>\n"
         f"<script type=\"application/json\" id=\"hloscope-data\">{_json_in_script(data)}</script>\n"

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from .._analysis._advisor import Finding
 from .._analysis._devices import Device
-from .._analysis._kernels import KernelGraph
+from .._analysis._kernels import KernelGraph, ratio
 from ._text import format_bytes, table
 
 __all__ = ["format_count", "render_findings", "render_kernels"]
 
 
 def format_count(n: int) -> str:
-    """``1234567`` -> ``1.23 M``; exact below 10,000."""
+    """``1234567`` -> ``1.23 M``; exact below 10,000; ``about 2^k`` beyond floats."""
     if n < 10_000:
         return str(n)
+    if n >= 1 << 1000:
+        return f"about 2^{n.bit_length() - 1}"
     for div, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if n >= div:
             return f"{n / div:.2f} {unit}"
@@ -48,15 +51,13 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     flops = sum(k.flops for k in g.kernels)
     moved = sum(k.bytes_accessed for k in g.kernels)
     out.append(f"  {format_count(flops)} flops, {format_bytes(moved)} accessed"
-               + (f", intensity {flops / moved:.2f} flop/byte" if moved else ""))
+               + (f", intensity {ratio(flops, moved):.2f} flop/byte" if moved else ""))
     out.append("")
-    inputs: dict[str, list[str]] = {}
+    inputs: dict[str, dict[str, None]] = {}
     for e in g.edges:
         if e.dst != "result":
-            inputs.setdefault(e.dst, [])
             label = e.src if e.src_kind == "kernel" else f"{e.src_kind}:{e.src}"
-            if label not in inputs[e.dst]:
-                inputs[e.dst].append(label)
+            inputs.setdefault(e.dst, {})[label] = None
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
     if device is not None:
         headers += [f"{device.name} us", "bound"]
@@ -73,15 +74,15 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         rows = []
         for k in ks:
             kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
-            ins = inputs.get(k.name, [])
+            ins = list(itertools.islice(inputs.get(k.name, {}), 4))
             row = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
                    or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
             if device is not None:
                 et = k.shape.split("[", 1)[0].lstrip("(")
                 t = k.roofline_seconds(device, et)
                 peak = device.peak_flops(et)
-                bound = "compute" if peak and k.flops / peak >= k.bytes_accessed / device.bandwidth \
-                    else "memory"
+                bound = "compute" if peak and ratio(k.flops, peak) >= ratio(
+                    k.bytes_accessed, device.bandwidth) else "memory"
                 row += [f"{t * 1e6:.2f}", bound]
             row.append(k.source or "-")
             rows.append(row)

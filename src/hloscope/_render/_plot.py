@@ -9,6 +9,7 @@ import os
 
 from .._analysis._memory import MemoryReport
 from .._errors import HloscopeError
+from .._write import atomic_path
 from ._text import format_bytes
 
 __all__ = ["plot_memory_timeline"]
@@ -43,7 +44,9 @@ def save_figure(fig, path: str, ext: str) -> None:  # type: ignore[no-untyped-de
 
     rcParams["svg.hashsalt"] = "hloscope"
     fig.tight_layout()
-    fig.savefig(path, metadata={"Date": None} if ext == ".svg" else {"Software": "hloscope"})
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=ext[1:],
+                    metadata={"Date": None} if ext == ".svg" else {"Software": "hloscope"})
 
 
 def plot_memory_timeline(report: MemoryReport, path: str, *, labels: int = 4) -> str:

@@ -9,29 +9,42 @@ kernels in schedule order.  Every group starts collapsed except the top.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from .._analysis._advisor import Finding
-from .._analysis._kernels import KernelGraph
+from .._analysis._kernels import Group, KernelGraph
 from .._analysis._memory import MemoryReport, XlaFigures
 from .._analysis._summary import ModuleSummary
+from .._analysis._walk import paused_gc
 from .._hlo._module import Module
 
 __all__ = ["CHUNK", "dump_report_data", "report_data"]
 
 CHUNK = 40          # at most this many items shown in one group before chunking
 TIMELINE_POINTS = 1500
+# Caps that keep the page small enough for a browser on any module (the page says what
+# was cut; `hloscope kernels --json` and `hloscope memory --json` list everything).
+MAX_KERNELS = 20_000      # kernels drawn in the graph, the first in schedule order
+MAX_HLO_CHARS = 6_000     # HLO text of one kernel
+MAX_HLO_TOTAL = 4 << 20   # HLO text of all kernels together
+MAX_VALUES = 2_000        # the largest values, for "what is live" under the timeline
+MAX_PEAK_VALUES = 500     # values listed as live at the peak
+MAX_COLLECTIVES = 2_000
 
 
-def _hlo_text(module: Module, name: str, computation: str, limit: int = 6000) -> str:
-    comp = module.computation(computation)
-    inst = comp.by_name.get(name)
+def _hlo_text(module: Module, name: str, computation: str, limit: int = MAX_HLO_CHARS) -> str:
+    inst = module.computation(computation).by_name.get(name)
     if inst is None:
         return ""
     parts = [inst.to_text()]
-    for called in inst.called_computation_names:
-        if inst.opcode == "fusion":
+    size = len(parts[0])
+    if inst.opcode == "fusion":
+        for called in inst.called_computation_names:
+            if size > limit:
+                break
             parts.append(module.computation(called).to_text())
+            size += len(parts[-1])
     text = "\n\n".join(parts)
     return text if len(text) <= limit else text[:limit] + "\n... (cut; see the module file)"
 
@@ -41,87 +54,64 @@ def _scope(op_name: str) -> list[str]:
     return parts[:-1]
 
 
-def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
-                findings: list[Finding]) -> dict[str, Any]:
-    """Everything the page shows, as plain data (see the module docstring)."""
-    kernels = []
-    index = {}
-    for i, k in enumerate(graph.kernels):
-        index[k.name] = i
-        kernels.append({
-            "name": k.name, "category": k.category, "fusion_kind": k.fusion_kind,
-            "target": k.target, "fused": ", ".join(f"{op} x{n}" if n > 1 else op
-                                                   for op, n in k.fused),
-            "shape": k.shape, "bytes": k.bytes_out, "flops": k.flops,
-            "bytes_accessed": k.bytes_accessed, "op_name": k.op_name, "source": k.source or "",
-            "computation": k.group, "hlo": _hlo_text(module, k.name, k.group),
-        })
-    edges = []
-    for e in graph.edges:
-        if e.src_kind == "kernel" and e.src in index and e.dst in index:
-            edges.append([index[e.src], index[e.dst], e.shape, e.bytes, e.kind,
-                          1 if e.live_at_peak else 0])
+class _Groups:
+    """The group tree of the page: computations, op_name scopes and chunks (see the module
+    docstring).  Every walk over it is iterative: calls may nest thousands deep."""
 
-    # The group tree.
-    groups: list[dict[str, Any]] = []
+    def __init__(self) -> None:
+        self.groups: list[dict[str, Any]] = []
 
-    def new_group(title: str, kind: str, parent: int) -> int:
-        groups.append({"title": title, "kind": kind, "parent": parent, "groups": [],
-                       "kernels": [], "size": 0})
-        gid = len(groups) - 1
+    def new(self, title: str, kind: str, parent: int) -> int:
+        self.groups.append({"title": title, "kind": kind, "parent": parent, "groups": [],
+                            "kernels": [], "size": 0})
+        gid = len(self.groups) - 1
         if parent >= 0:
-            groups[parent]["groups"].append(gid)
+            self.groups[parent]["groups"].append(gid)
         return gid
 
-    top = new_group(f"module {module.name}", "module", -1)
-    comp_group: dict[str, int] = {module.entry.name: top}
-    pending = list(graph.groups)
-    for _ in range(len(pending) + 1):
-        rest = []
-        for grp in pending:
-            if grp.parent in comp_group:
-                gid = new_group(f"{grp.kind} {grp.name} (of {grp.caller})", "computation",
-                                comp_group[grp.parent])
-                comp_group[grp.name] = gid
-                groups[gid]["inputs"] = [index[name] for kind, name in grp.inputs
-                                         if kind == "kernel" and name in index]
+    def post_order(self, top: int) -> list[int]:
+        """Group ids below `top` (itself included), children before their parent."""
+        out: list[int] = []
+        stack = [(top, False)]
+        while stack:
+            gid, expanded = stack.pop()
+            if expanded:
+                out.append(gid)
+                continue
+            stack.append((gid, True))
+            stack.extend((c, False) for c in reversed(self.groups[gid]["groups"]))
+        return out
+
+    def fold(self, top: int) -> None:
+        """Fold scopes with a single child scope and no kernels into that child."""
+        groups = self.groups
+        for gid in self.post_order(top):
+            g = groups[gid]
+            while (g["kind"] == "scope" and not g["kernels"] and len(g["groups"]) == 1
+                   and groups[g["groups"][0]]["kind"] == "scope"):
+                child = groups[g["groups"][0]]
+                g["title"] = g["title"] + "/" + child["title"]
+                g["groups"], g["kernels"] = child["groups"], child["kernels"]
+                child["groups"], child["kernels"] = [], []
+                for c in g["groups"]:
+                    groups[c]["parent"] = gid
+
+    def chunk(self, top: int) -> None:
+        """Cut groups holding more than CHUNK items into chunks, and big chunks again."""
+        stack = [self._chunk_steps(top)]
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
             else:
-                rest.append(grp)
-        if not rest or len(rest) == len(pending):
-            break
-        pending = rest
-    scope_group: dict[tuple[int, tuple[str, ...]], int] = {}
-    for i, k in enumerate(graph.kernels):
-        base = comp_group.get(k.group, top)
-        path = _scope(k.op_name)
-        gid = base
-        for depth in range(1, len(path) + 1):
-            key = (base, tuple(path[:depth]))
-            if key not in scope_group:
-                scope_group[key] = new_group(path[depth - 1], "scope", gid)
-            gid = scope_group[key]
-        groups[gid]["kernels"].append(i)
+                stack.append(self._chunk_steps(nxt))
 
-    # Fold scopes with a single child group and no kernels; then chunk big groups.
-    def fold(gid: int) -> None:
+    def _chunk_steps(self, gid: int) -> Iterator[int]:
+        """Chunk one group, yielding each group to chunk in its turn (its children first,
+        then each new chunk as it is made): a recursion on an explicit stack."""
+        groups = self.groups
         g = groups[gid]
-        for c in list(g["groups"]):
-            fold(c)
-        while (g["kind"] == "scope" and not g["kernels"] and len(g["groups"]) == 1
-               and groups[g["groups"][0]]["kind"] == "scope"):
-            child = groups[g["groups"][0]]
-            g["title"] = g["title"] + "/" + child["title"]
-            g["groups"], g["kernels"] = child["groups"], child["kernels"]
-            child["groups"], child["kernels"] = [], []
-            for c in g["groups"]:
-                groups[c]["parent"] = gid
-
-    fold(top)
-
-    def chunk(gid: int) -> None:
-        g = groups[gid]
-        for c in list(g["groups"]):
-            chunk(c)
+        yield from list(g["groups"])
         while len(g["kernels"]) + len(g["groups"]) > CHUNK:
             ks = g["kernels"]
             if len(ks) <= 1:
@@ -130,48 +120,130 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
             pieces = [ks[j:j + size] for j in range(0, len(ks), size)]
             g["kernels"] = []
             for piece in pieces:
-                c = new_group(f"kernels {piece[0] + 1}-{piece[-1] + 1}", "chunk", gid)
+                c = self.new(f"kernels {piece[0] + 1}-{piece[-1] + 1}", "chunk", gid)
                 groups[c]["kernels"] = piece
-                chunk(c)  # a big piece is cut again, so no open group shows too much
+                yield c  # a big piece is cut again, so no open group shows too much
             if len(g["groups"]) > CHUNK:
                 # Too many child groups: gather them, in order, under chunk groups.
                 kids = g["groups"]
                 g["groups"] = []
                 step = -(-len(kids) // CHUNK)
                 for j in range(0, len(kids), step):
-                    c = new_group(f"groups {j + 1}-{min(j + step, len(kids))}", "chunk", gid)
+                    c = self.new(f"groups {j + 1}-{min(j + step, len(kids))}", "chunk", gid)
                     groups[c]["groups"] = kids[j:j + step]
                     for kid in kids[j:j + step]:
                         groups[kid]["parent"] = c
                 break
 
-    chunk(top)
-    for k_index, k in enumerate(kernels):
+    def count(self, top: int) -> None:
+        """Each group's size: the kernels in it and below it."""
+        groups = self.groups
+        for gid in self.post_order(top):
+            g = groups[gid]
+            g["size"] = len(g["kernels"]) + sum(groups[c]["size"] for c in g["groups"])
+
+
+def _computation_groups(tree: _Groups, graph: KernelGraph, top: int, entry: str,
+                        index: dict[str, int]) -> dict[str, int]:
+    """A group per computation run by a loop, branch or call, under its caller's group
+    (each group's children in the order `graph.groups` lists them)."""
+    comp_group: dict[str, int] = {entry: top}
+    children: dict[str, list[Group]] = {}
+    for grp in graph.groups:
+        children.setdefault(grp.parent, []).append(grp)
+    stack = [entry]
+    while stack:
+        parent = stack.pop()
+        for grp in children.get(parent, ()):
+            if grp.name in comp_group:
+                continue
+            gid = tree.new(f"{grp.kind} {grp.name} (of {grp.caller})", "computation",
+                           comp_group[parent])
+            comp_group[grp.name] = gid
+            tree.groups[gid]["inputs"] = [index[name] for kind, name in grp.inputs
+                                          if kind == "kernel" and name in index]
+            stack.append(grp.name)
+    return comp_group
+
+
+def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
+                findings: list[Finding]) -> dict[str, Any]:
+    """Everything the page shows, as plain data (see the module docstring)."""
+    with paused_gc():
+        return _report_data(module, summary, graph, memory, findings)
+
+
+def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
+                 memory: MemoryReport, findings: list[Finding]) -> dict[str, Any]:
+    notes: list[str] = []
+    shown = graph.kernels[:MAX_KERNELS]
+    if len(graph.kernels) > MAX_KERNELS:
+        notes.append(f"The kernel graph shows the first {MAX_KERNELS:,} of "
+                     f"{len(graph.kernels):,} kernels, in schedule order; "
+                     "hloscope kernels --json lists them all.")
+    kernels = []
+    index = {}
+    hlo_budget = MAX_HLO_TOTAL
+    for i, k in enumerate(shown):
+        index[k.name] = i
+        hlo = _hlo_text(module, k.name, k.group) if hlo_budget > 0 else ""
+        hlo_budget -= len(hlo)
+        kernels.append({
+            "name": k.name, "category": k.category, "fusion_kind": k.fusion_kind,
+            "target": k.target, "fused": ", ".join(f"{op} x{n}" if n > 1 else op
+                                                   for op, n in k.fused),
+            "shape": k.shape, "bytes": k.bytes_out, "flops": k.flops,
+            "bytes_accessed": k.bytes_accessed, "op_name": k.op_name, "source": k.source or "",
+            "computation": k.group, "hlo": hlo,
+        })
+    if hlo_budget <= 0:
+        without = sum(1 for k in kernels if not k["hlo"])
+        notes.append(f"The HLO text is shown for the first kernels only ({MAX_HLO_TOTAL >> 20} "
+                     f"MiB of it); {without:,} kernels show none: see the module file.")
+    edges = []
+    for e in graph.edges:
+        if e.src_kind == "kernel" and e.src in index and e.dst in index:
+            edges.append([index[e.src], index[e.dst], e.shape, e.bytes, e.kind,
+                          1 if e.live_at_peak else 0])
+
+    # The group tree.
+    tree = _Groups()
+    top = tree.new(f"module {module.name}", "module", -1)
+    comp_group = _computation_groups(tree, graph, top, module.entry.name, index)
+    scope_group: dict[tuple[int, tuple[str, ...]], int] = {}
+    for i, k in enumerate(shown):
+        base = comp_group.get(k.group, top)
+        path = _scope(k.op_name)
+        gid = base
+        for depth in range(1, len(path) + 1):
+            key = (base, tuple(path[:depth]))
+            if key not in scope_group:
+                scope_group[key] = tree.new(path[depth - 1], "scope", gid)
+            gid = scope_group[key]
+        tree.groups[gid]["kernels"].append(i)
+    tree.fold(top)
+    tree.chunk(top)
+    groups = tree.groups
+    for k in kernels:
         k["group"] = -1
     for gid, g in enumerate(groups):
         for k_index in g["kernels"]:
             kernels[k_index]["group"] = gid
+    tree.count(top)
 
-    def count(gid: int) -> int:
-        g = groups[gid]
-        g["size"] = len(g["kernels"]) + sum(count(c) for c in g["groups"])
-        return g["size"]
-
-    count(top)
-
-    # The memory timeline, squeezed to at most TIMELINE_POINTS buckets (the max of each).
-    tl = list(memory.timeline)
-    n = len(tl)
-    buckets = []
-    if n:
-        m = min(n, TIMELINE_POINTS)
-        for b in range(m):
-            lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
-            j = max(range(lo, hi), key=lambda t: tl[t])
-            buckets.append([lo, hi - 1, tl[j], memory.timeline_labels[j] if j < len(
-                memory.timeline_labels) else ""])
     live_values = [[b.label, b.start, b.end, b.bytes, b.instruction, b.kind, b.source or ""]
-                   for b in memory.largest]
+                   for b in memory.largest[:MAX_VALUES]]
+    if len(memory.largest) > MAX_VALUES:
+        notes.append(f"Hovering the timeline lists what is live among the {MAX_VALUES:,} largest "
+                     f"of {len(memory.largest):,} values.")
+    peak_values = memory.peak_values[:MAX_PEAK_VALUES]
+    if len(memory.peak_values) > MAX_PEAK_VALUES:
+        notes.append(f"{len(memory.peak_values):,} values are live at the peak; the page keeps "
+                     f"the {MAX_PEAK_VALUES:,} largest.")
+    collectives = graph.collectives[:MAX_COLLECTIVES]
+    if len(graph.collectives) > MAX_COLLECTIVES:
+        notes.append(f"The first {MAX_COLLECTIVES:,} of {len(graph.collectives):,} collectives "
+                     "are listed.")
     return {
         "schema": "hloscope.report/1",
         "module": module.name, "file": module.filename,
@@ -182,7 +254,7 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
             "temporary_bytes": graph.temporary_bytes,
             "flops": sum(k.flops for k in graph.kernels),
             "collectives": [[c.name, c.opcode, c.shape, c.sent_per_device, c.source or ""]
-                            for c in graph.collectives],
+                            for c in collectives],
             "arguments": summary.argument_bytes, "outputs": summary.output_bytes,
         },
         "memory": {
@@ -190,15 +262,31 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
             "peak_instruction": memory.peak_instruction, "steps": memory.steps,
             "temp": memory.temp_estimate_bytes,
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
-                             b.source or ""] for b in memory.peak_values],
-            "timeline": buckets, "values": live_values,
+                             b.source or ""] for b in peak_values],
+            "timeline": _timeline(memory), "values": live_values,
         },
         "xla": _xla(memory.xla),
         "findings": [{"rule": f.rule, "title": f.title, "message": f.message,
                       "suggestion": f.suggestion,
                       "evidence": [e.name for e in f.evidence]} for f in findings],
         "kernels": kernels, "edges": edges, "groups": groups, "top": top,
+        "notes": notes,
     }
+
+
+def _timeline(memory: MemoryReport) -> list[list[Any]]:
+    """The memory timeline squeezed to at most TIMELINE_POINTS buckets (the max of each):
+    [first step, last step, bytes, the instruction at the bucket's highest step]."""
+    tl = memory.timeline
+    labels = memory.timeline_labels
+    n = len(tl)
+    buckets = []
+    m = min(n, TIMELINE_POINTS)
+    for b in range(m):
+        lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
+        j = max(range(lo, hi), key=lambda t: tl[t])
+        buckets.append([lo, hi - 1, tl[j], labels[j] if j < len(labels) else ""])
+    return buckets
 
 
 def _xla(figs: XlaFigures | None) -> dict[str, Any] | None:
@@ -227,5 +315,5 @@ def dump_report_data(name: str, figs: XlaFigures,
                    "timeline": [], "values": []},
         "xla": _xla(figs), "findings": [], "kernels": [], "edges": [],
         "groups": [{"title": name, "kind": "module", "parent": -1, "groups": [],
-                    "kernels": [], "size": 0}], "top": 0,
+                    "kernels": [], "size": 0}], "top": 0, "notes": [],
     }

@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape
 from .._analysis._kernels import KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
+from .._write import atomic_path, write_text
 from ._graph_layout import Picture
 
 __all__ = ["FILLS", "Drawing", "draw", "render_svg", "write_picture"]
@@ -93,9 +94,7 @@ def write_picture(pic: Picture, path: str) -> str:
     """Write `pic` to `path`: ``.svg`` directly, ``.png`` through matplotlib."""
     ext = os.path.splitext(path)[1].lower()
     if ext == ".svg":
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(render_svg(pic))
-        return path
+        return write_text(path, render_svg(pic))
     if ext != ".png":
         raise HloscopeError(f"cannot write a graph to {path!r}: unknown file type",
                             hint="name the file .svg or .png")
@@ -131,7 +130,8 @@ def write_picture(pic: Picture, path: str) -> str:
             for i, line in enumerate(b.lines):
                 ax.text(b.x + 6, b.y + 14 + 15 * i, line, fontsize=8, family="monospace",
                         fontweight="bold" if i == 0 else "normal")
-        fig.savefig(path, metadata={"Software": "hloscope"})
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", metadata={"Software": "hloscope"})
     finally:
         plt.close(fig)
     return path

@@ -21,7 +21,8 @@ from .._errors import HloscopeError
 from .._sources._saved import load_json
 from ._result import RESULT_SCHEMA, BenchResult
 
-__all__ = ["CSV_COLUMNS", "load_results", "read_csv", "result_csv_row", "write_csv"]
+__all__ = ["CSV_COLUMNS", "csv_text", "load_results", "read_csv", "result_csv_row",
+           "write_csv"]
 
 CSV_COLUMNS = (
     "schema", "function", "precision", "x", "y", "z", "px", "py", "backend", "nodes",
@@ -78,23 +79,40 @@ def result_csv_row(r: BenchResult) -> dict[str, str]:
     return row
 
 
-def write_csv(results: list[BenchResult], path: str, *, append: bool = True) -> str:
-    """Write (or append) one row per result, with the header when the file is new."""
-    exists = append and os.path.exists(path) and os.path.getsize(path) > 0
-    if exists:
-        with open(path, encoding="utf-8", newline="") as f:
-            header = next(csv.reader(f), [])
+def csv_text(results: list[BenchResult], path: str, *, append: bool = True) -> str:
+    """The CSV file at `path` with one row per result added (the header when the file is
+    new or empty); `path` is only read."""
+    previous = ""
+    if append and os.path.exists(path) and os.path.getsize(path) > 0:
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                previous = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise HloscopeError(f"{path}: cannot read it to add a row ({e})",
+                                hint="write to a new file") from None
+        header = next(csv.reader(io.StringIO(previous)), [])
         if tuple(header) != CSV_COLUMNS:
             raise HloscopeError(f"{path}: has another header; not appending hloscope rows "
                                 "to it", hint="write to a new file, or merge them with "
                                               "hloscope plot FILE1 FILE2 ...")
-    with open(path, "a" if exists else "w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        if not exists:
-            w.writeheader()
-        for r in results:
-            w.writerow(result_csv_row(r))
-    return path
+        if not previous.endswith("\n"):
+            previous += "\n"
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    if not previous:
+        w.writeheader()
+    for r in results:
+        w.writerow(result_csv_row(r))
+    return previous + out.getvalue()
+
+
+def write_csv(results: list[BenchResult], path: str, *, append: bool = True) -> str:
+    """Write (or append) one row per result, with the header when the file is new; the
+    file is replaced whole (`_write`), never left with half a row."""
+    from .._write import locked, write_text
+
+    with locked(path):
+        return write_text(path, csv_text(results, path, append=append))
 
 
 def _finite(x: str) -> float:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
+from .._repr import clip
 from .._sources._saved import BENCH_SCHEMA
 
 __all__ = ["RESULT_SCHEMA", "BenchResult", "median_ci", "time_stats"]
@@ -170,19 +171,18 @@ class BenchResult:
             stem = os.path.join(path, self.file_stem())
             targets = [stem + ".md", stem + ".json", stem + ".html",
                        os.path.join(path, "results.csv")]
-        for t in targets:
-            folder = os.path.dirname(t)
-            if folder:
-                os.makedirs(folder, exist_ok=True)
+        # Every text is made before any file is written; each file is written whole
+        # (`_write`), the data first (JSON, then the CSV row), the pages after: a run
+        # killed midway leaves no half-written file and never a page without its data.
+        order = sorted(targets, key=lambda t: (not t.endswith(".json"), not t.endswith(".csv")))
+        texts: dict[str, str] = {}
+        for t in order:
             if t.endswith(".csv"):
-                from ._files import write_csv
-
-                write_csv([self], t)
-                continue
+                continue  # read and written under its lock, below
             if t.endswith(".json"):
                 import json
 
-                text = json.dumps(self.to_dict(), indent=1) + "\n"
+                texts[t] = json.dumps(self.to_dict(), indent=1) + "\n"
             else:
                 from ._report import bench_report_data
 
@@ -190,13 +190,20 @@ class BenchResult:
                 if t.endswith(".md"):
                     from .._render._bench_md import bench_markdown
 
-                    text = bench_markdown(data)
+                    texts[t] = bench_markdown(data)
                 else:
                     from .._render._bench_html import bench_html
 
-                    text = bench_html(data)
-            with open(t, "w", encoding="utf-8") as f:
-                f.write(text)
+                    texts[t] = bench_html(data)
+        from .._write import write_text
+
+        for t in order:
+            if t.endswith(".csv"):
+                from ._files import write_csv
+
+                write_csv([self], t)
+            else:
+                write_text(t, texts[t])
         return targets
 
     def markdown(self) -> str:
@@ -217,6 +224,12 @@ class BenchResult:
         import html
 
         return f"<pre>{html.escape(self.summary_line())}</pre>"
+
+    def __repr__(self) -> str:
+        return clip(f"BenchResult({self.summary_line()})")
+
+    def __str__(self) -> str:
+        return self.summary_line()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, path: str = "<dict>") -> BenchResult:

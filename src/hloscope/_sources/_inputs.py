@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import HloscopeError, HloSourceError
+from .._repr import brief_repr
 from .._hlo._module import Module
 from ._reader import read, read_text
 from ._saved import is_saved_json, saved_report
@@ -81,6 +82,8 @@ def is_jax_helper(name: str) -> bool:
 class ModuleEntry:
     """One module found in the input, with what is known about where it came from."""
 
+    __repr__ = brief_repr
+
     module: Module
     index: int
     phase: str = ""  # "optimized", "before optimizations", or "" when the source does not say
@@ -100,6 +103,8 @@ class ModuleEntry:
 @dataclass(slots=True)
 class Inputs:
     """Everything read from one path (see the module docstring)."""
+
+    __repr__ = brief_repr
 
     path: str
     kind: str  # "file" or "dump"

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from .._errors import HloSourceError
+from .._repr import brief_repr
 from .._hlo._module import Module
 from ._reader import read
 from ._spmd_log import SpmdMemoryLog, is_spmd_log, parse_spmd_log
@@ -33,6 +34,7 @@ _SNIFF = 1 << 16
 
 @dataclass(slots=True)
 class MemoryInputs:
+    __repr__ = brief_repr
     path: str
     modules: list[tuple[Module, XlaMemoryFiles | None]] = field(default_factory=list)
     dumps: list[tuple[str, XlaMemoryFiles]] = field(default_factory=list)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import HloParseError, HloSourceError
+from .._repr import brief_repr
 from .._hlo._module import Module
 from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
 from ._torch_xla import TORCH_IR_HINT, graph_blocks
@@ -46,6 +47,8 @@ class HloFile:
     ``XLA_SAVE_TENSORS_FILE``; each module's `provenance` names its graph,
     Python frames and hash).
     """
+
+    __repr__ = brief_repr
 
     path: str
     format: str

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._repr import brief_repr
 from ._xla_dumps import human_bytes
 
 __all__ = ["SpmdEntry", "SpmdMemoryLog", "SpmdSection", "is_spmd_log", "parse_spmd_log"]
@@ -33,6 +34,7 @@ _HBM_RE = re.compile(r"(?i)hbm usage|hbm requirement|^Output size")
 
 @dataclass(frozen=True, slots=True)
 class SpmdEntry:
+    __repr__ = brief_repr
     bytes: int
     name: str
     shape: str
@@ -42,12 +44,14 @@ class SpmdEntry:
 
 @dataclass(frozen=True, slots=True)
 class SpmdSection:
+    __repr__ = brief_repr
     title: str
     entries: tuple[SpmdEntry, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class SpmdMemoryLog:
+    __repr__ = brief_repr
     path: str
     sections: tuple[SpmdSection, ...]
     hbm: tuple[str, ...]

@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .._repr import brief_repr
+
 __all__ = ["GraphBlock", "graph_blocks", "TORCH_IR_HINT"]
 
 _FRAME_RE = re.compile(r"\s+(\S.*?) \((.*):(\d+)\)\s*$")
@@ -43,6 +45,8 @@ class GraphBlock:
     """One saved graph: the lines of its module (``start`` up to ``stop``), its name
     (``ScheduleSyncTensorsGraph``...), the Python frames that made it, innermost
     first, and its hashes."""
+
+    __repr__ = brief_repr
 
     start: int
     stop: int

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import HloSourceError
+from .._repr import brief_repr
 
 __all__ = [
     "AllocatedValue",
@@ -38,6 +39,8 @@ __all__ = [
 class AllocatedValue:
     """One value in an allocation: ``<id name{index} @color> (size=..,offset=..): shape``."""
 
+    __repr__ = brief_repr
+
     id: int
     label: str
     size: int
@@ -50,6 +53,8 @@ class Allocation:
     """One allocation: its index, size, what it is (parameter, output, constant,
     thread-local, preallocated-temp) and the values placed in it."""
 
+    __repr__ = brief_repr
+
     index: int
     size: int
     kind: str
@@ -61,6 +66,8 @@ class Allocation:
 @dataclass(frozen=True, slots=True)
 class LiveRangeDump:
     """An ``HloLiveRange`` section: the flattened schedule, ranges and the peak list."""
+
+    __repr__ = brief_repr
 
     end_time: int
     sequence: tuple[str, ...]
@@ -75,6 +82,7 @@ class LiveRangeDump:
 
 @dataclass(frozen=True, slots=True)
 class BufferAssignmentDump:
+    __repr__ = brief_repr
     allocations: tuple[Allocation, ...]
     total_bytes: int | None
     live_range: LiveRangeDump | None
@@ -93,6 +101,7 @@ class BufferAssignmentDump:
 
 @dataclass(frozen=True, slots=True)
 class MemoryUsageReport:
+    __repr__ = brief_repr
     total_bytes: int
     rows: tuple[tuple[int, int, int, str], ...]  # (size, offset, used_by_n_values, shapes)
 
@@ -100,6 +109,8 @@ class MemoryUsageReport:
 @dataclass(frozen=True, slots=True)
 class XlaMemoryFiles:
     """XLA's memory files for one module, read (each may be missing)."""
+
+    __repr__ = brief_repr
 
     files: tuple[str, ...]
     buffer_assignment: BufferAssignmentDump | None = None
@@ -110,6 +121,8 @@ class XlaMemoryFiles:
 @dataclass(slots=True)
 class DumpModule:
     """The files of one module in an XLA dump folder."""
+
+    __repr__ = brief_repr
 
     prefix: str
     name: str

@@ -1,0 +1,495 @@
+"""XLA's first buffer-assignment pass: which buffers reuse an output's allocation.
+
+Going through the buffers largest first, XLA lets a buffer reuse an
+operand's allocation, or an earlier output's (or donated parameter's)
+allocation, when their lives do not overlap (touching at one step is allowed
+where the later value may be written over the earlier); outputs that find
+none get their own.  XLA tries every earlier allocation in turn, smallest
+first.  hloscope gives the same answer without trying every one: an
+allocation is a candidate only if it can be free over the buffer's lifetime,
+which a segment tree over the allocations answers (per subtree: the latest
+first busy step, the earliest last busy step, the longest gap inside), and
+only candidates are checked exactly.  So a module with a hundred thousand
+outputs costs about a logarithm per buffer, not a hundred thousand tries.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterator, Sequence
+
+from .._hlo._module import Computation, Instruction
+from ._dataflow import Buffer, Dataflow, Value
+from ._liverange import LiveRanges
+from ._sharing import Sharing, never_shares
+
+__all__ = ["assign_allocations"]
+
+_NONE = -(1 << 62)
+_ALL = 1 << 62
+
+
+class _Steps:
+    """Occupied steps of the schedule: sorted disjoint closed intervals, merged when they
+    overlap or touch (steps t and t + 1)."""
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self) -> None:
+        self.lo: list[int] = []
+        self.hi: list[int] = []
+
+    def add(self, lo: int, hi: int) -> None:
+        los, his = self.lo, self.hi
+        j = bisect.bisect_left(his, lo - 1)   # first interval ending at or after lo - 1
+        k = bisect.bisect_right(los, hi + 1)  # intervals starting at or before hi + 1
+        if j < k:
+            lo = min(lo, los[j])
+            hi = max(hi, his[k - 1])
+        los[j:k] = [lo]
+        his[j:k] = [hi]
+
+    def overlaps(self, lo: int, hi: int) -> Iterator[tuple[int, int]]:
+        """The occupied parts of [lo, hi], in order."""
+        los, his = self.lo, self.hi
+        j = bisect.bisect_left(his, lo)
+        while j < len(los) and los[j] <= hi:
+            yield max(los[j], lo), min(his[j], hi)
+            j += 1
+
+    def is_free(self, lo: int, hi: int) -> bool:
+        j = bisect.bisect_left(self.hi, lo)
+        return j == len(self.lo) or self.lo[j] > hi
+
+    def longest_gap(self) -> int:
+        """The most free steps between two occupied intervals."""
+        los, his = self.lo, self.hi
+        return max((los[i + 1] - his[i] - 1 for i in range(len(los) - 1)), default=-1)
+
+
+class _Allocation:
+    """An allocation and the values in it: their spans sorted by start (for the exact
+    check of values that meet at one step) and the steps they occupy."""
+
+    __slots__ = ("busy", "ends", "gap", "gap_exact", "index", "size", "starts", "values",
+                 "writable")
+
+    def __init__(self, size: int, writable: bool) -> None:
+        self.size = size
+        self.writable = writable
+        self.index = -1  # position among the reusable allocations
+        self.busy = _Steps()
+        self.gap = -1          # an upper bound of busy.longest_gap()
+        self.gap_exact = True
+        # The values' spans, sorted by start: three lists, not a list of triples (memory).
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.values: list[Value] = []
+
+    def add(self, v: Value, r: tuple[int, int]) -> None:
+        i = bisect.bisect_left(self.starts, r[0])
+        self.starts.insert(i, r[0])
+        self.ends.insert(i, r[1])
+        self.values.insert(i, v)
+        busy = self.busy
+        if busy.lo:
+            first, last = busy.lo[0], busy.hi[-1]
+            if r[1] < first - 1:
+                self.gap = max(self.gap, first - r[1] - 1)
+            elif r[0] > last + 1:
+                self.gap = max(self.gap, r[0] - last - 1)
+            else:
+                self.gap_exact = False  # may have shrunk a gap: `gap` stays an upper bound
+        busy.add(r[0], r[1])
+
+    def tighten_gap(self) -> bool:
+        """Make `gap` exact; whether it changed."""
+        if self.gap_exact:
+            return False
+        self.gap_exact = True
+        new = self.busy.longest_gap()
+        changed = new != self.gap
+        self.gap = new
+        return changed
+
+
+class _FreeTree:
+    """A segment tree over the reusable allocations (by index) that finds, latest first,
+    those that may be free over a range of steps: free before their first busy step, after
+    their last, or in a gap inside (by an upper bound of the longest)."""
+
+    __slots__ = ("cap", "count", "first", "gap", "last")
+
+    def __init__(self) -> None:
+        self.cap = 1
+        self.count = 0
+        self.first = [_NONE] * 2   # max over the subtree of the first busy step
+        self.last = [_ALL] * 2     # min over the subtree of the last busy step
+        self.gap = [-1] * 2        # max over the subtree of the gap bound
+
+    def append(self, a: _Allocation) -> None:
+        if self.count == self.cap:
+            self._grow()
+        self.count += 1
+        self.update(a)
+
+    def _grow(self) -> None:
+        old, cap = self.cap, self.cap * 2
+        first, last, gap = [_NONE] * (2 * cap), [_ALL] * (2 * cap), [-1] * (2 * cap)
+        first[cap:cap + old] = self.first[old:2 * old]
+        last[cap:cap + old] = self.last[old:2 * old]
+        gap[cap:cap + old] = self.gap[old:2 * old]
+        for i in range(cap - 1, 0, -1):
+            first[i] = max(first[2 * i], first[2 * i + 1])
+            last[i] = min(last[2 * i], last[2 * i + 1])
+            gap[i] = max(gap[2 * i], gap[2 * i + 1])
+        self.cap, self.first, self.last, self.gap = cap, first, last, gap
+
+    def update(self, a: _Allocation) -> None:
+        i = a.index + self.cap
+        self.first[i], self.last[i], self.gap[i] = a.busy.lo[0], a.busy.hi[-1], a.gap
+        i >>= 1
+        first, last, gap = self.first, self.last, self.gap
+        while i:
+            first[i] = max(first[2 * i], first[2 * i + 1])
+            last[i] = min(last[2 * i], last[2 * i + 1])
+            gap[i] = max(gap[2 * i], gap[2 * i + 1])
+            i >>= 1
+
+    def search(self, lo: int, hi: int, low_index: int) -> Iterator[int]:
+        """Indices >= `low_index`, highest first, of allocations that may be free over the
+        steps [lo, hi] (a superset: each must still be checked)."""
+        need = hi - lo + 1
+        first, last, gap = self.first, self.last, self.gap
+        stack = [(1, 0, self.cap - 1)]
+        while stack:
+            node, a, b = stack.pop()
+            if b < low_index or a >= self.count:
+                continue
+            if not (first[node] > hi or last[node] < lo or gap[node] >= need):
+                continue
+            if a == b:
+                yield a
+                continue
+            mid = (a + b) // 2
+            stack.append((2 * node, a, mid))
+            stack.append((2 * node + 1, mid + 1, b))
+
+
+class _StepIndex:
+    """Allocation indices by schedule step: the first at each step in a flat array (most
+    steps have one; a million steps of dictionary entries would be a lot of memory), the
+    others in a dictionary."""
+
+    __slots__ = ("first", "more")
+
+    def __init__(self, steps: int) -> None:
+        self.first = array("q", [-1]) * (steps + 2)
+        self.more: dict[int, list[int]] = {}
+
+    def add(self, step: int, i: int) -> None:
+        f = self.first[step]
+        if f < 0:
+            self.first[step] = i
+        elif f != i:
+            extra = self.more.setdefault(step, [])
+            if not extra or extra[-1] != i:
+                extra.append(i)
+
+    def get(self, step: int) -> list[int]:
+        if not 0 <= step < len(self.first) or self.first[step] < 0:
+            return []
+        return [self.first[step], *self.more.get(step, ())]
+
+
+class _Reusable:
+    """The allocations later buffers may reuse (outputs, donated parameters) in creation
+    order (largest first), and what finds candidates among them for a buffer."""
+
+    def __init__(self, steps: int) -> None:
+        self.allocs: list[_Allocation] = []
+        self.neg_sizes: list[int] = []  # non-decreasing: allocations come largest first
+        self.tree = _FreeTree()
+        # Per step, the allocations with a value ending there, and those with a value
+        # starting there that could be written over an operand: the only ones a value
+        # starting or ending at that step may meet (touch) there.
+        self.ends_at = _StepIndex(steps)
+        self.sharing_starts_at = _StepIndex(steps)
+
+    def __bool__(self) -> bool:
+        return bool(self.allocs)
+
+    def add(self, a: _Allocation) -> None:
+        a.index = len(self.allocs)
+        self.allocs.append(a)
+        self.neg_sizes.append(-a.size)
+        self.tree.append(a)
+        for s0, e0, v in zip(a.starts, a.ends, a.values):
+            self._mark(a.index, v, s0, e0)
+
+    def placed(self, a: _Allocation, v: Value, r: tuple[int, int]) -> None:
+        """`v` was put in `a` (a reusable allocation) over steps `r`."""
+        self._mark(a.index, v, *r)
+        self.tree.update(a)
+
+    def _mark(self, i: int, v: Value, s0: int, e0: int) -> None:
+        self.ends_at.add(e0, i)
+        if not never_shares(v.inst):
+            self.sharing_starts_at.add(s0, i)
+
+    def candidates(self, size: int, live_out: bool, vals: list[Value],
+                   ranges: dict[int, tuple[int, int]]) -> Iterator[_Allocation]:
+        """Allocations that may take a buffer of `size` bytes whose values are `vals`,
+        smallest (latest) first; every allocation that can take it is among them."""
+        low = bisect.bisect_left(self.neg_sizes, -size) if live_out else 0
+        s0, e0 = max((ranges[v.id] for v in vals), key=lambda r: (r[1] - r[0], -r[0]))
+        if e0 - s0 >= 2:
+            # No value of the buffer may share a step inside a value's life with another
+            # allocation's value: those steps hold no end point of the buffer's values.
+            yield from self._free_over(s0 + 1, e0 - 1, low)
+        elif len(vals) == 1:
+            touch = set(self.sharing_starts_at.get(e0))
+            if not never_shares(vals[0].inst):
+                touch.update(self.ends_at.get(s0))
+            yield from self._merge(self._free_over(s0, e0, low),
+                                   sorted((i for i in touch if i >= low), reverse=True))
+        else:
+            yield from (self.allocs[i] for i in range(len(self.allocs) - 1, low - 1, -1))
+
+    def _free_over(self, lo: int, hi: int, low: int) -> Iterator[_Allocation]:
+        """Allocations free over the steps [lo, hi], latest first."""
+        for i in self.tree.search(lo, hi, low):
+            a = self.allocs[i]
+            if a.busy.is_free(lo, hi):
+                yield a
+            elif a.tighten_gap():
+                self.tree.update(a)
+
+    def _merge(self, free: Iterator[_Allocation], touching: list[int]) -> Iterator[_Allocation]:
+        """The allocations of both streams (each latest first), latest first, once each."""
+        nxt = next(free, None)
+        k = 0
+        while nxt is not None or k < len(touching):
+            if k < len(touching) and (nxt is None or touching[k] >= nxt.index):
+                i = touching[k]
+                k += 1
+                if nxt is not None and nxt.index == i:
+                    nxt = next(free, None)
+                yield self.allocs[i]
+            else:
+                assert nxt is not None
+                yield nxt
+                nxt = next(free, None)
+
+
+def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
+                       sharing: Sharing) -> bytearray:
+    """XLA's first pass (see the module docstring).
+
+    Returns, by buffer id, 1 for the temporary buffers that found room in an
+    output (or donated parameter) allocation and so take no room in the temp
+    heap, else 0.
+    """
+    ranges = lr.ranges
+    entry = df.module.entry
+    aliased = {(p, idx) for _o, p, idx, _k in df.module.input_output_alias}
+    order = _buffer_order(df, kinds)
+    alloc_of: dict[int, _Allocation] = {}
+    reusable = _Reusable(lr.end_time)
+    moved = bytearray(len(df.buffers))  # by buffer id: 1 when in an output's allocation
+
+    def place(a: _Allocation, vals: list[Value]) -> None:
+        for v in vals:
+            r = ranges[v.id]
+            a.add(v, r)
+            if a.index >= 0:
+                reusable.placed(a, v, r)
+
+    for buf in order:
+        kind = kinds[buf.id]
+        vals = [v for v in buf.values if v.id in ranges]
+        if kind == "constant" or not vals:
+            continue
+        if kind == "parameter":
+            p = next(v for v in buf.values
+                     if v.inst.opcode == "parameter" and v.inst.computation is entry)
+            writable = (p.inst.parameter_number, p.index) in aliased
+            a = _Allocation(buf.size, writable)
+            place(a, vals)
+            alloc_of[buf.id] = a
+            if writable:
+                reusable.add(a)
+            continue
+        live_out = kind == "output"
+        fits = _Fit(buf.size, live_out, vals, lr, sharing, df, alloc_of)
+        tried: set[int] = set()
+        placed = _operand_allocation(df, vals, alloc_of, tried, fits)
+        if placed is None and reusable:
+            placed = next((a for a in reusable.candidates(buf.size, live_out, vals, ranges)
+                           if id(a) not in tried and fits(a)), None)
+        if placed is not None:
+            place(placed, vals)
+            alloc_of[buf.id] = placed
+            if not live_out:
+                moved[buf.id] = 1
+        elif live_out:
+            a = _Allocation(buf.size, True)
+            place(a, vals)
+            alloc_of[buf.id] = a
+            reusable.add(a)
+    return moved
+
+
+def _buffer_order(df: Dataflow, kinds: Sequence[str]) -> list[Buffer]:
+    """XLA's order: size (largest first), live-out first, then the earliest defining
+    instruction in a post order that visits the entry first and callees after their callers,
+    then id.  Stable sorts from the last key to the first make no key tuples, and no map
+    from instruction to position is kept (a million of either is a lot of memory)."""
+    entry = df.module.entry
+    buffer_of = df.buffer_of
+    first_of = array("q", [1 << 60]) * len(df.buffers)  # by buffer id
+    pos = 0
+    for comp in [entry] + [c for c in reversed(df.computations) if c is not entry]:
+        for inst in _post_order(comp):
+            for v in df.defined_by(inst):
+                b = buffer_of[v.id].id
+                if pos < first_of[b]:
+                    first_of[b] = pos
+            pos += 1
+    order = list(df.buffers)
+    order.sort(key=lambda b: first_of[b.id])
+    order.sort(key=lambda b: kinds[b.id] != "output")
+    order.sort(key=lambda b: b.size, reverse=True)
+    return order
+
+
+def _operand_allocation(df: Dataflow, vals: list[Value], alloc_of: dict[int, _Allocation],
+                        tried: set[int], fits: _Fit) -> _Allocation | None:
+    """The allocation of an operand of the buffer's (array) values that can take it."""
+    values_at = df.values_at
+    buffer_of = df.buffer_of
+    for v in vals:
+        if v.index or v.shape.is_tuple:
+            continue
+        by_name = v.inst.computation.by_name
+        for name in v.inst.operand_names:
+            operand = by_name.get(name)
+            if operand is None:
+                continue
+            for ov in values_at(operand):
+                a = alloc_of.get(buffer_of[ov.id].id)
+                if a is not None and id(a) not in tried:
+                    tried.add(id(a))
+                    if fits(a):
+                        return a
+    return None
+
+
+class _Fit:
+    """Whether a buffer (its size, whether it is live out, its values) may go into an
+    allocation: XLA's exact rule."""
+
+    __slots__ = ("alloc_of", "df", "ends", "live_out", "lr", "sharing", "size", "vals")
+
+    def __init__(self, size: int, live_out: bool, vals: list[Value], lr: LiveRanges,
+                 sharing: Sharing, df: Dataflow, alloc_of: dict[int, _Allocation]) -> None:
+        self.df = df
+        self.alloc_of = alloc_of
+        self.size = size
+        self.live_out = live_out
+        self.vals = vals
+        self.lr = lr
+        self.sharing = sharing
+        ranges = lr.ranges
+        self.ends = {t for v in vals for t in ranges[v.id]}
+
+    def __call__(self, a: _Allocation) -> bool:
+        if not a.writable or self.size > a.size or (self.live_out and a.size != self.size):
+            return False
+        ranges = self.lr.ranges
+        ends = self.ends
+        los, his = a.busy.lo, a.busy.hi
+        touching = False
+        for v in self.vals:
+            s0, e0 = ranges[v.id]
+            j = bisect.bisect_left(his, s0)
+            while j < len(los) and los[j] <= e0:
+                lo, hi = max(los[j], s0), min(his[j], e0)
+                # Values may meet the allocation's only at their own end points.
+                if hi - lo >= len(ends) or any(t not in ends for t in range(lo, hi + 1)):
+                    return False
+                touching = True
+                j += 1
+        if touching and not self._touching_ok(a):
+            return False
+        return not self._copy_conflict(a)
+
+    def _copy_conflict(self, a: _Allocation) -> bool:
+        """A copy never writes over the buffer it copies from: is a value its operand holds
+        in `a`?"""
+        df, alloc_of, ranges = self.df, self.alloc_of, self.lr.ranges
+        for v in self.vals:
+            if v.inst.opcode != "copy":
+                continue
+            by_name = v.inst.computation.by_name
+            for name in v.inst.operand_names:
+                src = by_name.get(name)
+                for held in df.sets_of(src).values():
+                    for w in held:
+                        if w.id in ranges and alloc_of.get(df.buffer_of[w.id].id) is a:
+                            return True
+        return False
+
+    def _touching_ok(self, a: _Allocation) -> bool:
+        """Values that meet the allocation's values only at an end point: may one
+        overwrite the other?"""
+        ranges = self.lr.ranges
+        may_follow = self.sharing.may_follow
+        for v in self.vals:
+            s, e = ranges[v.id]
+            starts, ends, values = a.starts, a.ends, a.values
+            i = bisect.bisect_right(starts, e)
+            for j in range(i - 1, -1, -1):
+                s2, e2, w = starts[j], ends[j], values[j]
+                if e2 >= s:
+                    if e == s2:
+                        if not may_follow(v, w):
+                            return False
+                    elif e2 == s:
+                        if not may_follow(w, v):
+                            return False
+                    else:
+                        return False
+                elif s2 < s - 1 and j < i - 4:
+                    break
+        return True
+
+
+def _post_order(comp: Computation) -> list[Instruction]:
+    """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
+    out: list[Instruction] = []
+    done: set[int] = set()
+    by_name = comp.by_name
+    for start in comp.instructions:
+        if id(start) in done or start.users:
+            continue
+        on_path = {id(start)}
+        stack = [(start, iter(start.operand_names))]
+        while stack:
+            inst, names = stack[-1]
+            for name in names:
+                op = by_name.get(name)
+                if op is not None and id(op) not in done and id(op) not in on_path:
+                    on_path.add(id(op))
+                    stack.append((op, iter(op.operand_names)))
+                    break
+            else:
+                stack.pop()
+                on_path.discard(id(inst))
+                done.add(id(inst))
+                out.append(inst)
+    for inst in comp.instructions:  # cycles or dangling names: keep every instruction
+        if id(inst) not in done:
+            out.append(inst)
+    return out
