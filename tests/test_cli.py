@@ -22,7 +22,7 @@ def test_summary_json_is_stable_and_documented():
     data = json.loads(r.stdout)
     assert data["schema"] == "hloscope.summary/1"
     m = data["modules"][0]
-    keys = ["module", "source", "is_scheduled", "partitioned", "num_partitions",
+    keys = ["module", "source", "is_scheduled", "optimized", "partitioned", "num_partitions",
             "replica_count", "entry_computation", "computation_count", "instruction_count",
             "opcodes", "fusions", "custom_calls", "collectives", "parameters", "outputs",
             "argument_bytes", "output_bytes", "input_output_alias"]

@@ -26,7 +26,7 @@ MODULE_KEYS = ["module", "file", "scheduled", "order", "steps", "value_count", "
                "peak_bytes", "peak_step", "peak_instruction", "peak_values", "argument_bytes",
                "output_bytes", "alias_bytes", "constant_bytes", "temp_estimate_bytes",
                "timeline", "timeline_max_bytes", "timeline_max_step", "largest", "sharded",
-               "xla", "comparisons"]
+               "xla", "comparisons", "optimized", "figures"]
 VALUE_KEYS = ["value", "instruction", "index", "opcode", "computation", "shape", "bytes", "kind",
               "live_range", "op_name", "source"]
 

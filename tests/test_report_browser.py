@@ -149,3 +149,22 @@ def open_diff(browser, path):
     page.goto("file://" + os.path.abspath(path))
     page.wait_for_load_state()
     return page, errors
+
+
+def test_memory_figures_are_labelled_and_explained(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_for_loop.dump"))
+    rows = page.locator("#memory-figures tr[data-key]")
+    keys = [rows.nth(i).get_attribute("data-key") for i in range(rows.count())]
+    assert keys[:2] == ["live_range_peak", "timeline_max"]
+    assert {"xla_live_range_peak", "xla_temp", "device_footprint"} <= set(keys)
+    peak = page.locator("#memory-figures tr[data-key='live_range_peak']").inner_text()
+    assert "2,097,176 B" in peak and "step 6" in peak
+    assert "above the peak" in page.locator("#memory-explanations").inner_text()
+    assert not errors
+
+
+def test_report_of_an_unoptimized_module_says_so_first(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_barrier.before.hlo"))
+    assert "not optimized" in page.locator("#notes").inner_text()
+    assert "not optimized" in page.locator("#summary table.facts").inner_text()
+    assert not errors

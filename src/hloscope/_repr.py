@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["REPR_LIMIT", "brief", "brief_repr", "clip"]
+__all__ = ["REPR_LIMIT", "brief", "brief_repr", "clip", "number"]
 
 # No repr of an hloscope object is longer than this.
 REPR_LIMIT = 300
@@ -27,6 +27,11 @@ def clip(text: str, limit: int = REPR_LIMIT) -> str:
         return text
     keep = limit - 3
     return text[: keep - keep // 3] + "..." + text[len(text) - keep // 3:]
+
+
+def number(n: int | None) -> str:
+    """``1,234``, or ``unknown`` for None."""
+    return "unknown" if n is None else f"{n:,}"
 
 
 def brief(value: Any) -> str:

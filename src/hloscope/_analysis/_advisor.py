@@ -23,6 +23,7 @@ from .._hlo._module import Computation, Instruction, Module
 from ._dataflow import Dataflow, analyze_dataflow
 from ._kernels import NOT_KERNELS, Edge, Kernel, KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
+from .._repr import brief_repr
 from .._units import format_bytes
 from ._walk import gte_index, operand, paused_gc
 
@@ -61,6 +62,10 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One piece of advice: the rule, what it saw (`evidence`) and what to try."""
+
+    __repr__ = brief_repr
+
     rule: str
     title: str
     message: str
@@ -142,14 +147,6 @@ def _ev_inst(i: Instruction, what: str) -> Evidence:
                     str(loc) if loc else None)
 
 
-def _mib(n: int) -> str:
-    if n >= 1 << 1000:
-        return format_bytes(n)  # too large for a float
-    if n >= 2**20:
-        return f"{n / 2**20:.2f} MiB"
-    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
-
-
 # -- the rules ----------------------------------------------------------------
 
 
@@ -169,7 +166,7 @@ def _reduction_split(ctx: _Context) -> list[Finding]:
         moved = sum(e.bytes for e in feeds)
         out.append(Finding(
             "HS101", "a reduction splits what could be one kernel",
-            f"{k.name} reduces in its own kernel and reads {_mib(moved)} that "
+            f"{k.name} reduces in its own kernel and reads {format_bytes(moved)} that "
             f"{', '.join(p.name for p in producers)} wrote to memory first",
             "reductions (jnp.sum, mean, norm) end a fusion: where the reduced axis is short, "
             "write the sum out (x[..., 0] + x[..., 1] + ...) so XLA can fuse it with its "
@@ -186,7 +183,7 @@ def _large_constant(ctx: _Context) -> list[Finding]:
                 users = [u.name for u in inst.users]
                 out.append(Finding(
                     "HS102", "a large constant is folded into the program",
-                    f"{inst.name} is a {_mib(inst.shape.total_byte_size)} constant "
+                    f"{inst.name} is a {format_bytes(inst.shape.total_byte_size)} constant "
                     f"({inst.shape}) baked into the compiled program"
                     + (f", read by {', '.join(users[:3])}" if users else ""),
                     "pass the array as an argument instead of closing over a NumPy array or "
@@ -213,7 +210,7 @@ def _layout_copy(ctx: _Context) -> list[Finding]:
             continue
         out.append(Finding(
             "HS103", "a copy between kernels changes the layout",
-            f"{k.name} only moves {_mib(k.bytes_out)} into another layout ({src.shape} -> "
+            f"{k.name} only moves {format_bytes(k.bytes_out)} into another layout ({src.shape} -> "
             f"{inst.shape}); it needs its own kernel and a second buffer",
             "transposes and layout changes between library calls (FFTs, matmuls) and fused "
             "kernels cost a full copy: keep the data in the order the consumer wants (choose "
@@ -244,7 +241,7 @@ def _recompute(ctx: _Context) -> list[Finding]:
             continue
         out.append(Finding(
             "HS104", "a cheap intermediate is stored instead of recomputed",
-            f"{k.name} computes {_mib(k.bytes_out)} from "
+            f"{k.name} computes {format_bytes(k.bytes_out)} from "
             + ("nothing but indices and constants" if not inputs else "the arguments")
             + f" with only cheap operations ({', '.join(sorted(fused))}), and writes it to "
             f"memory for {', '.join(readers)}",
@@ -270,7 +267,7 @@ def _loop_state(ctx: _Context) -> list[Finding]:
         out.append(Finding(
             "HS105", "a loop keeps its state in memory between kernels",
             f"the body of {g.caller} runs {len(kernels)} kernel(s) per iteration and reads "
-            f"its state ({', '.join(f'{v} {s}' for v, _, s in values)}, {_mib(total)}) "
+            f"its state ({', '.join(f'{v} {s}' for v, _, s in values)}, {format_bytes(total)}) "
             "from memory each time",
             "if the loop is short and its body cheap, unroll it (a Python for loop, or "
             "lax.fori_loop(..., unroll=True)) so XLA fuses the iterations into one kernel",
@@ -298,7 +295,7 @@ def _side_by_side(ctx: _Context) -> list[Finding]:
     ks = [k for n in names if (k := ctx.kernel(n))]
     return [Finding(
         "HS106", "independent large operations are alive together at the peak",
-        f"at the memory peak ({_mib(peak)}), {', '.join(names)} are held together though "
+        f"at the memory peak ({format_bytes(peak)}), {', '.join(names)} are held together though "
         "none needs another's result; the schedule runs them side by side",
         "compute and consume one before starting the next (e.g. a lax.fori_loop over them, "
         "or jax.lax.optimization_barrier between the steps) so their buffers can be reused",
@@ -360,7 +357,7 @@ def _f64(ctx: _Context) -> list[Finding]:
     total = sum(i.shape.total_byte_size for i in wide)
     return [Finding(
         "HS108", "f64 arrays in an f32 program",
-        f"{len(wide)} instruction(s) work in f64 ({_mib(total)}), among f32 arrays: "
+        f"{len(wide)} instruction(s) work in f64 ({format_bytes(total)}), among f32 arrays: "
         f"{', '.join(i.name for i in wide[:4])}",
         "double precision halves throughput and doubles memory (and is very slow on most "
         "GPUs and TPUs): check for a Python float or a NumPy float64 array that promoted the "
@@ -384,7 +381,7 @@ def _loop_collective(ctx: _Context) -> list[Finding]:
         if srcs and all(s is not None and s in invariant for s in srcs):
             out.append(Finding(
                 "HS109", "a collective in a loop moves the same data every iteration",
-                f"{c.name} ({c.opcode}, {_mib(c.sent_per_device)} sent per device) runs on "
+                f"{c.name} ({c.opcode}, {format_bytes(c.sent_per_device)} sent per device) runs on "
                 "loop state the body never changes, so each iteration repeats the same "
                 "communication",
                 "hoist it out of the loop: do the all-gather/all-reduce once before the loop "

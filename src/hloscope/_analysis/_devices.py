@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._errors import HloModelError
+from .._repr import brief_repr
 
 __all__ = ["DEVICES", "Device", "device"]
 
@@ -19,6 +20,8 @@ T = 1e12
 class Device:
     """`flops` maps an element type (``f32``, ``bf16``, ...) to peak FLOP/s; ``*`` is the
     fallback.  `bandwidth` is memory bandwidth in bytes/s."""
+
+    __repr__ = brief_repr
 
     name: str
     flops: dict[str, float]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._hlo._module import Module
+from .._repr import clip, number
 from .._units import format_bytes
 from ._advisor import Finding, advise
 from ._dataflow import analyze_dataflow
@@ -67,6 +68,12 @@ def _kernel_dict(k: Kernel, place: str) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class ModuleDiff:
     """What `hloscope diff` shows.  Each list holds plain dicts (see docs/json.md)."""
+
+    def __repr__(self) -> str:
+        return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
+                    f"{len(self.removed):,} kernels removed, {len(self.added):,} added, "
+                    f"{len(self.changed):,} changed; peak {number(self.peak_a)} -> "
+                    f"{number(self.peak_b)} B)")
 
     a: KernelGraph
     b: KernelGraph

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from .._hlo._module import Computation, Instruction, Module
 from .._hlo._replica_groups import ReplicaGroupsError, parse_replica_groups
+from .._repr import brief_repr, clip, number
 from ._dataflow import (
     CONTROL_FLOW_OPCODES,
     Dataflow,
@@ -102,6 +103,8 @@ class Kernel:
     """One kernel (see the module docstring).  `fused` counts the operations inside a
     fusion (nested fusions included); `group` is the computation it runs in."""
 
+    __repr__ = brief_repr
+
     name: str
     category: str      # fusion, library call, fft, sort, copy, transpose, collective, ...
     opcode: str
@@ -142,6 +145,8 @@ class Edge:
     ``constant`` or ``loop state`` (with `src_detail` naming it); `dst` is a kernel name
     or ``result``."""
 
+    __repr__ = brief_repr
+
     src: str
     src_kind: str      # kernel, argument, constant, loop state
     dst: str
@@ -160,6 +165,8 @@ class Edge:
 @dataclass(frozen=True, slots=True)
 class CollectiveTraffic:
     """A collective: who takes part and what each device sends and receives."""
+
+    __repr__ = brief_repr
 
     name: str
     opcode: str
@@ -186,6 +193,11 @@ class CollectiveTraffic:
 @dataclass(frozen=True, slots=True)
 class KernelGraph:
     """What `hloscope kernels` shows for one module.  See docs/json.md for each field."""
+
+    def __repr__(self) -> str:
+        return clip(f"KernelGraph({self.module!r}: {len(self.kernels):,} kernels, "
+                    f"{len(self.edges):,} edges, {len(self.collectives):,} collectives, "
+                    f"peak {number(self.peak_bytes)} B)")
 
     module: str
     file: str

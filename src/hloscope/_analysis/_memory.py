@@ -21,17 +21,19 @@ The figures:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from .._hlo._module import Instruction, Module
+from .._repr import brief_repr, clip, number
 from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump, XlaMemoryFiles
 from ._check import shard_shape
 from ._dataflow import Dataflow, Value, analyze_dataflow
 from ._heap import classify_buffers, estimate_temp
 from ._liverange import LiveRanges, compute_live_ranges, xla_peak_moment
-from ._summary import _is_partitioned
+from ._figures import MemoryFigures, memory_figures
+from ._summary import _is_partitioned, is_optimized
 from ._walk import paused_gc
 
 __all__ = [
@@ -61,6 +63,8 @@ class BufferInfo:
     those of the loop or branch instruction).
     """
 
+    __repr__ = brief_repr
+
     label: str
     instruction: str
     index: tuple[int, ...]
@@ -84,6 +88,8 @@ class BufferInfo:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """hloscope's figure beside XLA's for one quantity."""
+
+    __repr__ = brief_repr
 
     name: str
     hloscope: int | None
@@ -138,6 +144,8 @@ class ShardedView:
     like the SPMD partitioner's "memory usage before/after partition" lists.
     """
 
+    __repr__ = brief_repr
+
     devices: int
     partitioned: bool
     rows: tuple[ShardedRow, ...]
@@ -160,6 +168,8 @@ class ShardedView:
 @dataclass(frozen=True, slots=True)
 class XlaFigures:
     """What XLA's own dump files say about the module (each part may be missing)."""
+
+    __repr__ = brief_repr
 
     files: tuple[str, ...]
     live_range_peak_bytes: int | None
@@ -189,6 +199,12 @@ class XlaFigures:
 class MemoryReport:
     """What `hloscope memory` shows for one module.  See docs/json.md for each field."""
 
+    def __repr__(self) -> str:
+        return clip(f"MemoryReport({self.module!r}: peak {number(self.peak_bytes)} B at step "
+                    f"{self.peak_step} ({self.peak_instruction}), {len(self.peak_values):,} "
+                    f"values live there; temp estimate {self.temp_estimate_bytes:,} B; "
+                    f"{self.steps:,} steps)")
+
     module: str
     file: str
     scheduled: bool
@@ -211,6 +227,8 @@ class MemoryReport:
     sharded: ShardedView | None
     xla: XlaFigures | None
     comparisons: tuple[Comparison, ...]
+    optimized: bool
+    figures: MemoryFigures             # every headline figure, labelled, and their differences
 
     @property
     def timeline_max(self) -> tuple[int, int]:
@@ -238,6 +256,8 @@ class MemoryReport:
             "sharded": self.sharded.to_dict() if self.sharded is not None else None,
             "xla": self.xla.to_dict() if self.xla is not None else None,
             "comparisons": [c.to_dict() for c in self.comparisons],
+            "optimized": self.optimized,
+            "figures": self.figures.to_dict(),
         }
 
 
@@ -330,15 +350,18 @@ def _recompute_peak(ba: BufferAssignmentDump, lr: LiveRangeDump) -> int | None:
 
 def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = None,
                    top: int = 20, df: Dataflow | None = None,
-                   lr: LiveRanges | None = None) -> MemoryReport:
+                   lr: LiveRanges | None = None,
+                   memory_analysis: Mapping[str, float] | None = None) -> MemoryReport:
     """Buffers, live ranges, the peak and what makes it up, the temp estimate, per-device sizes.
 
     A module that is not scheduled (``is_scheduled=true`` missing, e.g. before
     optimization) is analysed in its printed instruction order, which XLA
     prints as a valid post order; the report says so in `order`.  `xla`
     (XLA's memory files for this module) puts XLA's figures beside
-    hloscope's; `top` is how many of the largest values to list.  `df` and `lr`
-    reuse a dataflow and live ranges already computed for `module`.
+    hloscope's; `memory_analysis` (``compiled.memory_analysis()``'s fields, as
+    `hloscope.inspect` keeps them) too, in `figures`; `top` is how many of the largest
+    values to list.  `df` and `lr` reuse a dataflow and live ranges already computed for
+    `module`.
     """
     with paused_gc():
         df = df if df is not None else analyze_dataflow(module)
@@ -346,11 +369,12 @@ def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = 
         kinds = classify_buffers(df)
         heap = estimate_temp(df, lr, kinds)
         figs = xla_figures(xla) if isinstance(xla, XlaMemoryFiles) else xla
-        return _report(module, df, lr, kinds, heap.size, figs, top)
+        return _report(module, df, lr, kinds, heap.size, figs, top, memory_analysis)
 
 
 def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], temp: int,
-            xla: XlaFigures | None, top: int) -> MemoryReport:
+            xla: XlaFigures | None, top: int,
+            memory_analysis: Mapping[str, float] | None = None) -> MemoryReport:
     entry = module.entry
     buffer_of = df.buffer_of
     ranges = lr.ranges
@@ -385,15 +409,29 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
             comparisons.append(Comparison("temp_bytes", temp, xla.temp_bytes))
         if xla.argument_bytes is not None:
             comparisons.append(Comparison("argument_bytes", argument_bytes, xla.argument_bytes))
+    timeline = tuple(lr.live_bytes[:lr.end_time])
+    tstep = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
+    sharded = _sharded_view(module, df)
+    optimized = is_optimized(module)
+    figures = memory_figures(
+        peak=lr.peak_bytes, peak_at=f"step {lr.peak_time} ({peak_inst})",
+        timeline_max=timeline[tstep] if timeline else 0,
+        timeline_at=f"step {tstep} ({labels[tstep] if tstep < len(labels) else ''})",
+        arguments=argument_bytes, outputs=output_bytes, aliased=alias_bytes,
+        constants=constant_bytes, temp_estimate=temp, optimized=optimized,
+        per_device=sharded is not None and sharded.partitioned,
+        xla_peak=xla.live_range_peak_bytes if xla is not None else None,
+        xla_temp=xla.temp_bytes if xla is not None else None,
+        memory_analysis=memory_analysis)
     return MemoryReport(
         module=module.name, file=module.filename, scheduled=scheduled, order=order,
         steps=lr.end_time, values=len(lr.ranges), buffers=len(df.buffers),
         peak_bytes=lr.peak_bytes, peak_step=lr.peak_time, peak_instruction=peak_inst,
         peak_values=peak_values, argument_bytes=argument_bytes, output_bytes=output_bytes,
         alias_bytes=alias_bytes, constant_bytes=constant_bytes, temp_estimate_bytes=temp,
-        timeline=tuple(lr.live_bytes[:lr.end_time]), timeline_labels=labels,
-        largest=largest, sharded=_sharded_view(module, df), xla=xla,
-        comparisons=tuple(comparisons),
+        timeline=timeline, timeline_labels=labels,
+        largest=largest, sharded=sharded, xla=xla,
+        comparisons=tuple(comparisons), optimized=optimized, figures=figures,
     )
 
 

@@ -15,7 +15,7 @@ from .._hlo._module import Instruction, Module
 from .._hlo._shape import Shape
 from ._check import shard_shape
 
-__all__ = ["ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
+__all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
            "SUMMARY_SCHEMA"]
 
 SUMMARY_SCHEMA = "hloscope.summary/1"
@@ -87,6 +87,7 @@ class ModuleSummary:
     format: str
     first_line: int
     is_scheduled: bool
+    optimized: bool
     partitioned: bool
     num_partitions: int
     replica_count: int
@@ -116,6 +117,7 @@ class ModuleSummary:
             "module": self.name,
             "source": {"file": self.file, "format": self.format, "line": self.first_line},
             "is_scheduled": self.is_scheduled,
+            "optimized": self.optimized,
             "partitioned": self.partitioned,
             "num_partitions": self.num_partitions,
             "replica_count": self.replica_count,
@@ -142,6 +144,17 @@ def _is_partitioned(module: Module) -> bool:
     if module.num_partitions <= 1:
         return False
     return module.is_scheduled or module.entry.name.endswith("_spmd")
+
+
+def is_optimized(module: Module) -> bool:
+    """Whether XLA's passes have run on `module`: it is scheduled, or holds fusions (an
+    older XLA's optimized dumps are not always scheduled).  A module before optimization
+    (``lowered.as_text()``, ``*before_optimizations*`` dumps, torch_xla's graphs) has
+    neither."""
+    if module.is_scheduled:
+        return True
+    return any(inst.opcode == "fusion" for comp in module.computations
+               for inst in comp.instructions)
 
 
 def _source(inst: Instruction) -> str | None:
@@ -203,7 +216,7 @@ def summarize(module: Module) -> ModuleSummary:
     )
     return ModuleSummary(
         name=module.name, file=module.filename, format=module.format,
-        first_line=module.first_line, is_scheduled=module.is_scheduled, partitioned=partitioned,
+        first_line=module.first_line, is_scheduled=module.is_scheduled, optimized=is_optimized(module), partitioned=partitioned,
         num_partitions=module.num_partitions, replica_count=module.replica_count,
         entry=entry.name, computations=len(module.computations),
         instructions=module.instruction_count,

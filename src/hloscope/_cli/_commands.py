@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from .._analysis._summary import SUMMARY_SCHEMA, summarize
+from .._analysis._summary import SUMMARY_SCHEMA, is_optimized, summarize
 from .._render._text import render_json, render_module_list, render_summary
 from .._units import format_bytes
 from .._write import write_text
@@ -114,10 +114,10 @@ def memory(
     inputs = load_inputs(path)
     reports = []
     if inputs.modules:
-        _inputs, entry = pick(path, module, function) if len(inputs.modules) > 1 or module \
-            or function else (inputs, inputs.modules[0])
+        _inputs, entry = pick(path, module, function, inputs=inputs)
         try:
-            reports.append(analyze_memory(entry.module, xla=entry.xla, top=max(top, 20)))
+            reports.append(analyze_memory(entry.module, xla=entry.xla, top=max(top, 20),
+                                          memory_analysis=entry.memory_analysis))
         except _errors.HloscopeError as e:
             fail(e)
     try:
@@ -202,7 +202,7 @@ def kernels(
                 kd["roofline_seconds"] = k.roofline_seconds(dev, et)
         sys.stdout.write(render_json(data))
         return
-    sys.stdout.write(render_kernels(graph_, device=dev, scheduled=m.is_scheduled))
+    sys.stdout.write(render_kernels(graph_, device=dev, scheduled=is_optimized(m)))
 
 
 @app.command()
@@ -241,7 +241,7 @@ def lint(
                 "modules": [{"module": m.name, "findings": [f.to_dict() for f in findings]}]}
         sys.stdout.write(render_json(data))
     else:
-        sys.stdout.write(render_findings(m.name, findings))
+        sys.stdout.write(render_findings(m.name, findings, optimized=is_optimized(m)))
     if {f.rule for f in findings} & wanted:
         raise typer.Exit(1)
 
@@ -307,7 +307,8 @@ def report(
             lr = compute_live_ranges(df)
             graph_ = kernel_graph(m, df=df, lr=lr)
             kernels_n = len(graph_.kernels)
-            memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr)
+            memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
+                                     memory_analysis=entry.memory_analysis)
             data = report_data(m, summarize(m), graph_, memory_,
                                advise(m, graph=graph_, df=df, lr=lr))
         elif inputs.dumps:
@@ -413,13 +414,16 @@ def inspect_cmd(
                      + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
                      f"jax {rep.versions.get('jax')}\n\n")
     m = rep.module
-    sys.stdout.write(render_kernels(rep.kernels, scheduled=m.is_scheduled) + "\n")
+    sys.stdout.write(render_kernels(rep.kernels, scheduled=is_optimized(m)) + "\n")
     sys.stdout.write(render_memory(rep.memory) + "\n")
-    sys.stdout.write(render_findings(m.name, list(rep.findings)))
+    sys.stdout.write(render_findings(m.name, list(rep.findings), optimized=is_optimized(m)))
 
 
 @app.command()
-def demo() -> None:
+def demo(
+    save: Path | None = typer.Option(None, "--save", help="Write the built-in module to this "
+                                     "file instead, to try the other commands on it."),
+) -> None:
     """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices: what is in
     it, its kernels, its memory peak, and the advisor."""
     from .._analysis._advisor import advise
@@ -429,22 +433,29 @@ def demo() -> None:
     from .._render._memory_text import render_memory
 
     data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
+    if save is not None:
+        try:
+            write_text(save, data.read_text(encoding="utf-8"))
+        except _errors.HloscopeError as e:
+            fail(e)
+        sys.stdout.write(f"wrote {save}: try hloscope report {save} -o fft.html\n")
+        return
     with resources.as_file(data) as p:
         m = pick_module(Path(p))
     name = "<built-in example fft_pencil_4x2.hlo>"
     parts = [
         ("hloscope summary", render_summary(summarize(m))),
-        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=m.is_scheduled)),
+        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m))),
         ("hloscope memory", render_memory(analyze_memory(m), top=5)),
-        ("hloscope lint", render_findings(m.name, advise(m))),
+        ("hloscope lint", render_findings(m.name, advise(m), optimized=is_optimized(m))),
     ]
     for title, text in parts:
         sys.stdout.write(f"==> {title} {name}\n\n")
         sys.stdout.write(text.replace(str(p), name) + "\n")
     sys.stdout.write(
         "This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a 4x2\n"
-        "mesh of CPU devices.  Try it on your own module:\n"
-        "  python -c \"import jax, jax.numpy as jnp; "
-        "print(jax.jit(jnp.sin).lower(jnp.ones(8)).compile().as_text())\" > my.hlo\n"
-        "  hloscope summary my.hlo; hloscope kernels my.hlo; hloscope memory my.hlo; "
-        "hloscope lint my.hlo\n")
+        "mesh of CPU devices.  Next, the HTML report of the same module (opens from disk):\n"
+        "  hloscope demo --save fft.hlo && hloscope report fft.hlo -o fft.html\n"
+        "Then your own module: any HLO text works (compiled.as_text(), an XLA dump folder,\n"
+        "a log); with JAX installed (pip install 'hloscope[jax]'), straight from a function:\n"
+        "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n")

@@ -40,28 +40,52 @@
     return String(n);
   }
 
+  function exact(n) {
+    if (n === null || n === undefined) return "unknown";
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",") + " B";
+  }
+
+  // -- the memory figures, labelled, and why they differ -----------------------
+  function figures(F, box) {
+    if (!F) return;
+    el("h2", {}, "Memory figures", box);
+    var t = el("table", {"class": "list", id: "memory-figures"}, null, box);
+    var hr = el("tr", {}, null, t);
+    ["figure", "size", "bytes", "where", "meaning", "from"].forEach(function (h) { el("th", {}, h, hr); });
+    F.figures.forEach(function (f) {
+      var tr = el("tr", {"data-key": f.key}, null, t);
+      el("td", {}, f.label, tr); el("td", {"class": "num"}, bytes(f.bytes), tr);
+      el("td", {"class": "num"}, exact(f.bytes), tr); el("td", {}, f.at || "", tr);
+      el("td", {}, f.meaning, tr); el("td", {}, f.source, tr);
+    });
+    if (F.explanations.length) {
+      el("h3", {}, "Why these figures differ", box);
+      var ul = el("ul", {id: "memory-explanations"}, null, box);
+      F.explanations.forEach(function (e) { el("li", {}, e.text, ul); });
+    }
+  }
+
   // -- summary ---------------------------------------------------------------
   function summary() {
     var s = D.summary, m = D.memory, box = document.getElementById("summary");
     el("h1", {}, "hloscope report: " + D.module, box);
     el("div", {"class": "file"}, D.file, box);
     var facts = [
-      ["instructions", s.instructions], ["kernels", s.kernels],
+      ["instructions", s.instructions],
+      [D.optimized === false ? "kernels (if run as written: not optimized)" : "kernels", s.kernels],
       ["arrays between kernels", s.temporaries + " (" + bytes(s.temporary_bytes) + ")"],
-      ["memory peak", bytes(m.peak) + " at step " + m.peak_step + " (" + m.peak_instruction + ")"],
-      ["temporaries (estimate)", bytes(m.temp)], ["arguments", bytes(s.arguments)],
-      ["outputs", bytes(s.outputs)], ["flops", count(s.flops)],
+      ["flops", count(s.flops)],
       ["devices", s.num_partitions + (s.partitioned ? " (partitioned: sizes are per device)" : "")],
       ["collectives", s.collectives.length]];
     if (D.xla) {
-      facts.push(["XLA's figures", "peak " + bytes(D.xla.peak) + (D.xla.peak_step !== null ? " at step " + D.xla.peak_step : "") +
-        ", temp " + bytes(D.xla.temp) + ", " + (D.xla.allocations || 0) + " allocations, " + bytes(D.xla.total) + " in all"]);
+      facts.push(["XLA's dump files", (D.xla.allocations || 0) + " allocations, " + bytes(D.xla.total) + " in all"]);
       if (D.xla.recomputed_peak !== null) facts.push(["hloscope, replaying XLA's live ranges", bytes(D.xla.recomputed_peak)]);
     }
     var t = el("table", {"class": "facts"}, null, box);
     facts.forEach(function (f) {
       var tr = el("tr", {}, null, t); el("th", {}, f[0], tr); el("td", {}, f[1], tr);
     });
+    figures(m.figures, box);
     el("h2", {}, "Live at the peak", box);
     var pt = el("table", {"class": "list", id: "peak-values"}, null, box);
     var hr = el("tr", {}, null, pt);

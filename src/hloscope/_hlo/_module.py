@@ -83,6 +83,12 @@ class SourceLocation:
     column: int = 0
     frames: tuple[FileLocation, ...] = ()
 
+    def __repr__(self) -> str:
+        where = f"{self.file}:{self.line}" + (f":{self.column}" if self.column else "")
+        fn = f" in {self.function}" if self.function else ""
+        return clip(f"SourceLocation({where}{fn}, {len(self.frames)} "
+                    f"frame{'' if len(self.frames) == 1 else 's'})")
+
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 

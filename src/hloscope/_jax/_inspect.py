@@ -92,7 +92,7 @@ class Report:
 
             df, lr = self._flow()
             self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files(), df=df,
-                                                   lr=lr)
+                                                   lr=lr, memory_analysis=self.memory_analysis)
         return self._cache["memory"]
 
     @property

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Sequence
 
 from .._analysis._advisor import Finding
+from .._analysis._figures import optimized_note
 from .._analysis._devices import Device
 from .._analysis._kernels import KernelGraph, ratio
 from ._text import format_bytes, table
@@ -42,8 +43,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
                    top_edges: int = 20) -> str:
     out = [f"Module {g.module}", f"  from {g.file}"]
     if not scheduled:
-        out.append("  not optimized (no schedule): every operation counts as a kernel here; "
-                   "read the optimized module to see XLA's fusions")
+        out.append("  " + optimized_note(False))
+        out.append("  below, every operation counts as a kernel, as if the module ran as written")
     temps = g.temporaries
     out.append(f"  {_n(len(g.kernels), 'kernel')}, {_n(len(temps), 'array')} passed between kernels "
                f"({format_bytes(g.temporary_bytes)})"
@@ -113,8 +114,12 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_findings(module: str, findings: Sequence[Finding]) -> str:
+def render_findings(module: str, findings: Sequence[Finding], *, optimized: bool = True) -> str:
     out = [f"Module {module}: {_n(len(findings), 'finding')}"]
+    if not optimized:
+        out.append("  " + optimized_note(False))
+        out.append("  the findings below are about the module as written; XLA's passes may "
+                   "remove their cause")
     for f in findings:
         out.append("")
         out.append(f"{f.rule} {f.title}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
+import textwrap
 from collections.abc import Sequence
 
+from .._analysis._figures import MemoryFigures, optimized_note, pct
 from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures
 from .._sources._spmd_log import SpmdMemoryLog
 from .._sources._xla_dumps import BufferAssignmentDump
 from ._text import format_bytes, table
 
-__all__ = ["render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
+__all__ = ["render_figures", "render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -34,13 +37,15 @@ def _exact(n: int | None) -> str:
     return "unknown" if n is None else f"{format_bytes(n)} ({n:,} B)" if n >= 1024 else f"{n} B"
 
 
-def _same(a: int | None, b: int | None) -> str:
-    if a is None or b is None:
+def _same(ours: int | None, theirs: int | None, label: str = "") -> str:
+    """How XLA's figure `theirs` compares with hloscope's `ours` (named `label`)."""
+    if ours is None or theirs is None:
         return ""
-    if a == b:
-        return "same"
-    d = (a - b) / b * 100 if b else float("inf")
-    return f"differs by {a - b:+,} B ({d:+.1f}%)"
+    what = f" as {label}" if label else ""
+    if ours == theirs:
+        return f"same{what}"
+    d = f" ({pct(ours, theirs)})" if theirs else ""
+    return f"hloscope's {label or 'figure'} differs by {ours - theirs:+,} B{d}"
 
 
 def _rows(items: Sequence[BufferInfo]) -> list[list[str]]:
@@ -51,31 +56,67 @@ def _rows(items: Sequence[BufferInfo]) -> list[list[str]]:
 _HEAD = ["value", "shape", "bytes", "kind", "live", "op_name", "source"]
 
 
+# What the text says beside each figure (the JSON and docs/memory.md give the full meaning).
+_NOTES = {
+    "live_range_peak": "XLA's live-range peak",
+    "temp_estimate": "estimate of XLA's temp allocation",
+    "device_footprint": "arguments + outputs + temp − aliased",
+}
+# A figure from XLA compared with hloscope's own.
+_VERSUS = {"xla_live_range_peak": "live_range_peak", "xla_temp": "temp_estimate",
+           "memory_analysis.argument_size_in_bytes": "arguments",
+           "memory_analysis.output_size_in_bytes": "outputs",
+           "memory_analysis.alias_size_in_bytes": "aliased",
+           "memory_analysis.temp_size_in_bytes": "temp_estimate"}
+
+
+def render_figures(figs: MemoryFigures) -> list[str]:
+    """The labelled headline figures and why they differ (see `memory_figures`)."""
+    out: list[str] = []
+    xla = [f for f in figs.figures if f.key.startswith("memory_analysis.")]
+    zero_host = [f for f in xla if f.label.startswith("host_") and not f.bytes]
+    xla = [f for f in xla if f not in zero_host]
+    for f in figs.figures:
+        if f.key.startswith("memory_analysis."):
+            continue
+        label = f.label
+        at = f"at {f.at}" if f.at else ""
+        note = "; ".join(x for x in (at, _NOTES.get(f.key, "")) if x)
+        if f.key == "device_footprint" and figs.per_device:
+            note += ", each device"
+        if f.key in _VERSUS:
+            other = figs.get(_VERSUS[f.key])
+            note = _same(other.bytes if other else None, f.bytes, other.label if other else "")
+        if f.key == "device_footprint" and f.source != "hloscope":
+            note += " (XLA's figures)" if f.source == "memory_analysis()" else " (XLA's temp)"
+        if f.key == "device_footprint" and xla:
+            out.append("XLA's memory_analysis()")
+            for x in xla:
+                other = figs.get(_VERSUS.get(x.key, ""))
+                cmp = _same(other.bytes if other else None, x.bytes,
+                            other.label if other else "")
+                out.append(f"  {x.label:<36}{_exact(x.bytes):<25} {cmp}".rstrip())
+            if zero_host:
+                out.append(f"  {'host_*_in_bytes':<36}0 B (all {len(zero_host)})")
+        out.append(f"{label:<14}{_exact(f.bytes):<25} {note}".rstrip())
+    if figs.explanations:
+        out.append("Why these figures differ")
+        for e in figs.explanations:
+            # A size and its unit stay on one line.
+            text = re.sub(r"(\d) (B|KiB|MiB|GiB|TiB|PiB)\b", "\\1\u00a0\\2", e.text)
+            out.extend(line.replace("\u00a0", " ") for line in textwrap.wrap(
+                text, 96, initial_indent="  - ", subsequent_indent="    ",
+                break_on_hyphens=False))
+    return out
+
+
 def render_memory(r: MemoryReport, *, top: int = 10) -> str:
     out: list[str] = [f"Module {r.module}", f"  from {r.file}",
                       f"  order: {r.order}",
                       f"  {r.steps} steps, {r.values} values in {r.buffers} buffers", ""]
-    peak_line = f"Peak          {_exact(r.peak_bytes)} at step {r.peak_step} ({r.peak_instruction})"
-    out.append(peak_line)
-    x = r.xla
-    if x is not None and x.live_range_peak_bytes is not None:
-        out.append(f"  XLA's live-range peak {_exact(x.live_range_peak_bytes)} at step "
-                   f"{x.live_range_peak_time}: {_same(r.peak_bytes, x.live_range_peak_bytes)}")
-    tmax, tstep = r.timeline_max
-    if r.peak_bytes is not None and tmax > r.peak_bytes:
-        out.append(f"  note: the timeline is higher at step {tstep} ({tmax:,} B); the peak "
-                   "above is the moment XLA's HloLiveRange picks (docs/memory.md)")
-    out.append(f"Arguments     {_exact(r.argument_bytes)}")
-    out.append(f"Outputs       {_exact(r.output_bytes)}"
-               + (f", {_exact(r.alias_bytes)} of them reuse donated arguments"
-                  if r.alias_bytes else ""))
-    out.append(f"Constants     {_exact(r.constant_bytes)}")
-    temp = f"Temporaries   {_exact(r.temp_estimate_bytes)} (hloscope's estimate of XLA's temp " \
-           "allocation)"
-    out.append(temp)
-    if x is not None and x.temp_bytes is not None:
-        out.append(f"  XLA's temp allocation {_exact(x.temp_bytes)}: "
-                   f"{_same(r.temp_estimate_bytes, x.temp_bytes)}")
+    if not r.optimized:
+        out[2:2] = ["  " + optimized_note(False)]
+    out.extend(render_figures(r.figures))
     out.append("")
     out.append(f"Live at the peak ({len(r.peak_values)} values, {_exact(r.peak_bytes)})")
     shown = r.peak_values[:top]
@@ -86,6 +127,7 @@ def render_memory(r: MemoryReport, *, top: int = 10) -> str:
         out.append(f"  ... and {len(rest)} more ({format_bytes(sum(b.bytes for b in rest))}; "
                    "--top N shows more)")
     out.append("")
+    tmax, tstep = r.timeline_max
     out.append(f"Timeline (bytes held per step, each buffer once; max {format_bytes(tmax)} "
                f"at step {tstep})")
     out.append(f"  |{sparkline(r.timeline)}|")
@@ -135,7 +177,7 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         if figs.recomputed_peak_bytes is not None:
             out.append("  hloscope, replaying the dump's live ranges: "
                        f"{_exact(figs.recomputed_peak_bytes)}, "
-                       f"{_same(figs.recomputed_peak_bytes, figs.live_range_peak_bytes)}")
+                       f"{_same(figs.recomputed_peak_bytes, figs.live_range_peak_bytes, 'peak')}")
         shapes = {v.label: v.shape for a in ba.allocations for v in a.values} if ba else {}
         rows = [[label, shapes.get(label, "-"), _exact(b)]
                 for label, b in figs.live_range_peak_values[:top]]

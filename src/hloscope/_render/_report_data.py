@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._analysis._advisor import Finding
+from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
 from .._analysis._memory import MemoryReport, XlaFigures
 from .._analysis._summary import ModuleSummary
@@ -244,9 +245,11 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
     if len(graph.collectives) > MAX_COLLECTIVES:
         notes.append(f"The first {MAX_COLLECTIVES:,} of {len(graph.collectives):,} collectives "
                      "are listed.")
+    if not summary.optimized:
+        notes.insert(0, optimized_note(False))
     return {
         "schema": "hloscope.report/1",
-        "module": module.name, "file": module.filename,
+        "module": module.name, "file": module.filename, "optimized": summary.optimized,
         "summary": {
             "partitioned": summary.partitioned, "num_partitions": summary.num_partitions,
             "instructions": summary.instructions, "computations": summary.computations,
@@ -261,6 +264,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "peak": memory.peak_bytes, "peak_step": memory.peak_step,
             "peak_instruction": memory.peak_instruction, "steps": memory.steps,
             "temp": memory.temp_estimate_bytes,
+            "figures": memory.figures.to_dict(),
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
                              b.source or ""] for b in peak_values],
             "timeline": _timeline(memory), "values": live_values,
@@ -310,6 +314,11 @@ def dump_report_data(name: str, figs: XlaFigures,
                     "outputs": figs.output_bytes or 0},
         "memory": {"peak": figs.live_range_peak_bytes, "peak_step": figs.live_range_peak_time,
                    "peak_instruction": "", "steps": 0, "temp": figs.temp_bytes,
+                   "figures": dump_figures(
+                       peak=figs.live_range_peak_bytes, peak_step=figs.live_range_peak_time,
+                       arguments=figs.argument_bytes, outputs=figs.output_bytes,
+                       constants=figs.constant_bytes, temp=figs.temp_bytes,
+                       total=figs.total_bytes).to_dict(),
                    "peak_values": [[label, shapes.get(label, ""), size, "", label.split("{")[0],
                                     "", ""] for label, size in figs.live_range_peak_values],
                    "timeline": [], "values": []},

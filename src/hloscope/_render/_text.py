@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .._analysis._figures import optimized_note
 from .._analysis._summary import ModuleSummary
 from .._units import format_bytes
 
@@ -56,6 +57,8 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
         flags.append(f"{s.replica_count} replicas")
     out.append(f"Module {s.name}")
     out.append(f"  from {where} ({', '.join(flags)})")
+    if not s.optimized:
+        out.append("  " + optimized_note(False))
     out.append(f"  {s.computations} computations, {s.instructions} instructions, "
                f"entry {s.entry}")
     out.append("")

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from .._errors import HloscopeError
@@ -193,11 +194,13 @@ def _unique(results: list[BenchResult]) -> list[BenchResult]:
     return out
 
 
-def load_results(paths: list[str] | str) -> list[BenchResult]:
-    """Every result in the given files and folders: hloscope's JSON and CSV,
-    jax-hpc-profiler's CSV and Markdown reports."""
-    if isinstance(paths, str):
+def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]
+                 ) -> list[BenchResult]:
+    """Every result in the given files and folders (one path or several): hloscope's JSON
+    and CSV, jax-hpc-profiler's CSV and Markdown reports."""
+    if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    paths = [os.fspath(p) for p in paths]
     files: list[str] = []
     for p in paths:
         if os.path.isdir(p):
