@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import GENERATED, ROOT, SEEDS, check_golden, run_cli
+from conftest import DATA, GENERATED, ROOT, SEEDS, check_golden, run_cli
 
 
 @pytest.mark.parametrize("name,path", [
@@ -15,6 +15,8 @@ from conftest import GENERATED, ROOT, SEEDS, check_golden, run_cli
     ("torch_xla_sharded", SEEDS / "torch_xla_02_IrToHlo.19_sharded.hlo"),
     ("spmd_log", SEEDS / "tpu_spmd_partitioner.log"),
     ("fft_pencil_partitioned", GENERATED / "fft_cont_pencil_4x2.hlo"),
+    ("memory_usage_report", DATA / "dumps" / "mlp_train"
+     / "module_0030.jit_train_step.cpu_after_optimizations-memory-usage-report.txt"),
 ])
 def test_memory_text_golden(name, path):
     r = run_cli("memory", str(path))

@@ -21,7 +21,7 @@ from typing import Any
 from .._errors import HloModelError
 from .._hlo._module import Computation, Instruction, Module
 from ._dataflow import Dataflow, analyze_dataflow
-from ._kernels import NOT_KERNELS, Edge, Kernel, KernelGraph, kernel_graph
+from ._kernels import Edge, Kernel, KernelGraph, kernel_graph, launches_work
 from ._liverange import LiveRanges, compute_live_ranges
 from .._repr import brief_repr
 from .._units import format_bytes
@@ -280,7 +280,7 @@ def _side_by_side(ctx: _Context) -> list[Finding]:
         return []  # without XLA's schedule, which operations overlap is not known
     peak = ctx.lr.peak_bytes or 0
     big = [v for v in ctx.lr.peak_values if v.size >= max(LARGE_ARRAY_BYTES, peak // 8)
-           and v.inst.opcode not in NOT_KERNELS]  # made by a kernel
+           and launches_work(v.inst)]  # made by a kernel
     if len(big) < 2:
         return []
     # Keep the pairs with no data path between them (neither needs the other).

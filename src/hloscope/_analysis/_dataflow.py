@@ -7,10 +7,12 @@ values) and `HloAliasAnalysis` closely enough that the live ranges built on it
 * a *value* is one array (or tuple pointer table) written by one instruction
   at one shape index.  Instructions that only pass data through (bitcast,
   get-tuple-element, tuple elements, while/call/conditional results, called
-  computations' parameters, async and copy-start/done halves) define no new
-  value; where several values can reach one place (a while loop's state, a
-  conditional's result) a *phi* value stands for them, and phis that turn
-  out to carry a single value are folded away as XLA does.
+  computations' parameters, async and copy-start/done halves, and what
+  `_passthrough` finds moves no data: annotations, copies and transposes
+  that are bitcasts) define no new value; where several values can reach
+  one place (a while loop's state, a conditional's result) a *phi* value
+  stands for them, and phis that turn out to carry a single value are
+  folded away as XLA does.
 * a *buffer* is a set of values that must share memory: a while loop's
   state across its init, body and result; conditional branch results; an
   in-place operation's operand and result (dynamic-update-slice, scatter,
@@ -44,6 +46,7 @@ from .._hlo._module import Computation, Instruction, Module
 from .._hlo._shape import Shape
 from ._check import check_module
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
+from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
 from ._shapes import byte_size, indices
 from ._walk import INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
@@ -395,6 +398,12 @@ class _Builder:
             c.name: [i for i in module.callers(c) if i.opcode in CONTROL_FLOW_OPCODES]
             for c in self.comps}
         self.in_place = InPlacePairs()
+        # Instructions that pass their operands through (`_passthrough`), by id: where
+        # each output index comes from.
+        self.passing: dict[int, tuple[tuple[Index, int], ...]] = {
+            id(inst): fwd for comp in self.comps for inst in comp.instructions
+            if inst.opcode in PASSING_OPCODES and passes_through(inst)
+            and (fwd := forwarded_operands(inst))}
         self.callees: dict[tuple[int, str | None], Computation | None] = {}
         self.plans: dict[int, _Plan] = {}
         self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
@@ -503,7 +512,8 @@ class _Builder:
             is_callee = bool(self.callers[comp.name])
             for inst in comp.instructions:
                 idxs = indices(inst.shape)
-                if len(idxs) == 1 and inst.opcode not in _FORWARDING_OPCODES:
+                if len(idxs) == 1 and inst.opcode not in _FORWARDING_OPCODES \
+                        and id(inst) not in self.passing:
                     self.sets[inst] = self.new_value(inst, ())
                     continue
                 vs: dict[Index, list[Value]] = {i: [] for i in idxs}
@@ -511,12 +521,14 @@ class _Builder:
                 for index in self._defined_indices(inst, idxs, is_callee):
                     vs[index].append(self.new_value(inst, index))
 
-    @staticmethod
-    def _defined_indices(inst: Instruction, idxs: list[Index], is_callee: bool) -> Iterable[Index]:
+    def _defined_indices(self, inst: Instruction, idxs: list[Index],
+                         is_callee: bool) -> Iterable[Index]:
         op = inst.opcode
         shape = inst.shape
         if op in _NO_VALUE_OPCODES:
             return ()
+        if id(inst) in self.passing:  # an array: its operand's; a tuple: its pointer table
+            return ((),) if shape.is_tuple else ()
         if op == "parameter":
             return () if is_callee else idxs
         if op in ("copy", "tuple"):
@@ -618,6 +630,12 @@ class _Builder:
     def update(self, inst: Instruction) -> bool:
         """Recompute the value sets of `inst` from where its values come; whether they changed."""
         op = inst.opcode
+        passing = self.passing.get(id(inst))
+        if passing is not None:
+            changed = False
+            for dst, i in passing:
+                changed |= self._forward(inst, operand(inst, i), dst_prefix=dst)
+            return changed
         if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
             return self._forward(inst, operand(inst, 0))
         if op == "copy":
@@ -714,14 +732,15 @@ class _Builder:
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
         prio: dict[int, int] = {}  # only instructions that take values from others
         step = 0
+        passing = self.passing
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                if inst.opcode in _FORWARDING_OPCODES:
+                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
                     prio.setdefault(id(inst), step)
                 step += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
-                if inst.opcode in _FORWARDING_OPCODES:
+                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
                     prio.setdefault(id(inst), step)
                 step += 1
         budget = 64 * (step + len(self.values)) + 10_000
@@ -731,7 +750,8 @@ class _Builder:
 
         def add(inst: Instruction) -> None:
             k = id(inst)
-            if inst.opcode in _FORWARDING_OPCODES and inst in self.sets and k not in inset:
+            if (inst.opcode in _FORWARDING_OPCODES or k in passing) and inst in self.sets \
+                    and k not in inset:
                 inset.add(k)
                 by_key[k] = inst
                 heapq.heappush(heap, (prio.get(k, 0), k))

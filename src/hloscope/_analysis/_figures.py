@@ -203,10 +203,11 @@ def _explain(figs: list[Figure], ma: dict[str, int], optimized: bool) -> list[Ex
         t_s, p_s = _two(tmax, peak)
         out.append(Explanation(("timeline_max", "live_range_peak"), (
             f"The timeline reaches {t_s} at {f['timeline_max'].at}, above the peak "
-            f"{p_s}: the peak is the moment XLA's HloLiveRange picks, with a sweep that "
-            "sizes a value inside a tuple (a loop's state) by the tuple's pointer table, so "
-            "it can miss the highest moment; the timeline counts every buffer at its real "
-            "size. XLA reports the peak figure; plan for the timeline's.")))
+            f"{p_s}: XLA's HloLiveRange picks the peak moment with its own sweep, which sizes "
+            "each value by its defining instruction's whole shape (for a value inside a tuple, "
+            "the tuple's pointer table) and can miss the highest moment; the timeline counts "
+            "every buffer at its real size at every step. XLA reports the peak; plan for the "
+            "timeline's maximum.")))
     temp = f["temp_estimate"].bytes or 0
     xla_temp = f["xla_temp"].bytes if "xla_temp" in f else ma.get("temp_size_in_bytes")
     for key, t in (("temp_estimate", temp), ("xla_temp", xla_temp)):

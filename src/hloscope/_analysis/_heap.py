@@ -19,12 +19,17 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._hlo._module import Instruction
 from ._allocation import assign_allocations
 from ._dataflow import Dataflow, Value
 from ._liverange import LiveRanges
+from ._passthrough import passes_through
 from ._sharing import ELEMENTWISE_OPCODES, Sharing, never_shares
 
 __all__ = ["ELEMENTWISE_OPCODES", "HeapEstimate", "classify_buffers", "estimate_temp"]
+
+# The longest chain of annotations looked through (a damaged module may hold a cycle).
+_MAX_CHAIN = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,11 +184,30 @@ def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int
                 continue
             if ranges[ov.id][1] != t or ov.id not in freed_at.get(t, ()):
                 continue
-            if ov.size != v.size or ov.inst.name not in reads:
+            if ov.size != v.size:
                 continue
-            if sharing.can_share(ov.inst, user, v.index):
+            # Read as it is, or through what XLA removes (`_passthrough`): XLA sees it read.
+            if ov.inst.name in reads:
+                read = ov.inst
+            elif _passes_to(operand, ov.inst):
+                read = operand
+            else:
+                continue
+            if sharing.can_share(read, user, v.index):
                 return ov
     return None
+
+
+def _passes_to(inst: Instruction, source: Instruction) -> bool:
+    """Whether `inst` is `source` seen through instructions that move no data."""
+    seen = 0
+    while inst is not source and passes_through(inst) and inst.operand_names \
+            and seen < _MAX_CHAIN:
+        nxt = inst.computation.by_name.get(inst.operand_names[0])
+        if nxt is None:
+            return False
+        inst, seen = nxt, seen + 1
+    return inst is source
 
 
 class _Ranges:

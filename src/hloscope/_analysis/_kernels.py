@@ -9,7 +9,9 @@ frozen data (JSON schema ``hloscope.kernels/1``, docs/json.md).
   operations fused inside), a library call (custom-call), an FFT, a sort, a
   copy or transpose, a collective, a host transfer, or any other
   computation.  Parameters, constants, bitcasts, tuples and
-  get-tuple-elements launch nothing; while, conditional and call are
+  get-tuple-elements launch nothing, nor do annotations (custom-calls
+  such as ``Sharding``) or copies and transposes that are bitcasts
+  (`_passthrough`); while, conditional and call are
   *groups* holding the kernels of the computations they run; the ``-done``
   half of an async pair is a wait.
 * An *edge* is an array passed to a kernel: from another kernel (a
@@ -46,6 +48,7 @@ from ._dataflow import (
 from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
+from ._passthrough import passes_through
 from ._summary import COLLECTIVE_OPCODES, _wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
@@ -60,6 +63,7 @@ __all__ = [
     "KernelGraph",
     "kernel_count",
     "kernel_graph",
+    "launches_work",
     "ratio",
 ]
 
@@ -81,6 +85,12 @@ _TRANSCENDENTAL = frozenset({
 })
 _NOT_COUNTED = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast"})
 _HUGE_COUNT = int(1.7976931348623157e308)
+
+
+def launches_work(inst: Instruction) -> bool:
+    """Whether `inst` is a kernel: not one of `NOT_KERNELS`, and not an instruction that
+    moves no data (an annotation, a copy or transpose that is a bitcast: `_passthrough`)."""
+    return inst.opcode not in NOT_KERNELS and not passes_through(inst)
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,7 +469,7 @@ def kernel_count(module: Module) -> int:
     """How many kernels `kernel_graph` finds in `module`, in one cheap pass (no dataflow):
     what a command that refuses large graphs checks before doing any work."""
     return sum(1 for comp in control_flow_computations(module) for inst in comp.instructions
-               if inst.opcode not in NOT_KERNELS)
+               if launches_work(inst))
 
 
 def kernel_graph(module: Module, *, df: Dataflow | None = None,
@@ -487,7 +497,7 @@ class _Builder:
     def source_of(self, v: Value) -> tuple[str, str]:
         """(name, kind) of where a value comes from: a kernel, an argument, ..."""
         inst = v.inst
-        if inst.opcode not in NOT_KERNELS:
+        if launches_work(inst):
             return inst.name, "kernel"
         if inst.opcode == "parameter" and inst.computation is self.entry:
             return inst.name, "argument"
@@ -561,7 +571,7 @@ class _Builder:
         collectives: list[CollectiveTraffic] = []
         for comp in self.df.computations:
             for inst in comp.instructions:
-                if inst.opcode in NOT_KERNELS:
+                if not launches_work(inst):
                     continue
                 t = time_of.get(id(inst), unscheduled)
                 kernel, into = self.kernel(inst, comp)

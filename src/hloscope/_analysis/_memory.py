@@ -27,7 +27,12 @@ from typing import Any, TypeVar, overload
 
 from .._hlo._module import Instruction, Module
 from .._repr import brief_repr, clip, number
-from .._sources._xla_dumps import BufferAssignmentDump, LiveRangeDump, XlaMemoryFiles
+from .._sources._xla_dumps import (
+    BufferAssignmentDump,
+    LiveRangeDump,
+    MemoryUsageReport,
+    XlaMemoryFiles,
+)
 from ._check import shard_shape
 from ._dataflow import Dataflow, Value, analyze_dataflow
 from ._heap import classify_buffers, estimate_temp
@@ -139,7 +144,9 @@ class ShardedView:
     `partitioned` says the module is already SPMD-partitioned (its shapes
     are per device and `rows` is empty).  Otherwise `rows` lists every value
     whose instruction carries a sharding, largest first, with its shard
-    shape; the totals are over those values: all of it on one device
+    shape, each array once (a ``Sharding`` annotation on a parameter that
+    carries a sharding already adds no row: it holds the same data); the
+    totals are over those values: all of it on one device
     (``replicated_bytes``) against one shard each (``per_device_bytes``),
     like the SPMD partitioner's "memory usage before/after partition" lists.
     """
@@ -167,7 +174,8 @@ class ShardedView:
 
 @dataclass(frozen=True, slots=True)
 class XlaFigures:
-    """What XLA's own dump files say about the module (each part may be missing)."""
+    """What XLA's own dump files say about the module (each part may be missing);
+    `memory_usage` is XLA's memory-usage report as read, when it was among them."""
 
     __repr__ = brief_repr
 
@@ -182,6 +190,7 @@ class XlaFigures:
     total_bytes: int | None
     allocations: int | None
     recomputed_peak_bytes: int | None = None
+    memory_usage: MemoryUsageReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"files": list(self.files),
@@ -192,7 +201,9 @@ class XlaFigures:
                 "temp_bytes": self.temp_bytes, "argument_bytes": self.argument_bytes,
                 "output_bytes": self.output_bytes, "constant_bytes": self.constant_bytes,
                 "total_bytes": self.total_bytes, "allocations": self.allocations,
-                "recomputed_peak_bytes": self.recomputed_peak_bytes}
+                "recomputed_peak_bytes": self.recomputed_peak_bytes,
+                "memory_usage": (self.memory_usage.to_dict()
+                                 if self.memory_usage is not None else None)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +297,7 @@ def _sharded_view(module: Module, df: Dataflow) -> ShardedView | None:
     if _is_partitioned(module):
         return ShardedView(module.num_partitions, True, ())
     rows: list[ShardedRow] = []
+    listed: set[int] = set()  # values already in a row: an annotation on them adds none
     for comp in df.computations:
         for inst in comp.instructions:
             s = inst.sharding
@@ -295,16 +307,20 @@ def _sharded_view(module: Module, df: Dataflow) -> ShardedView | None:
             if shape.is_tuple:
                 leaves = shape.leaves()
                 elems = s.elements if s.kind == "tuple" else (s,) * len(leaves)
-                pairs = [(f"{inst.name}{{{','.join(map(str, idx))}}}", leaf, e)
+                pairs = [(f"{inst.name}{{{','.join(map(str, idx))}}}", idx, leaf, e)
                          for (idx, leaf), e in zip(leaves, elems)]
             else:
-                pairs = [(inst.name, shape, s)]
+                pairs = [(inst.name, (), shape, s)]
             loc = inst.source
-            for label, leaf, sh in pairs:
+            for label, idx, leaf, sh in pairs:
+                devices = max(devices, sh.num_devices or 1)
+                held = {v.id for v in df.values_at(inst, idx)}
+                if held and held <= listed:
+                    continue
+                listed |= held
                 dev = shard_shape(inst.name, sh, leaf)
                 rows.append(ShardedRow(label, str(leaf), sh.text, leaf.byte_size, str(dev),
                                        dev.byte_size, str(loc) if loc is not None else None))
-                devices = max(devices, sh.num_devices or 1)
     if not rows:
         return None
     rows.sort(key=lambda r: (-r.bytes, r.label))
@@ -333,6 +349,7 @@ def xla_figures(dump: XlaMemoryFiles) -> XlaFigures:
                      else ba.total_bytes if ba is not None else None),
         allocations=len(ba.allocations) if ba is not None else None,
         recomputed_peak_bytes=recomputed,
+        memory_usage=memory_usage,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from .._hlo._module import Computation, Instruction
 from ._dataflow import Value, operand_positions
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
+from ._passthrough import passes_through
 
 __all__ = ["ELEMENTWISE_OPCODES", "Sharing", "never_shares"]
 
@@ -107,10 +108,12 @@ class Sharing:
             return False
         end_inst = operand.inst
         if operand.other_positions:
+            # XLA looks at the value's last position; annotations and bitcast-like copies
+            # and transposes are gone by then (`_passthrough`), so they are not one.
             best = -1
             for p, _idx in operand.positions:
                 t = self.time_of.get(id(p), -1)
-                if t > best:
+                if t > best and (p is operand.inst or not passes_through(p)):
                     best, end_inst = t, p
         if end_inst.computation is not u.computation:
             return False

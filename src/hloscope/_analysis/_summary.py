@@ -14,6 +14,7 @@ from typing import Any
 from .._hlo._module import Instruction, Module
 from .._hlo._shape import Shape
 from ._check import shard_shape
+from ._passthrough import ANNOTATION_TARGETS
 
 __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
            "SUMMARY_SCHEMA"]
@@ -96,11 +97,12 @@ class ModuleSummary:
     instructions: int
     opcodes: tuple[tuple[str, int], ...]
     fusions: tuple[tuple[str, int], ...]
-    custom_calls: tuple[tuple[str, int], ...]
+    custom_calls: tuple[tuple[str, int], ...]   # library calls (annotations left out)
     collectives: tuple[CollectiveInfo, ...]
     parameters: tuple[ValueInfo, ...]
     outputs: tuple[ValueInfo, ...]
     input_output_alias: tuple[tuple[str, int, str, str], ...]
+    annotations: tuple[tuple[str, int], ...] = ()  # custom-calls to `ANNOTATION_TARGETS`
 
     @property
     def argument_bytes(self) -> int:
@@ -136,6 +138,7 @@ class ModuleSummary:
                 {"output_index": o, "parameter": p, "parameter_index": pi, "kind": k}
                 for o, p, pi, k in self.input_output_alias
             ],
+            "annotations": dict(self.annotations),
         }
 
 
@@ -173,11 +176,13 @@ def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # 
 
 
 def summarize(module: Module) -> ModuleSummary:
-    """Summarize `module`: counts, fusions, library calls, collectives, parameters, outputs."""
+    """Summarize `module`: counts, fusions, library calls (annotations such as ``Sharding``
+    counted apart), collectives, parameters, outputs."""
     partitioned = _is_partitioned(module)
     opcodes: Counter[str] = Counter()
     fusions: Counter[str] = Counter()
     custom: Counter[str] = Counter()
+    annotations: Counter[str] = Counter()
     collectives: list[CollectiveInfo] = []
     for comp in module.computations:
         for inst in comp.instructions:
@@ -186,7 +191,11 @@ def summarize(module: Module) -> ModuleSummary:
             if op == "fusion":
                 fusions[inst.fusion_kind or "unknown"] += 1
             elif op == "custom-call":
-                custom[inst.custom_call_target or "?"] += 1
+                target = inst.custom_call_target
+                if target in ANNOTATION_TARGETS:
+                    annotations[target] += 1
+                else:
+                    custom[target or "?"] += 1
             if op in COLLECTIVE_OPCODES or (op == "async-start" and _wraps_collective(inst)):
                 collectives.append(CollectiveInfo(
                     inst.name, op, comp.name, str(inst.shape), _moved_bytes(inst),
@@ -220,12 +229,16 @@ def summarize(module: Module) -> ModuleSummary:
         num_partitions=module.num_partitions, replica_count=module.replica_count,
         entry=entry.name, computations=len(module.computations),
         instructions=module.instruction_count,
-        opcodes=tuple(sorted(opcodes.items(), key=lambda kv: (-kv[1], kv[0]))),
-        fusions=tuple(sorted(fusions.items(), key=lambda kv: (-kv[1], kv[0]))),
-        custom_calls=tuple(sorted(custom.items(), key=lambda kv: (-kv[1], kv[0]))),
+        opcodes=_by_count(opcodes), fusions=_by_count(fusions),
+        custom_calls=_by_count(custom),
         collectives=tuple(collectives), parameters=params, outputs=tuple(outputs),
-        input_output_alias=alias,
+        input_output_alias=alias, annotations=_by_count(annotations),
     )
+
+
+def _by_count(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
+    """(name, count) pairs, most frequent first, ties by name."""
+    return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _wraps_collective(inst: Instruction) -> bool:

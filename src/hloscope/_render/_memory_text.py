@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .._analysis._figures import MemoryFigures, optimized_note, pct
 from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures
 from .._sources._spmd_log import SpmdMemoryLog
-from .._sources._xla_dumps import BufferAssignmentDump
+from .._sources._xla_dumps import BufferAssignmentDump, MemoryUsageReport
 from ._text import format_bytes, table
 
 __all__ = ["render_figures", "render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
@@ -158,7 +158,8 @@ def _sharded(r: MemoryReport) -> list[str]:
 
 def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures,
                     *, top: int = 20) -> str:
-    """XLA's own files without a module: allocations and the live-range peak list."""
+    """XLA's own files without a module: allocations, the live-range peak list, and the
+    memory-usage report's totals, allocations and largest values."""
     out = [f"XLA memory dump {path}"]
     if ba is not None:
         kinds: dict[str, tuple[int, int]] = {}
@@ -184,7 +185,48 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         out.append(table(["value", "shape", "bytes"], rows, right=(2,)))
         if len(figs.live_range_peak_values) > top:
             out.append(f"  ... and {len(figs.live_range_peak_values) - top} more")
+    if figs.memory_usage is not None:
+        if ba is not None or figs.live_range_peak_time is not None:
+            out.append("")
+        out.extend(_memory_usage(figs.memory_usage, top))
     return "\n".join(out) + "\n"
+
+
+def _memory_usage(mu: MemoryUsageReport, top: int) -> list[str]:
+    """XLA's memory-usage report: per memory space its total and its allocations, largest
+    first; then the largest values (the largest at each offset of each allocation)."""
+    out: list[str] = []
+    multi = len(mu.spaces) > 1
+    for sp in mu.spaces:
+        listed = sum(a.bytes for a in sp.allocations)
+        where = f" in memory space {sp.name} (color {sp.color})" if multi or sp.color else ""
+        out.append(f"Total         {_exact(sp.total_bytes)}{where}, "
+                   f"{len(sp.allocations)} allocations listed (XLA's memory-usage report)")
+        rows = []
+        for a in sp.allocations[:top]:
+            first = a.offsets[0].shapes if a.offsets else "-"
+            rows.append([a.rank, _exact(a.bytes), a.values, len(a.offsets), first])
+        if rows:
+            out.append(table(["#", "bytes", "values", "offsets", "largest at one offset"],
+                             rows, right=(0, 1, 2, 3), max_width=60))
+        if len(sp.allocations) > top:
+            rest = sp.allocations[top:]
+            out.append(f"  ... and {len(rest)} more ({format_bytes(sum(a.bytes for a in rest))}"
+                       "; --top N shows more)")
+        if listed < sp.total_bytes:
+            out.append(f"  {_exact(sp.total_bytes - listed)} not in the list: alignment "
+                       "padding, or small allocations XLA leaves out")
+        out.append("")
+    values = sorted(((o, a.rank) for sp in mu.spaces for a in sp.allocations
+                     for o in a.offsets), key=lambda x: (-x[0].bytes, x[1], x[0].offset))
+    out.append(f"Largest values ({len(values)} offsets in the allocations listed)")
+    rows = [[_exact(o.bytes), rank, o.offset, o.values, o.shapes] for o, rank in values[:top]]
+    if rows:
+        out.append(table(["bytes", "allocation", "offset", "values", "shapes"], rows,
+                         right=(0, 1, 2, 3), max_width=60))
+    if len(values) > top:
+        out.append(f"  ... and {len(values) - top} more (--top N shows more)")
+    return out
 
 
 def render_spmd_log(log: SpmdMemoryLog, *, top: int = 10) -> str:

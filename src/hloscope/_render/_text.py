@@ -101,6 +101,9 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
     out.append("Fusions: " + (", ".join(f"{k} {n}" for k, n in s.fusions) or "none"))
     out.append("Library calls (custom-call targets): "
                + (", ".join(f"{t} {n}" for t, n in s.custom_calls) or "none"))
+    if s.annotations:
+        out.append("Annotations (custom-calls XLA removes; no kernel, no memory): "
+                   + ", ".join(f"{t} {n}" for t, n in s.annotations))
     out.append("")
     if s.collectives:
         total = sum(c.bytes for c in s.collectives)

@@ -4,8 +4,9 @@ XLA writes these next to the module when compiled with ``--xla_dump_to``:
 ``module_NNNN.NAME.PHASE-buffer-assignment.txt`` (allocations with their
 values, sizes and offsets, often followed by an ``HloLiveRange`` section),
 ``...-live-range.txt`` (the flattened schedule, each value's live range and
-the values live at the peak), ``...-memory-usage-report.txt`` (allocations
-by size).  The readers are tolerant: they take what they recognise and
+the values live at the peak), ``...-memory-usage-report.txt`` (per memory
+space, the allocations largest first, each with the values at each of its
+offsets).  The readers are tolerant: they take what they recognise and
 ignore the rest, and raise `HloSourceError` only when a file has nothing
 they recognise.  Sizes are bytes.
 """
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import HloSourceError
+from .._hlo._shape import ShapeSyntaxError, parse_shape
 from .._repr import brief_repr
 
 __all__ = [
@@ -25,7 +27,10 @@ __all__ = [
     "BufferAssignmentDump",
     "DumpModule",
     "LiveRangeDump",
+    "MemorySpaceUsage",
     "MemoryUsageReport",
+    "UsageAllocation",
+    "UsageOffset",
     "XlaMemoryFiles",
     "parse_buffer_assignment",
     "parse_live_range",
@@ -100,10 +105,86 @@ class BufferAssignmentDump:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageOffset:
+    """One offset of an allocation in XLA's memory-usage report: the values placed there.
+
+    `bytes` is the largest of them: XLA prints it rounded (``1.2KiB``); it is exact here
+    when the shapes listed give a size that XLA would print the same way."""
+
+    __repr__ = brief_repr
+
+    bytes: int
+    offset: int
+    values: int
+    shapes: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"bytes": self.bytes, "offset": self.offset, "values": self.values,
+                "shapes": self.shapes}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageAllocation:
+    """One allocation of the report (`rank` 1 is the largest), its offsets largest first.
+    `hidden_values` counts the values XLA left out of the list (the small ones)."""
+
+    __repr__ = brief_repr
+
+    rank: int
+    offsets: tuple[UsageOffset, ...]
+    hidden_values: int = 0
+
+    @property
+    def bytes(self) -> int:
+        """Where its last value ends: the allocation's size (XLA does not print it), short
+        only by the alignment padding after that value."""
+        return max((o.offset + o.bytes for o in self.offsets), default=0)
+
+    @property
+    def values(self) -> int:
+        return sum(o.values for o in self.offsets) + self.hidden_values
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rank": self.rank, "bytes": self.bytes, "values": self.values,
+                "hidden_values": self.hidden_values,
+                "offsets": [o.to_dict() for o in self.offsets]}
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySpaceUsage:
+    """One memory space of the report: its total and its allocations, largest first."""
+
+    __repr__ = brief_repr
+
+    name: str
+    color: int
+    total_bytes: int
+    allocations: tuple[UsageAllocation, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "color": self.color, "total_bytes": self.total_bytes,
+                "allocations": [a.to_dict() for a in self.allocations]}
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryUsageReport:
+    """XLA's ``*-memory-usage-report.txt``: per memory space, the total bytes of its
+    allocations and each allocation's offsets.  `total_bytes` is over every space; `rows`
+    lists every offset as ``(bytes, offset, values, shapes)``, allocation after allocation."""
+
     __repr__ = brief_repr
     total_bytes: int
     rows: tuple[tuple[int, int, int, str], ...]  # (size, offset, used_by_n_values, shapes)
+    spaces: tuple[MemorySpaceUsage, ...] = ()
+
+    @property
+    def allocations(self) -> tuple[UsageAllocation, ...]:
+        """Every allocation listed, of every memory space."""
+        return tuple(a for s in self.spaces for a in s.allocations)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"total_bytes": self.total_bytes,
+                "memory_spaces": [s.to_dict() for s in self.spaces]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,19 +334,116 @@ def _allocation(d: dict) -> Allocation:
                       "maybe-live-out" in rest, tuple(d["values"]))
 
 
+_SPACE_RE = re.compile(r"^Memory Space: (.*?) \(color=(\d+)\)\s*$")
+_USAGE_TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
+_USAGE_ROW_RE = re.compile(
+    r"^\s*[\d.]+\w*\(\s*[\d.]+%\);\s*([\d.]+)(\w*);\s*(\d+);\s*(\d+);\s*(.*)$")
+_USAGE_REST_RE = re.compile(r"^\s*The rest (\d+) values are less than")
+
+
 def parse_memory_usage_report(text: str, *, filename: str = "<string>") -> MemoryUsageReport:
-    """Read a ``*-memory-usage-report.txt`` dump."""
-    m = re.search(r"Total bytes: (\d+)", text)
-    if not m:
+    """Read a ``*-memory-usage-report.txt`` dump (``BufferAssignment::MemoryUsageReport``
+    in XLA's buffer_assignment.cc): for each memory space a ``Memory Space:`` line, a
+    ``Total bytes:`` line, then one block per allocation, largest first, whose rows are the
+    offsets it holds (``cumulative_size; size; offset; used_by_n_values; shapes_list``)."""
+    spaces: list[MemorySpaceUsage] = []
+    name, color, total = "default", 0, None
+    allocs: list[UsageAllocation] = []
+    cur: list[UsageOffset] | None = None
+    hidden = 0
+
+    def end_allocation() -> None:
+        nonlocal cur, hidden
+        if cur is not None:
+            allocs.append(UsageAllocation(len(allocs) + 1, tuple(cur), hidden))
+        cur, hidden = None, 0
+
+    def end_space() -> None:
+        nonlocal allocs
+        end_allocation()
+        if total is not None:
+            spaces.append(MemorySpaceUsage(name, color, total, tuple(allocs)))
+        allocs = []
+
+    for line in text.splitlines():
+        if "cumulative_size;" in line:
+            end_allocation()
+            cur = []
+            continue
+        r = _USAGE_ROW_RE.match(line)
+        if r:
+            if cur is None:
+                cur = []
+            shapes = r.group(5).strip()
+            cur.append(UsageOffset(_offset_bytes(r.group(1), r.group(2), shapes),
+                                   int(r.group(3)), int(r.group(4)), shapes))
+            continue
+        rest = _USAGE_REST_RE.match(line)
+        if rest:
+            hidden += int(rest.group(1))
+            continue
+        sm = _SPACE_RE.match(line)
+        if sm:
+            end_space()
+            name, color, total = sm.group(1), int(sm.group(2)), None
+            continue
+        tm = _USAGE_TOTAL_RE.match(line)
+        if tm:
+            if total is not None:
+                end_space()
+            total = int(tm.group(1))
+    end_space()
+    if not spaces:
         raise HloSourceError("no 'Total bytes:' line found",
                              hint="pass the *-memory-usage-report.txt file XLA writes",
                              path=filename)
-    rows = []
-    for r in re.finditer(r"^\s*[\d.]+\w*\(\s*\d+%\);\s*([\d.]+)(\w*);\s*(\d+);\s*(\d+);\s*(.*)$",
-                         text, re.MULTILINE):
-        rows.append((human_bytes(r.group(1), r.group(2)), int(r.group(3)), int(r.group(4)),
-                     r.group(5).strip()))
-    return MemoryUsageReport(int(m.group(1)), tuple(rows))
+    rows = tuple((o.bytes, o.offset, o.values, o.shapes)
+                 for sp in spaces for a in sp.allocations for o in a.offsets)
+    return MemoryUsageReport(sum(sp.total_bytes for sp in spaces), rows, tuple(spaces))
+
+
+def _offset_bytes(num: str, unit: str, shapes: str) -> int:
+    """The bytes of an offset's largest value: from its shapes when XLA would print their
+    size as `num` `unit` (sizes are printed rounded), else the rounded figure."""
+    printed = human_bytes(num, unit)
+    sizes = []
+    for part in _split_shapes(shapes):
+        head, sep, tail = part.partition("\u00d7")  # "2×f32[32,10]": two values of that shape
+        text = tail if sep and head.strip().isdigit() else part
+        try:
+            sizes.append(parse_shape(text.strip()).byte_size)
+        except (ShapeSyntaxError, ValueError):
+            return printed
+    exact = max(sizes, default=-1)
+    return exact if exact >= 0 and _xla_human(exact) == f"{num}{unit}" else printed
+
+
+def _split_shapes(text: str) -> list[str]:
+    """The shapes of a ``shapes_list``, split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in (x.strip() for x in parts) if p]
+
+
+def _xla_human(n: int) -> str:
+    """`n` bytes as tsl's HumanReadableNumBytes prints them (``128B``, ``1.2KiB``,
+    ``1.06MiB``)."""
+    if n < 1024:
+        return f"{n}B"
+    units = "KMGTPE"
+    u = 0
+    while n >= 1024 * 1024 and u < len(units) - 1:
+        n //= 1024
+        u += 1
+    return f"{n / 1024:.{1 if u == 0 else 2}f}{units[u]}iB"
 
 
 _UNITS = {"B": 1, "": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4,
