@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures
 from .._sources._spmd_log import SpmdMemoryLog
 from .._sources._xla_dumps import BufferAssignmentDump
+from ._term import fit, safe
 from ._text import format_bytes, table
 
 __all__ = ["render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
@@ -51,11 +52,13 @@ def _rows(items: Sequence[BufferInfo]) -> list[list[str]]:
 _HEAD = ["value", "shape", "bytes", "kind", "live", "op_name", "source"]
 
 
-def render_memory(r: MemoryReport, *, top: int = 10) -> str:
-    out: list[str] = [f"Module {r.module}", f"  from {r.file}",
+def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -> str:
+    """`hloscope memory` for one module, in `width` columns (None: every line whole)."""
+    out: list[str] = [f"Module {safe(r.module)}", f"  from {safe(r.file)}",
                       f"  order: {r.order}",
                       f"  {r.steps} steps, {r.values} values in {r.buffers} buffers", ""]
-    peak_line = f"Peak          {_exact(r.peak_bytes)} at step {r.peak_step} ({r.peak_instruction})"
+    peak_line = (f"Peak          {_exact(r.peak_bytes)} at step {r.peak_step} "
+                 f"({safe(r.peak_instruction)})")
     out.append(peak_line)
     x = r.xla
     if x is not None and x.live_range_peak_bytes is not None:
@@ -80,7 +83,8 @@ def render_memory(r: MemoryReport, *, top: int = 10) -> str:
     out.append(f"Live at the peak ({len(r.peak_values)} values, {_exact(r.peak_bytes)})")
     shown = r.peak_values[:top]
     if shown:
-        out.append(table(_HEAD, _rows(shown), right=(2,), max_width=48))
+        out.append(table(_HEAD, _rows(shown), right=(2,), width=width,
+                         drop=("live", "kind")))
     if len(r.peak_values) > top:
         rest = r.peak_values[top:]
         out.append(f"  ... and {len(rest)} more ({format_bytes(sum(b.bytes for b in rest))}; "
@@ -92,11 +96,11 @@ def render_memory(r: MemoryReport, *, top: int = 10) -> str:
     out.append(f"   0{' ' * max(1, min(64, len(r.timeline)) - len(str(r.steps)) - 1)}{r.steps}")
     if r.sharded is not None:
         out.append("")
-        out.extend(_sharded(r))
-    return "\n".join(out) + "\n"
+        out.extend(_sharded(r, width))
+    return fit("\n".join(out) + "\n", width)
 
 
-def _sharded(r: MemoryReport) -> list[str]:
+def _sharded(r: MemoryReport, width: int | None) -> list[str]:
     s = r.sharded
     assert s is not None
     if s.partitioned:
@@ -108,16 +112,17 @@ def _sharded(r: MemoryReport) -> list[str]:
     rows = [[x.label, x.shape, format_bytes(x.bytes), x.sharding, x.per_device_shape,
              format_bytes(x.per_device_bytes)] for x in s.rows[:20]]
     out.append(table(["value", "shape", "bytes", "sharding", "per device", "bytes/device"],
-                     rows, right=(2, 5), max_width=40))
+                     rows, right=(2, 5), width=width, drop=("shape", "sharding")))
     if len(s.rows) > 20:
         out.append(f"  ... and {len(s.rows) - 20} more (see --json)")
     return out
 
 
 def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures,
-                    *, top: int = 20) -> str:
-    """XLA's own files without a module: allocations and the live-range peak list."""
-    out = [f"XLA memory dump {path}"]
+                    *, top: int = 20, width: int | None = None) -> str:
+    """XLA's own files without a module: allocations and the live-range peak list, in
+    `width` columns (None: every line whole)."""
+    out = [f"XLA memory dump {safe(path)}"]
     if ba is not None:
         kinds: dict[str, tuple[int, int]] = {}
         for a in ba.allocations:
@@ -126,7 +131,8 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         out.append(f"  {len(ba.allocations)} allocations"
                    + (f", {_exact(ba.total_bytes)} in all" if ba.total_bytes is not None else ""))
         out.append(table(["kind", "allocations", "bytes"],
-                         [[k, n, _exact(b)] for k, (n, b) in sorted(kinds.items())], right=(1, 2)))
+                         [[k, n, _exact(b)] for k, (n, b) in sorted(kinds.items())],
+                         right=(1, 2), width=width))
     if figs.live_range_peak_time is not None:
         out.append("")
         out.append(f"Live at the peak (step {figs.live_range_peak_time}): "
@@ -139,26 +145,29 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         shapes = {v.label: v.shape for a in ba.allocations for v in a.values} if ba else {}
         rows = [[label, shapes.get(label, "-"), _exact(b)]
                 for label, b in figs.live_range_peak_values[:top]]
-        out.append(table(["value", "shape", "bytes"], rows, right=(2,)))
+        out.append(table(["value", "shape", "bytes"], rows, right=(2,), width=width))
         if len(figs.live_range_peak_values) > top:
             out.append(f"  ... and {len(figs.live_range_peak_values) - top} more")
-    return "\n".join(out) + "\n"
+    return fit("\n".join(out) + "\n", width)
 
 
-def render_spmd_log(log: SpmdMemoryLog, *, top: int = 10) -> str:
-    """The SPMD partitioner's memory lists from a log, before and after partitioning."""
-    out = [f"SPMD partitioner memory lists in {log.path}"]
+def render_spmd_log(log: SpmdMemoryLog, *, top: int = 10, width: int | None = None) -> str:
+    """The SPMD partitioner's memory lists from a log, before and after partitioning, in
+    `width` columns (None: every line whole)."""
+    out = [f"SPMD partitioner memory lists in {safe(log.path)}"]
     for sec in log.sections:
         total = sum(e.bytes for e in sec.entries)
         out.append("")
-        out.append(f"{sec.title} ({len(sec.entries)} instructions, {format_bytes(total)})")
+        out.append(f"{safe(sec.title)} ({len(sec.entries)} instructions, "
+                   f"{format_bytes(total)})")
         rows = [[format_bytes(e.bytes), e.name, e.shape, e.opcode] for e in sec.entries[:top]]
         if rows:
-            out.append(table(["bytes", "instruction", "shape", "opcode"], rows, right=(0,)))
+            out.append(table(["bytes", "instruction", "shape", "opcode"], rows, right=(0,),
+                             width=width, drop=("opcode",)))
         if len(sec.entries) > top:
             out.append(f"  ... and {len(sec.entries) - top} more")
     if log.hbm:
         out.append("")
         out.append("Device memory the compiler reported")
-        out.extend(f"  {line}" for line in log.hbm)
-    return "\n".join(out) + "\n"
+        out.extend(f"  {safe(line)}" for line in log.hbm)
+    return fit("\n".join(out) + "\n", width)
