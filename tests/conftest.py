@@ -53,9 +53,15 @@ def check_golden(name: str, text: str) -> None:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+# The width text output fits in when the CLI runs under the tests: the default for output
+# to a pipe, pinned so that a COLUMNS in the environment changes no golden file.
+GOLDEN_COLUMNS = 100
+
+
+def run_cli(*args: str, columns: int = GOLDEN_COLUMNS) -> subprocess.CompletedProcess[str]:
     """Run `hloscope ARGS` from the repository root, with paths under it made relative
-    (so golden files hold the same text on every machine)."""
+    (so golden files hold the same text on every machine), its text `columns` wide."""
     args = tuple(os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a for a in args)
+    env = {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run([sys.executable, "-m", "hloscope", *args], capture_output=True,
-                          text=True, timeout=120, check=False, cwd=ROOT)
+                          text=True, timeout=120, check=False, cwd=ROOT, env=env)

@@ -95,7 +95,7 @@ def test_several_modules_one_is_picked_and_named(tmp_path):
         "module"] == "jit_sigmoid.2"
     r = run("summary", "--module", "nope", str(p))
     assert r.returncode == 2 and "matches no module" in r.stderr
-    listing = run("summary", "--list", str(p))
+    listing = run("summary", "--list", "--wide", str(p))  # the tmp path may be long
     assert listing.returncode == 0
     assert "2 module(s) (3 with identical copies counted)" in listing.stdout
     rows = json.loads(run("summary", "--list", "--json", str(p)).stdout)["modules"]

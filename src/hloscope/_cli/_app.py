@@ -19,6 +19,7 @@ import sys
 import typer
 
 from .. import _errors
+from .._render._term import safe_text
 from . import _bench_cmds, _commands, _run_cmd  # noqa: F401  (they register their commands)
 from ._common import EXIT_INTERNAL, app, fail
 
@@ -50,7 +51,7 @@ def main() -> None:
                 sys.exit(ex.exit_code)
         if os.environ.get("HLOSCOPE_DEBUG"):
             raise
-        sys.stderr.write(f"internal error: {type(e).__name__}: {e} "
+        sys.stderr.write(f"internal error: {type(e).__name__}: {safe_text(str(e))} "
                          "(a bug in hloscope; rerun with HLOSCOPE_DEBUG=1 for the traceback "
                          "and please report it)\n")
         sys.exit(EXIT_INTERNAL)

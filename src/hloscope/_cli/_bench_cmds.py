@@ -12,7 +12,8 @@ import typer
 
 from .. import _errors
 from .._jax._user import check_call
-from ._common import app, fail, fail_user
+from ._common import WIDE_HELP, command, echo, fail, fail_user, text_width
+from ._help import at_least
 from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
                        static_kwargs)
 
@@ -32,40 +33,54 @@ def _exit_now_if_distributed(code: int) -> None:
             pass
 
 
-@app.command("bench")
+@command("bench")
 def bench_cmd(
-    target: str = typer.Argument(..., help="The function: FILE.py:FUNCTION or "
-                                 "package.module:FUNCTION."),
-    arg: list[str] = typer.Option([], "--arg", help="An argument's shape, e.g. f32[128,2] "
-                                  "(zeros); repeat for each argument."),
-    inputs: str | None = typer.Option(None, "--inputs", help="A call in the same file that "
-                                      "returns the arguments, e.g. 'make_input(128)' (for "
-                                      "sharded inputs)."),
-    static: list[str] = typer.Option([], "--static", help="A static keyword argument, "
-                                     "NAME=VALUE; repeat."),
-    param: list[str] = typer.Option([], "--param", help="A benchmark parameter, NAME=VALUE "
-                                    "(precision, x, y, z, px, py, backend, nodes, or any); "
-                                    "checked against the program."),
-    iterations: int = typer.Option(10, "--iterations", "-n", min=1, help="Timed runs."),
-    warmup: int = typer.Option(3, "--warmup", min=0, help="Discarded runs after the first."),
-    min_time: float | None = typer.Option(None, "--min-time", help="Keep timing until this "
-                                          "many seconds are measured."),
-    devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU devices."),
+    target: str = typer.Argument(..., metavar="TARGET", help="The function: FILE.py:FUNCTION "
+                                 "or package.module:FUNCTION."),
+    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, "
+                                  "e.g. f32[128,2] (zeros); repeat for each argument."),
+    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
+                                      "same file that returns the arguments, e.g. "
+                                      "'make_input(128)' (for sharded inputs)."),
+    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
+                                     "keyword argument (a Python literal); repeat."),
+    param: list[str] = typer.Option([], "--param", metavar="NAME=VALUE", help="A benchmark "
+                                    "parameter (precision, x, y, z, px, py, backend, nodes, "
+                                    "or any); checked against the program; repeat."),
+    iterations: int = typer.Option(10, "--iterations", "-n", metavar="N",
+                                   callback=at_least(1), help="Timed runs."),
+    warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
+                               help="Discarded runs after the first."),
+    min_time: float | None = typer.Option(None, "--min-time", metavar="SECONDS",
+                                          help="Keep timing until this many seconds are "
+                                          "measured."),
+    devices: int | None = typer.Option(None, "--devices", metavar="N",
+                                       help="Run on N virtual CPU devices."),
     distributed: bool = typer.Option(False, "--distributed", help="Call "
                                      "jax.distributed.initialize() first (cluster "
-                                     "auto-detection or the options below)."),
-    coordinator: str | None = typer.Option(None, "--coordinator", help="HOST:PORT of rank 0."),
-    num_processes: int | None = typer.Option(None, "--num-processes"),
-    process_id: int | None = typer.Option(None, "--process-id"),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds to wait for the other "
-                                  "ranks before giving up."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="A folder (report .md, "
-                                       ".json, .html and a row in results.csv) or one file "
-                                       "(.md, .json, .html, .csv)."),
+                                     "auto-detection or the three options below)."),
+    coordinator: str | None = typer.Option(None, "--coordinator", metavar="HOST:PORT",
+                                           help="The address of rank 0 (implies "
+                                           "--distributed)."),
+    num_processes: int | None = typer.Option(None, "--num-processes", metavar="N",
+                                             help="How many processes take part (with "
+                                             "--coordinator; default: detected)."),
+    process_id: int | None = typer.Option(None, "--process-id", metavar="RANK",
+                                          help="This process's rank, 0 to N-1 (with "
+                                          "--coordinator; default: detected)."),
+    timeout: float = typer.Option(60.0, "--timeout", metavar="SECONDS", help="How long to "
+                                  "wait for the other ranks before giving up."),
+    output: Path | None = typer.Option(None, "-o", "--output", metavar="PATH", help="A "
+                                       "folder (report .md, .json, .html and a row in "
+                                       "results.csv) or one file (.md, .json, .html, .csv)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
 ) -> None:
-    """Time a JAX function honestly (compile phases, first run and steady state apart) and
-    write the report jax-hpc-profiler users know, with memory, kernels and metadata."""
+    """Time a JAX function honestly, and write the report jax-hpc-profiler users know.
+
+    The compile phases, the first run and the steady state are timed apart; the
+    report adds memory, kernels and metadata.
+    """
     import functools
 
     try:
@@ -105,26 +120,26 @@ def bench_cmd(
         sys.stdout.write(json.dumps(d, indent=1, sort_keys=True) + "\n")
         return
     t = result.timings
-    sys.stdout.write(result.summary_line() + "\n")
-    sys.stdout.write("compile phases: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
-                                                    for k, v in t.items()) + "\n")
+    lines = [result.summary_line(),
+             "compile phases: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())]
     sizes = result.sizes
     if sizes.get("temporary") is not None:
-        sys.stdout.write(f"memory: argument {sizes.get('argument'):,} B, output "
-                         f"{sizes.get('output'):,} B, temporary {sizes['temporary']:,} B, "
-                         f"peak {sizes.get('peak') or 0:,} B\n")
+        lines.append(f"memory: argument {sizes.get('argument'):,} B, output "
+                     f"{sizes.get('output'):,} B, temporary {sizes['temporary']:,} B, "
+                     f"peak {sizes.get('peak') or 0:,} B")
     for c in result.checks:
         mark = "ok" if c["ok"] else "MISMATCH"
-        sys.stdout.write(f"check {c['parameter']}: given {c['given']}, program "
-                         f"{c['program']}: {mark} ({c['note']})\n")
-    for w in written:
-        sys.stdout.write(f"wrote {w}\n")
+        lines.append(f"check {c['parameter']}: given {c['given']}, program "
+                     f"{c['program']}: {mark} ({c['note']})")
+    lines += [f"wrote {w}" for w in written]
+    echo("\n".join(lines) + "\n", text_width(wide))
 
 
-@app.command("plot")
+@command("plot")
 def plot_cmd(
-    results: list[Path] = typer.Argument(..., help="Result files or folders: hloscope's "
-                                         ".json/.csv, jax-hpc-profiler's .csv/.md."),
+    results: list[Path] = typer.Argument(..., metavar="RESULTS", help="Result files or "
+                                         "folders: hloscope's .json/.csv, jax-hpc-profiler's "
+                                         ".csv/.md."),
     strong: bool = typer.Option(False, "--strong", help="Time against devices at a fixed "
                                 "problem size."),
     weak: bool = typer.Option(False, "--weak", help="Time against devices at a fixed size "
@@ -134,12 +149,16 @@ def plot_cmd(
     ideal: bool = typer.Option(False, "--ideal", help="Draw the ideal lines."),
     by_grid: bool = typer.Option(False, "--by-grid", help="Separate series for slab and "
                                  "pencil grids (default: the fastest grid at each count)."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Write the plot (.png or "
-                                       ".svg)."),
+    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
+                                       help="Write the plot (.png or .svg)."),
     as_json: bool = typer.Option(False, "--json", help="Print the series as JSON."),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
 ) -> None:
-    """Strong or weak scaling from many results: repeated runs of one point are pooled,
-    never dropped; efficiency and ideal lines on request."""
+    """Strong or weak scaling from many benchmark results, as a table and a plot.
+
+    Repeated runs of one point are pooled, never dropped; efficiency and ideal
+    lines on request.
+    """
     from .._analysis._scaling import scaling
     from .._render._scaling_plot import plot_scaling, scaling_table
     from .._results._files import load_results
@@ -160,6 +179,6 @@ def plot_cmd(
                                      "series": [s.to_dict() for s in series]},
                                     indent=1, sort_keys=True) + "\n")
         return
-    sys.stdout.write(scaling_table(series))
-    if output is not None:
-        sys.stdout.write(f"wrote {output}\n")
+    width = text_width(wide)
+    echo(scaling_table(series, width=width)
+         + (f"wrote {output}\n" if output is not None else ""), width)

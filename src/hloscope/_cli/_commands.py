@@ -19,27 +19,35 @@ from .._analysis._summary import SUMMARY_SCHEMA, is_optimized, summarize
 from .._render._text import render_json, render_module_list, render_summary
 from .._units import format_bytes
 from .._write import write_text
-from ._common import (FUNCTION_HELP, MODULE_HELP, app, fail, fail_user, load_inputs, pick,
-                      pick_module)
+from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
+                      fail_user, load_inputs, pick, pick_module, text_width)
+from ._help import at_least
 from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
                        static_kwargs)
 
-_INPUT_HELP = ("HLO text, an XLA dump folder (--xla_dump_to), a Markdown report, a log, "
-               "or torch_xla's saved graphs (XLA_SAVE_TENSORS_FILE).")
+_MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE_HELP)
+_FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
+_WIDE = typer.Option(False, "--wide", help=WIDE_HELP)
+_TARGET_HELP = "The function: FILE.py:FUNCTION or package.module:FUNCTION."
 
 
-@app.command()
+@command()
 def summary(
-    path: Path = typer.Argument(..., help=_INPUT_HELP),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.summary/1)."),
-    list_: bool = typer.Option(False, "--list", help="List the modules in the input: index, "
+    list_: bool = typer.Option(False, "--list", help="List the modules in PATH: index, "
                                "name, phase, size, copies, and for torch_xla the graph hash "
                                "and the Python frame that made it."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
+    wide: bool = _WIDE,
 ) -> None:
-    """What is in a module: computations, opcodes, fusions, library calls, collectives,
-    parameters and outputs with shapes, bytes and shardings."""
+    """What is in a module: opcodes, fusions, library calls, collectives.
+
+    Computations and instructions, the parameters and outputs with shapes, bytes
+    and shardings, the opcodes, fusions, library calls and collectives.
+    """
+    width = text_width(wide)
     if list_:
         inputs = load_inputs(path)
         rows = inputs.listing()
@@ -47,7 +55,7 @@ def summary(
             sys.stdout.write(render_json({"schema": "hloscope.modules/1", "file": str(path),
                                           "modules": rows}))
         else:
-            sys.stdout.write(render_module_list(str(path), rows))
+            echo(render_module_list(str(path), rows, width=width))
         return
     _inputs, entry = pick(path, module, function)
     try:
@@ -59,17 +67,22 @@ def summary(
                 "modules": [s.to_dict()]}
         sys.stdout.write(render_json(data))
         return
-    sys.stdout.write(render_summary(s))
+    echo(render_summary(s, width=width))
 
 
-@app.command()
+@command()
 def check(
-    path: Path = typer.Argument(..., help="HLO text (or a report or log holding modules)."),
+    path: Path = typer.Argument(..., metavar="PATH", help="An HLO text file, or a Markdown "
+                                "report or a log with modules in it."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.check/1)."),
+    wide: bool = _WIDE,
 ) -> None:
-    """Check HLO text the way XLA's own parser does: exit 0 when XLA would accept every
-    module, 2 with the first problem (file:line:column, the line and a caret) on the line
-    XLA names.  The other commands are tolerant; this one is strict."""
+    """Check HLO text strictly, the way XLA's own parser does.
+
+    Exit 0 when XLA would accept every module; 2 with the first problem
+    (file:line:column, the line and a caret) on the line XLA names.  The other
+    commands are tolerant; this one is strict.
+    """
     from .._sources._reader import check as check_file
 
     try:
@@ -90,24 +103,32 @@ def check(
         sys.stdout.write(render_json({"schema": "hloscope.check/1", "file": str(path),
                                       "ok": True, "modules": mods, "error": None}))
         return
-    for m in mods:
-        sys.stdout.write(f"{path}:{m['line']}: module {m['module']}: ok ({m['computations']} "
-                         f"computations, {m['instructions']} instructions)\n")
+    echo("".join(f"{path}:{m['line']}: module {m['module']}: ok ({m['computations']} "
+                 f"computations, {m['instructions']} instructions)\n" for m in mods),
+         text_width(wide))
 
 
-@app.command()
+@command()
 def memory(
-    path: Path = typer.Argument(..., help=_INPUT_HELP + " Also XLA's *-buffer-assignment.txt, "
-                                "*-live-range.txt or *-memory-usage-report.txt, or a log with "
-                                "the SPMD partitioner's memory lists."),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Also XLA's "
+                                "*-buffer-assignment.txt, *-live-range.txt or "
+                                "*-memory-usage-report.txt, or a log with the SPMD "
+                                "partitioner's memory lists."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.memory/1)."),
-    top: int = typer.Option(10, "--top", min=1, help="How many values to list at the peak."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write the timeline to a .png or .svg."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    top: int = typer.Option(10, "--top", metavar="N", callback=at_least(1),
+                            help="How many values to list at the peak."),
+    plot: Path | None = typer.Option(None, "--plot", metavar="FILE",
+                                     help="Write the timeline to a .png or .svg."),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
+    wide: bool = _WIDE,
 ) -> None:
-    """What is alive at the memory peak and which line of code put it there: totals, the
-    values live at the peak, a timeline, per-device sizes, XLA's own figures beside."""
+    """What is alive at the memory peak, and which line of code put it there.
+
+    Totals, the values live at the peak with their op_name and source line, a
+    timeline, per-device sizes, and XLA's own figures beside when the dump has
+    them.
+    """
     from .._analysis._memory import MEMORY_SCHEMA, analyze_memory, xla_figures
     from .._render._memory_text import render_memory, render_spmd_log, render_xla_dump
 
@@ -140,12 +161,13 @@ def memory(
                 "spmd_logs": [_spmd_dict(log) for log in inputs.spmd_logs]}
         sys.stdout.write(render_json(data))
         return
-    parts = [render_memory(r, top=top) for r in reports]
-    parts += [render_xla_dump(name, files.buffer_assignment, figs, top=max(top, 20))
-              for name, files, figs in dumps]
-    parts += [render_spmd_log(log, top=top) for log in inputs.spmd_logs]
+    width = text_width(wide)
+    parts = [render_memory(r, top=top, width=width) for r in reports]
+    parts += [render_xla_dump(name, files.buffer_assignment, figs, top=max(top, 20),
+                              width=width) for name, files, figs in dumps]
+    parts += [render_spmd_log(log, top=top, width=width) for log in inputs.spmd_logs]
     parts += [f"wrote {p}\n" for p in plotted]
-    sys.stdout.write("\n".join(parts))
+    echo("\n".join(parts), width)
 
 
 def _spmd_dict(log) -> dict:  # type: ignore[no-untyped-def]
@@ -155,22 +177,29 @@ def _spmd_dict(log) -> dict:  # type: ignore[no-untyped-def]
                  "line": e.line} for e in s.entries]} for s in log.sections]}
 
 
-@app.command()
+@command()
 def kernels(
-    path: Path = typer.Argument(..., help=_INPUT_HELP + " Ideally the optimized module "
-                                "(compiled.as_text() or *after_optimizations.txt)."),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
+                                "optimized module (compiled.as_text() or "
+                                "*after_optimizations.txt)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.kernels/1)."),
-    device: str | None = typer.Option(None, "--device", help="Add a roofline time per kernel for "
-                                      "a100, h100, v100, tpu-v4, tpu-v5e or tpu-v5p."),
-    peak_flops: float | None = typer.Option(None, "--peak-flops", help="Your device's peak "
-                                            "FLOP/s (with --bandwidth), instead of --device."),
-    bandwidth: float | None = typer.Option(None, "--bandwidth", help="Your device's memory "
-                                           "bandwidth in bytes/s."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    device: str | None = typer.Option(None, "--device", metavar="NAME", help="Add a roofline "
+                                      "time per kernel for a100, h100, v100, tpu-v4, tpu-v5e "
+                                      "or tpu-v5p."),
+    peak_flops: float | None = typer.Option(None, "--peak-flops", metavar="FLOPS",
+                                            help="Your device's peak FLOP/s (with "
+                                            "--bandwidth), instead of --device."),
+    bandwidth: float | None = typer.Option(None, "--bandwidth", metavar="BYTES",
+                                           help="Your device's memory bandwidth in bytes/s."),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
+    wide: bool = _WIDE,
 ) -> None:
-    """The kernels XLA launches: fusions and what is fused inside, library calls,
-    collectives; the arrays passed between them; flops, bytes and roofline time."""
+    """The kernels XLA launches, and the arrays passed between them.
+
+    Fusions and what is fused inside, library calls, collectives; the arrays
+    passed between kernels; flops, bytes and, with --device, roofline time.
+    """
     from .._analysis._devices import Device
     from .._analysis._devices import device as find_device
     from .._analysis._kernels import KERNELS_SCHEMA, kernel_graph
@@ -202,21 +231,27 @@ def kernels(
                 kd["roofline_seconds"] = k.roofline_seconds(dev, et)
         sys.stdout.write(render_json(data))
         return
-    sys.stdout.write(render_kernels(graph_, device=dev, scheduled=is_optimized(m)))
+    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))
 
 
-@app.command()
+@command()
 def lint(
-    path: Path = typer.Argument(..., help=_INPUT_HELP + " Ideally the optimized module."),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
+                                "optimized module."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/1)."),
-    fail_on: list[str] = typer.Option([], "--fail-on", help="Exit with status 1 when this rule "
-                                      "fires (an id like HS101 or a name like reduction-split; "
-                                      "'all' for any). Repeat for several."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    fail_on: list[str] = typer.Option([], "--fail-on", metavar="RULE", help="Exit with "
+                                      "status 1 when this rule fires (an id like HS101 or a "
+                                      "name like reduction-split; 'all' for any). Repeat for "
+                                      "several."),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
+    wide: bool = _WIDE,
 ) -> None:
-    """The advisor: what in the compiled program costs memory or time, with the evidence
-    and the change to try in your code."""
+    """The advisor: what in the compiled program costs memory or time.
+
+    Each finding comes with its evidence (instructions, op_name, source line) and
+    the change to try in your code.
+    """
     from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise
     from .._render._kernels_text import render_findings
 
@@ -241,23 +276,29 @@ def lint(
                 "modules": [{"module": m.name, "findings": [f.to_dict() for f in findings]}]}
         sys.stdout.write(render_json(data))
     else:
-        sys.stdout.write(render_findings(m.name, findings, optimized=is_optimized(m)))
+        echo(render_findings(m.name, findings, optimized=is_optimized(m), width=text_width(wide)))
     if {f.rule for f in findings} & wanted:
         raise typer.Exit(1)
 
 
-@app.command()
+@command()
 def graph(
-    path: Path = typer.Argument(..., help=_INPUT_HELP + " Ideally the optimized module."),
-    output: Path = typer.Option(..., "-o", "--output", help="Where to write: .svg or .png."),
-    max_kernels: int = typer.Option(300, "--max-kernels", help="Refuse larger graphs (the "
-                                    "picture gets unreadable); raise it to draw anyway."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
+                                "optimized module."),
+    output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
+                                help="Where to write: .svg or .png."),
+    max_kernels: int = typer.Option(300, "--max-kernels", metavar="N", help="Refuse larger "
+                                    "graphs (the picture gets unreadable); raise it to draw "
+                                    "anyway."),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
 ) -> None:
-    """Draw the kernel graph of a small module: kernels as boxes listing what is fused
-    inside, arrays as arrows with shape and size, the arrays live at the memory peak in red,
-    loops and branches as frames.  No Graphviz needed."""
+    """Draw the kernel graph of a small module as SVG or PNG.
+
+    Kernels as boxes listing what is fused inside, arrays as arrows with shape
+    and size, the arrays live at the memory peak in red, loops and branches as
+    frames.  No Graphviz needed.
+    """
     from .._analysis._kernels import kernel_count, kernel_graph
     from .._render._graph_layout import layout_graph
     from .._render._svg import write_picture
@@ -276,19 +317,24 @@ def graph(
         fail(e)
     except OSError as e:
         fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
-    sys.stdout.write(f"wrote {out} ({len(g.kernels)} kernels)\n")
+    echo(f"wrote {out} ({len(g.kernels)} kernels)\n")
 
 
-@app.command()
+@command()
 def report(
-    path: Path = typer.Argument(..., help=_INPUT_HELP + " Also XLA's memory files alone."),
-    output: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Also XLA's memory "
+                                "files alone."),
+    output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
+                                help="The HTML file to write."),
+    module: str | None = _MODULE,
+    function: str | None = _FUNCTION,
 ) -> None:
-    """One self-contained HTML page (no network; opens from disk): the summary, the memory
-    timeline (hover to see what is live), the kernel graph (groups open on click, search,
-    the HLO of each kernel) and the advisor's findings."""
+    """One self-contained HTML page: summary, memory, kernel graph, advice.
+
+    No network; it opens from disk.  The memory timeline (hover to see what is
+    live), the kernel graph (groups open on click, search, the HLO of each
+    kernel) and the advisor's findings.
+    """
     from .._analysis._advisor import advise
     from .._analysis._dataflow import analyze_dataflow
     from .._analysis._kernels import kernel_graph
@@ -327,23 +373,29 @@ def report(
     except OSError as e:
         fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
     n = kernels_n
-    sys.stdout.write(f"wrote {output} ({format_bytes(len(text.encode('utf-8')))}, {n} "
-                     f"kernel{'' if n == 1 else 's'})\n")
+    echo(f"wrote {output} ({format_bytes(len(text.encode('utf-8')))}, {n} "
+         f"kernel{'' if n == 1 else 's'})\n")
 
 
-@app.command()
+@command()
 def diff(
-    a: Path = typer.Argument(..., help="The first version: " + _INPUT_HELP),
-    b: Path = typer.Argument(..., help="The second version."),
+    a: Path = typer.Argument(..., metavar="A", help="The first version: "
+                                + INPUT_HELP[0].lower() + INPUT_HELP[1:]),
+    b: Path = typer.Argument(..., metavar="B", help="The second version, the same kinds."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Also write an HTML page "
-                                       "with the two kernel graphs, differences coloured."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP + " Applies "
-                                      "to both inputs."),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Also "
+                                       "write an HTML page with the two kernel graphs, "
+                                       "differences coloured."),
+    module: str | None = typer.Option(None, "--module", "-m", metavar="NAME|INDEX",
+                                      help=MODULE_HELP + " Applies to both inputs."),
+    function: str | None = _FUNCTION,
+    wide: bool = _WIDE,
 ) -> None:
-    """What changed between two versions of a program: kernels matched by what they compute,
-    arrays between kernels, the memory peak, collectives, flops, the advisor's findings."""
+    """What changed between two versions of a program.
+
+    Kernels matched by what they compute, arrays between kernels, the memory
+    peak, collectives, flops, and the advisor's findings.
+    """
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
@@ -361,28 +413,34 @@ def diff(
     if json_out:
         sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
         return
-    sys.stdout.write(render_diff(result))
+    echo(render_diff(result, width=text_width(wide)))
 
 
-@app.command("inspect")
+@command("inspect")
 def inspect_cmd(
-    target: str = typer.Argument(..., help="The function: FILE.py:FUNCTION or "
-                                 "package.module:FUNCTION."),
-    arg: list[str] = typer.Option([], "--arg", help="An argument's shape, e.g. f32[128,2] "
-                                  "(zeros of that shape); repeat for each argument."),
-    inputs: str | None = typer.Option(None, "--inputs", help="A call in the same file that "
-                                      "returns the arguments (one, or a tuple of them: "
-                                      "pytrees, sharded arrays), e.g. 'make_input(128)'; "
-                                      "after any --arg."),
-    static: list[str] = typer.Option([], "--static", help="A static keyword argument, "
-                                     "NAME=VALUE (a Python literal); repeat."),
-    devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU devices."),
-    output: Path | None = typer.Option(None, "-o", "--output", help="Write the HTML report."),
-    save: Path | None = typer.Option(None, "--save", help="Save the report as JSON "
-                                     "(hloscope.load and every command read it)."),
+    target: str = typer.Argument(..., metavar="TARGET", help=_TARGET_HELP),
+    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, "
+                                  "e.g. f32[128,2] (zeros of that shape); repeat for each "
+                                  "argument."),
+    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
+                                      "same file that returns the arguments (one, or a tuple "
+                                      "of them: pytrees, sharded arrays), e.g. "
+                                      "'make_input(128)'; after any --arg."),
+    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
+                                     "keyword argument (a Python literal); repeat."),
+    devices: int | None = typer.Option(None, "--devices", metavar="N",
+                                       help="Run on N virtual CPU devices."),
+    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
+                                       help="Write the HTML report."),
+    save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
+                                     "as JSON (hloscope.load and every command read it)."),
+    wide: bool = _WIDE,
 ) -> None:
-    """Compile a JAX function once and show what XLA did: kernels, memory (beside XLA's
-    figures), the advisor, and the time of each phase."""
+    """Compile a JAX function once and show what XLA did.
+
+    Its kernels, its memory (beside XLA's own figures), the advisor's findings,
+    and the time of each compile phase.
+    """
     from .._jax._user import check_call
     from .._render._kernels_text import render_findings, render_kernels
     from .._render._memory_text import render_memory
@@ -409,28 +467,37 @@ def inspect_cmd(
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
         fail_user(e, static_hint(static))
     t = rep.timings
-    sys.stdout.write(rep.summary_line() + "\n")
-    sys.stdout.write("timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
-                     + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
-                     f"jax {rep.versions.get('jax')}\n\n")
+    width = text_width(wide)
     m = rep.module
-    sys.stdout.write(render_kernels(rep.kernels, scheduled=is_optimized(m)) + "\n")
-    sys.stdout.write(render_memory(rep.memory) + "\n")
-    sys.stdout.write(render_findings(m.name, list(rep.findings), optimized=is_optimized(m)))
+    echo(rep.summary_line() + "\n"
+         + "timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
+         + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
+         f"jax {rep.versions.get('jax')}\n\n"
+         + render_kernels(rep.kernels, scheduled=is_optimized(m), width=width) + "\n"
+         + render_memory(rep.memory, width=width) + "\n"
+         + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
+         width)
 
 
-@app.command()
+@command()
 def demo(
-    save: Path | None = typer.Option(None, "--save", help="Write the built-in module to this "
-                                     "file instead, to try the other commands on it."),
+    wide: bool = _WIDE,
+    save: Path | None = typer.Option(None, "--save", metavar="FILE",
+                                     help="Write the built-in module to FILE instead, to try "
+                                          "the other commands on it."),
 ) -> None:
-    """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices: what is in
-    it, its kernels, its memory peak, and the advisor."""
+    """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices.
+
+    Shows what is in it, its kernels, its memory peak, and the advisor's
+    findings: summary, kernels, memory and lint in turn.
+    """
     from .._analysis._advisor import advise
     from .._analysis._kernels import kernel_graph
     from .._analysis._memory import analyze_memory
     from .._render._kernels_text import render_findings, render_kernels
     from .._render._memory_text import render_memory
+
+    from .._sources._reader import read_text
 
     data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
     if save is not None:
@@ -438,24 +505,26 @@ def demo(
             write_text(save, data.read_text(encoding="utf-8"))
         except _errors.HloscopeError as e:
             fail(e)
-        sys.stdout.write(f"wrote {save}: try hloscope report {save} -o fft.html\n")
+        echo(f"wrote {save}: try hloscope report {save} -o fft.html\n")
         return
-    with resources.as_file(data) as p:
-        m = pick_module(Path(p))
     name = "<built-in example fft_pencil_4x2.hlo>"
+    data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
+    m = read_text(data.read_text(encoding="utf-8"), filename=name).module
+    width = text_width(wide)
     parts = [
-        ("hloscope summary", render_summary(summarize(m))),
-        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m))),
-        ("hloscope memory", render_memory(analyze_memory(m), top=5)),
-        ("hloscope lint", render_findings(m.name, advise(m), optimized=is_optimized(m))),
+        ("hloscope summary", render_summary(summarize(m), width=width)),
+        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m),
+                                            width=width)),
+        ("hloscope memory", render_memory(analyze_memory(m), top=5, width=width)),
+        ("hloscope lint", render_findings(m.name, advise(m), optimized=is_optimized(m),
+                                          width=width)),
     ]
-    for title, text in parts:
-        sys.stdout.write(f"==> {title} {name}\n\n")
-        sys.stdout.write(text.replace(str(p), name) + "\n")
-    sys.stdout.write(
-        "This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a 4x2\n"
-        "mesh of CPU devices.  Next, the HTML report of the same module (opens from disk):\n"
-        "  hloscope demo --save fft.hlo && hloscope report fft.hlo -o fft.html\n"
-        "Then your own module: any HLO text works (compiled.as_text(), an XLA dump folder,\n"
-        "a log); with JAX installed (pip install 'hloscope[jax]'), straight from a function:\n"
-        "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n")
+    echo("".join(f"==> {title} {name}\n\n{text}\n" for title, text in parts), width)
+    echo("This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a\n"
+         "4x2 mesh of CPU devices.  Next, the HTML report of the same module (opens from\n"
+         "disk):\n"
+         "  hloscope demo --save fft.hlo && hloscope report fft.hlo -o fft.html\n"
+         "Then your own module: any HLO text works (compiled.as_text(), an XLA dump\n"
+         "folder, a log); with JAX installed (pip install 'hloscope[jax]'), straight from\n"
+         "a function:\n"
+         "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n", width)

@@ -1,5 +1,5 @@
 """What every `hloscope` command shares: the Typer app, exit codes, the one-line error,
-the input every command reads and the module the user means.
+the input every command reads, the module the user means and the width of the text.
 
 Command modules (`_commands`, `_run_cmd`, `_bench_cmds`) import from here;
 `_app` imports them all and holds `main`.  Imports flow one way.
@@ -8,53 +8,104 @@ Command modules (`_commands`, `_run_cmd`, `_bench_cmds`) import from here;
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
 from .. import _errors
 from .._hlo._module import Module
+from .._render._term import fit, safe, safe_text, terminal_width
 from .._sources._inputs import Inputs, ModuleEntry, read_inputs
+from ._help import HelpCommand, HelpGroup, reflow
 
-__all__ = ["app", "fail", "fail_user", "EXIT_INPUT", "EXIT_INTERNAL", "MODULE_HELP", "FUNCTION_HELP",
+__all__ = ["app", "command", "echo", "fail", "fail_user", "note", "text_width", "EXIT_INPUT",
+           "EXIT_INTERNAL", "INPUT_HELP", "MODULE_HELP", "FUNCTION_HELP", "WIDE_HELP",
            "load_inputs", "pick", "pick_module"]
+
+_APP_HELP = """See what XLA did to your program: kernels, memory, collectives, timings.
+
+Most commands read PATH: an HLO text file, an XLA dump folder (--xla_dump_to),
+a Markdown report or a log with modules in it, torch_xla's saved graphs, or a
+report saved by 'hloscope inspect --save' (JSON).  When PATH holds several
+modules, --module NAME|INDEX picks one ('hloscope summary --list' shows them).
+
+Text fits the terminal: $COLUMNS, else the terminal's width, else 100 columns
+when the output goes to a pipe or a file; --wide shows every name whole.  --json
+prints everything, unshortened.
+
+Exit status: 0 done; 1 a check you asked for failed (lint --fail-on, run
+--check); 2 the input cannot be read or the command line is wrong; 3 a bug in
+hloscope (rerun with HLOSCOPE_DEBUG=1 for the traceback)."""
 
 app = typer.Typer(
     name="hloscope",
-    help="See what XLA did to your program: kernels, memory, collectives, timings.",
+    cls=HelpGroup,
+    help=reflow(_APP_HELP),
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
 )
 
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
 
-MODULE_HELP = ("Which module, when the input holds several: a name (or a dump's "
+INPUT_HELP = ("An HLO text file, an XLA dump folder (--xla_dump_to), a Markdown report or "
+              "a log with modules in it, torch_xla's saved graphs (XLA_SAVE_TENSORS_FILE), "
+              "or a report saved by 'hloscope inspect --save'.")
+MODULE_HELP = ("Which module, when PATH holds several: a name (or a dump's "
                "module_NNNN.name prefix) or an index from 'hloscope summary --list'.")
 FUNCTION_HELP = "Pick the module JAX compiled for this function (jit_NAME)."
+WIDE_HELP = ("Show names and columns whole, however long the lines (by default lines "
+             "fit $COLUMNS, else the terminal, else 100).")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def command(name: str | None = None) -> Callable[[_F], _F]:
+    """`app.command`, with the docstring reflowed for --help (see `_help`)."""
+
+    def register(fn: _F) -> _F:
+        return app.command(name, cls=HelpCommand, help=reflow(fn.__doc__))(fn)
+
+    return register
+
+
+def text_width(wide: bool) -> int | None:
+    """The width text output fits in (`terminal_width`), or None with ``--wide``."""
+    return None if wide else terminal_width()
+
+
+def echo(text: str, width: int | None = None) -> None:
+    """Write `text` to stdout, made safe and (with a `width`) its long lines wrapped."""
+    sys.stdout.write(fit(text, width))
 
 
 def fail(err: _errors.HloscopeError) -> NoReturn:
     """Print `err` as one located message (with the line and a caret for parse errors)
-    and leave with status 2."""
+    and leave with status 2.  Text from the input in it (names, the quoted line, paths)
+    is shown `safe`: escaped, never acted on by the terminal; lines are not wrapped."""
     from rich.console import Console
     from rich.markup import escape
 
+    def shown(text: str) -> str:  # the input's text escaped, then rich's markup
+        return escape(safe_text(text))
+
     console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-    console.print(f"[bold red]error:[/] {escape(err.one_line())}")
+    console.print(f"[bold red]error:[/] {escape(safe(err.one_line()))}")
     if isinstance(err, _errors.UserCodeError):
         details = err.details()
         if details:
-            console.print(escape(details))
+            console.print(shown(details))
     if isinstance(err, _errors.HloParseError):
-        console.print(escape(err.get_context()))
+        console.print(shown(err.get_context()))
         before = err.read_before()
         if before:
-            console.print(f"read before the damage: {escape(before)}")
+            console.print(f"read before the damage: {shown(before)}")
     if err.hint:
-        console.print(f"[bold]hint:[/] {escape(err.hint)}")
+        console.print(f"[bold]hint:[/] {shown(err.hint)}")
     raise typer.Exit(EXIT_INPUT)
 
 
@@ -77,8 +128,9 @@ def fail_user(error: Exception, hint: str = "") -> NoReturn:
 
 
 def note(text: str) -> None:
-    """A one-line note on stderr (which module was taken, what was skipped)."""
-    sys.stderr.write(f"note: {text}\n")
+    """A one-line note on stderr (which module was taken, what was skipped), made safe
+    but not wrapped: one note, one line."""
+    sys.stderr.write(f"note: {safe(text)}\n")
 
 
 def load_inputs(path: Path) -> Inputs:

@@ -9,41 +9,51 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from ._common import FUNCTION_HELP, MODULE_HELP, app, fail, pick_module
+from ._common import (FUNCTION_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail, pick_module,
+                      text_width)
+from ._help import at_least
 
 
 def _fmt(n: int | None) -> str:
     return "n/a" if n is None else f"{n:,} B"
 
 
-@app.command("run")
+@command("run")
 def run_cmd(
-    file: Path = typer.Argument(..., help="An HLO text file (any frontend: JAX, torch_xla, "
-                                "TensorFlow), a Markdown report or a log."),
-    partitions: int | None = typer.Option(None, "--partitions", help="Partition count "
-                                          "(default: the module header, else its "
+    file: Path = typer.Argument(..., metavar="PATH", help="An HLO text file (any frontend: "
+                                "JAX, torch_xla, TensorFlow), an XLA dump folder, a Markdown "
+                                "report or a log with modules in it."),
+    partitions: int | None = typer.Option(None, "--partitions", metavar="N", help="Partition "
+                                          "count (default: the module header, else its "
                                           "sharding annotations, else 1)."),
-    devices: int | None = typer.Option(None, "--devices", help="Run on N virtual CPU "
-                                       "devices."),
-    input_: list[str] = typer.Option([], "--input", help="NAME=zeros|ones|random[:SEED]|"
-                                     "NUMBER|file.npy for a parameter (by name or number); "
+    devices: int | None = typer.Option(None, "--devices", metavar="N", help="Run on N "
+                                       "virtual CPU devices."),
+    input_: list[str] = typer.Option([], "--input", metavar="NAME=SPEC", help="The value of "
+                                     "a parameter (by name or number): SPEC is zeros, ones, "
+                                     "random or random:SEED, a number, or a .npy file; "
                                      "repeat. Default random:N for parameter N."),
-    iterations: int = typer.Option(10, "--iterations", "-n", min=0, help="Timed runs after "
-                                   "the first."),
-    check: str | None = typer.Option(None, "--check", help="'numpy': compare with the same "
-                                     "module compiled for one device."),
-    tolerance: float = typer.Option(1e-5, "--tolerance", help="Largest relative difference "
-                                    "the check accepts."),
+    iterations: int = typer.Option(10, "--iterations", "-n", metavar="N",
+                                   callback=at_least(0), help="Timed runs after the first."),
+    check: str | None = typer.Option(None, "--check", metavar="numpy", help="Compare with "
+                                     "the same module compiled for one device (the only "
+                                     "reference: numpy)."),
+    tolerance: float = typer.Option(1e-5, "--tolerance", metavar="X", help="Largest relative "
+                                    "difference the check accepts."),
     show_module: bool = typer.Option(False, "--show-module", help="Print the per-device "
                                      "module XLA produced."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON "
                                  "(schema hloscope.run/1)."),
-    module: str | None = typer.Option(None, "--module", "-m", help=MODULE_HELP),
-    function: str | None = typer.Option(None, "--function", help=FUNCTION_HELP),
+    module: str | None = typer.Option(None, "--module", "-m", metavar="NAME|INDEX",
+                                      help=MODULE_HELP),
+    function: str | None = typer.Option(None, "--function", metavar="NAME",
+                                        help=FUNCTION_HELP),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
 ) -> None:
-    """Compile an HLO module with SPMD partitioning, run it, show its outputs (per device
-    too), its timings, the collectives the partitioner inserted and memory before and
-    after partitioning."""
+    """Compile an HLO module with SPMD partitioning, and run it.
+
+    Shows its outputs (per device too), its timings, the collectives the
+    partitioner inserted, and memory before and after partitioning.
+    """
     from .._results._result import time_stats
 
     if check not in (None, "numpy"):
@@ -73,7 +83,8 @@ def run_cmd(
         if r.check is not None and not r.check["ok"]:
             raise typer.Exit(1)
         return
-    w = sys.stdout.write
+    lines: list[str] = []
+    w = lines.append
     w(f"{r.module}: {r.partitions} partition(s)"
       + (", SPMD-partitioned" if r.spmd else "") + f"; compiled in {r.compile_time * 1e3:.1f} ms\n")
     for i in r.inputs:
@@ -100,12 +111,13 @@ def run_cmd(
     w("memory             before partitioning (one device)   after (per device, XLA)\n")
     for key in ("argument", "output", "temporary", "peak"):
         w(f"  {key:<16} {_fmt(b.get(key)):>34}   {_fmt(a.get(key)):>22}\n")
-    if show_module:
-        w("\nper-device module:\n" + r.partitioned_text + "\n")
+    echo("".join(lines), text_width(wide))
+    if show_module:  # XLA's text as it is (escaped), never wrapped: it stays HLO
+        echo("\nper-device module:\n" + r.partitioned_text + "\n")
     if r.check is not None:
         c = r.check
-        w(f"check against {c['reference']}: largest relative difference "
-          f"{c['max_relative_difference']:.3g} (tolerance {c['tolerance']:g}): "
-          f"{'ok' if c['ok'] else 'FAILED'}\n")
+        echo(f"check against {c['reference']}: largest relative difference "
+             f"{c['max_relative_difference']:.3g} (tolerance {c['tolerance']:g}): "
+             f"{'ok' if c['ok'] else 'FAILED'}\n", text_width(wide))
         if not c["ok"]:
             raise typer.Exit(1)

@@ -9,6 +9,7 @@ from .._analysis._advisor import Finding
 from .._analysis._figures import optimized_note
 from .._analysis._devices import Device
 from .._analysis._kernels import KernelGraph, ratio
+from ._term import fit, safe
 from ._text import format_bytes, table
 
 __all__ = ["format_count", "render_findings", "render_kernels"]
@@ -39,9 +40,16 @@ def _fused(k) -> str:  # type: ignore[no-untyped-def]
     return ", ".join(parts) or "-"
 
 
+# The kernel table's columns to leave out, in order, when the lines get too narrow; with a
+# device its roofline time stands in for the flops.
+_DROP = {False: ("inputs", "kind", "output"), True: ("inputs", "kind", "bound", "flops", "output")}
+
+
 def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
-                   top_edges: int = 20) -> str:
-    out = [f"Module {g.module}", f"  from {g.file}"]
+                   top_edges: int = 20, width: int | None = None) -> str:
+    """`hloscope kernels`: the kernels by group, the arrays between them, the collectives,
+    in `width` columns (None: every line whole)."""
+    out = [f"Module {safe(g.module)}", f"  from {safe(g.file)}"]
     if not scheduled:
         out.append("  " + optimized_note(False))
         out.append("  below, every operation counts as a kernel, as if the module ran as written")
@@ -71,6 +79,7 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         gi = group_info.get(group)
         title = (f"{gi.kind} {group} (of {gi.caller} in {gi.parent})" if gi is not None
                  else f"entry {group}")
+        title = safe(title)
         out.append(f"{title}: {_n(len(ks), 'kernel')}")
         rows = []
         for k in ks:
@@ -88,7 +97,7 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             row.append(k.source or "-")
             rows.append(row)
         right = (5, 6, 7) if device is not None else (5, 6)
-        out.append(table(headers, rows, right=right, max_width=40))
+        out.append(table(headers, rows, right=right, width=width, drop=_DROP[device is not None]))
         out.append("")
     temp_set = set(temps)
     passed = [e for e in g.edges if e.value in temp_set and e.dst != "result"]
@@ -97,7 +106,7 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         rows = [[e.value, f"{e.src} -> {e.dst}", e.shape, format_bytes(e.bytes), e.kind,
                  "yes" if e.live_at_peak else "-"] for e in passed[:top_edges]]
         out.append(table(["array", "from -> to", "shape", "bytes", "kind", "at peak"], rows,
-                         right=(3,), max_width=48))
+                         right=(3,), width=width, drop=("at peak", "kind")))
         if len(passed) > top_edges:
             out.append(f"  ... and {len(passed) - top_edges} more (see --json)")
         out.append("")
@@ -107,26 +116,30 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
                  format_bytes(c.sent_per_device), format_bytes(c.received_per_device),
                  c.source or "-"] for c in g.collectives]
         out.append(table(["name", "opcode", "shape", "groups", "sent/device", "received/device",
-                          "source"], rows, right=(4, 5), max_width=40))
+                          "source"], rows, right=(4, 5), width=width,
+                         drop=("opcode", "groups", "received/device")))
         out.append("")
     if device is not None:
         out.append(f"Roofline device {device.name}: {device.source}")
-    return "\n".join(out).rstrip("\n") + "\n"
+    return fit("\n".join(out).rstrip("\n") + "\n", width)
 
 
-def render_findings(module: str, findings: Sequence[Finding], *, optimized: bool = True) -> str:
-    out = [f"Module {module}: {_n(len(findings), 'finding')}"]
+def render_findings(module: str, findings: Sequence[Finding], *, optimized: bool = True,
+                    width: int | None = None) -> str:
+    """`hloscope lint`: each finding with its evidence and what to try, in `width` columns
+    (None: every line whole); a module XLA has not optimized says so first."""
+    out = [f"Module {safe(module)}: {_n(len(findings), 'finding')}"]
     if not optimized:
         out.append("  " + optimized_note(False))
         out.append("  the findings below are about the module as written; XLA's passes may "
                    "remove their cause")
     for f in findings:
         out.append("")
-        out.append(f"{f.rule} {f.title}")
-        out.append(f"  {f.message}")
+        out.append(safe(f"{f.rule} {f.title}"))
+        out.append(f"  {safe(f.message)}")
         for e in f.evidence[:6]:
-            where = ", ".join(x for x in (e.op_name, e.source) if x)
-            out.append(f"  - {e.what} {e.name} {e.shape} ({format_bytes(e.bytes)})"
+            where = ", ".join(safe(x) for x in (e.op_name, e.source) if x)
+            out.append(f"  - {e.what} {safe(e.name)} {safe(e.shape)} ({format_bytes(e.bytes)})"
                        + (f": {where}" if where else ""))
-        out.append(f"  try: {f.suggestion}")
-    return "\n".join(out) + "\n"
+        out.append(f"  try: {safe(f.suggestion)}")
+    return fit("\n".join(out) + "\n", width)

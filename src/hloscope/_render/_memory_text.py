@@ -10,6 +10,7 @@ from .._analysis._figures import MemoryFigures, optimized_note, pct
 from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures
 from .._sources._spmd_log import SpmdMemoryLog
 from .._sources._xla_dumps import BufferAssignmentDump, MemoryUsageReport
+from ._term import fit, safe
 from ._text import format_bytes, table
 
 __all__ = ["render_figures", "render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
@@ -70,8 +71,9 @@ _VERSUS = {"xla_live_range_peak": "live_range_peak", "xla_temp": "temp_estimate"
            "memory_analysis.temp_size_in_bytes": "temp_estimate"}
 
 
-def render_figures(figs: MemoryFigures) -> list[str]:
-    """The labelled headline figures and why they differ (see `memory_figures`)."""
+def render_figures(figs: MemoryFigures, width: int | None = None) -> list[str]:
+    """The labelled headline figures and why they differ (see `memory_figures`); the
+    explanations wrapped to `width` (None: 96 columns, a paragraph's width)."""
     out: list[str] = []
     xla = [f for f in figs.figures if f.key.startswith("memory_analysis.")]
     zero_host = [f for f in xla if f.label.startswith("host_") and not f.bytes]
@@ -80,7 +82,7 @@ def render_figures(figs: MemoryFigures) -> list[str]:
         if f.key.startswith("memory_analysis."):
             continue
         label = f.label
-        at = f"at {f.at}" if f.at else ""
+        at = f"at {safe(f.at)}" if f.at else ""
         note = "; ".join(x for x in (at, _NOTES.get(f.key, "")) if x)
         if f.key == "device_footprint" and figs.per_device:
             note += ", each device"
@@ -103,25 +105,27 @@ def render_figures(figs: MemoryFigures) -> list[str]:
         out.append("Why these figures differ")
         for e in figs.explanations:
             # A size and its unit stay on one line.
-            text = re.sub(r"(\d) (B|KiB|MiB|GiB|TiB|PiB)\b", "\\1\u00a0\\2", e.text)
+            text = re.sub(r"(\d) (B|KiB|MiB|GiB|TiB|PiB)\b", "\\1\u00a0\\2", safe(e.text))
             out.extend(line.replace("\u00a0", " ") for line in textwrap.wrap(
-                text, 96, initial_indent="  - ", subsequent_indent="    ",
+                text, min(width or 96, 96), initial_indent="  - ", subsequent_indent="    ",
                 break_on_hyphens=False))
     return out
 
 
-def render_memory(r: MemoryReport, *, top: int = 10) -> str:
-    out: list[str] = [f"Module {r.module}", f"  from {r.file}",
+def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -> str:
+    """`hloscope memory` for one module, in `width` columns (None: every line whole)."""
+    out: list[str] = [f"Module {safe(r.module)}", f"  from {safe(r.file)}",
                       f"  order: {r.order}",
                       f"  {r.steps} steps, {r.values} values in {r.buffers} buffers", ""]
     if not r.optimized:
         out[2:2] = ["  " + optimized_note(False)]
-    out.extend(render_figures(r.figures))
+    out.extend(render_figures(r.figures, width))
     out.append("")
     out.append(f"Live at the peak ({len(r.peak_values)} values, {_exact(r.peak_bytes)})")
     shown = r.peak_values[:top]
     if shown:
-        out.append(table(_HEAD, _rows(shown), right=(2,), max_width=48))
+        out.append(table(_HEAD, _rows(shown), right=(2,), width=width,
+                         drop=("live", "kind")))
     if len(r.peak_values) > top:
         rest = r.peak_values[top:]
         out.append(f"  ... and {len(rest)} more ({format_bytes(sum(b.bytes for b in rest))}; "
@@ -134,11 +138,11 @@ def render_memory(r: MemoryReport, *, top: int = 10) -> str:
     out.append(f"   0{' ' * max(1, min(64, len(r.timeline)) - len(str(r.steps)) - 1)}{r.steps}")
     if r.sharded is not None:
         out.append("")
-        out.extend(_sharded(r))
-    return "\n".join(out) + "\n"
+        out.extend(_sharded(r, width))
+    return fit("\n".join(out) + "\n", width)
 
 
-def _sharded(r: MemoryReport) -> list[str]:
+def _sharded(r: MemoryReport, width: int | None) -> list[str]:
     s = r.sharded
     assert s is not None
     if s.partitioned:
@@ -150,17 +154,18 @@ def _sharded(r: MemoryReport) -> list[str]:
     rows = [[x.label, x.shape, format_bytes(x.bytes), x.sharding, x.per_device_shape,
              format_bytes(x.per_device_bytes)] for x in s.rows[:20]]
     out.append(table(["value", "shape", "bytes", "sharding", "per device", "bytes/device"],
-                     rows, right=(2, 5), max_width=40))
+                     rows, right=(2, 5), width=width, drop=("shape", "sharding")))
     if len(s.rows) > 20:
         out.append(f"  ... and {len(s.rows) - 20} more (see --json)")
     return out
 
 
 def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures,
-                    *, top: int = 20) -> str:
+                    *, top: int = 20, width: int | None = None) -> str:
     """XLA's own files without a module: allocations, the live-range peak list, and the
-    memory-usage report's totals, allocations and largest values."""
-    out = [f"XLA memory dump {path}"]
+    memory-usage report's totals, allocations and largest values, in `width` columns (None:
+    every line whole)."""
+    out = [f"XLA memory dump {safe(path)}"]
     if ba is not None:
         kinds: dict[str, tuple[int, int]] = {}
         for a in ba.allocations:
@@ -169,7 +174,8 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         out.append(f"  {len(ba.allocations)} allocations"
                    + (f", {_exact(ba.total_bytes)} in all" if ba.total_bytes is not None else ""))
         out.append(table(["kind", "allocations", "bytes"],
-                         [[k, n, _exact(b)] for k, (n, b) in sorted(kinds.items())], right=(1, 2)))
+                         [[k, n, _exact(b)] for k, (n, b) in sorted(kinds.items())],
+                         right=(1, 2), width=width))
     if figs.live_range_peak_time is not None:
         out.append("")
         out.append(f"Live at the peak (step {figs.live_range_peak_time}): "
@@ -182,17 +188,17 @@ def render_xla_dump(path: str, ba: BufferAssignmentDump | None, figs: XlaFigures
         shapes = {v.label: v.shape for a in ba.allocations for v in a.values} if ba else {}
         rows = [[label, shapes.get(label, "-"), _exact(b)]
                 for label, b in figs.live_range_peak_values[:top]]
-        out.append(table(["value", "shape", "bytes"], rows, right=(2,)))
+        out.append(table(["value", "shape", "bytes"], rows, right=(2,), width=width))
         if len(figs.live_range_peak_values) > top:
             out.append(f"  ... and {len(figs.live_range_peak_values) - top} more")
     if figs.memory_usage is not None:
         if ba is not None or figs.live_range_peak_time is not None:
             out.append("")
-        out.extend(_memory_usage(figs.memory_usage, top))
-    return "\n".join(out) + "\n"
+        out.extend(_memory_usage(figs.memory_usage, top, width))
+    return fit("\n".join(out) + "\n", width)
 
 
-def _memory_usage(mu: MemoryUsageReport, top: int) -> list[str]:
+def _memory_usage(mu: MemoryUsageReport, top: int, width: int | None) -> list[str]:
     """XLA's memory-usage report: per memory space its total and its allocations, largest
     first; then the largest values (the largest at each offset of each allocation)."""
     out: list[str] = []
@@ -208,7 +214,7 @@ def _memory_usage(mu: MemoryUsageReport, top: int) -> list[str]:
             rows.append([a.rank, _exact(a.bytes), a.values, len(a.offsets), first])
         if rows:
             out.append(table(["#", "bytes", "values", "offsets", "largest at one offset"],
-                             rows, right=(0, 1, 2, 3), max_width=60))
+                             rows, right=(0, 1, 2, 3), width=width))
         if len(sp.allocations) > top:
             rest = sp.allocations[top:]
             out.append(f"  ... and {len(rest)} more ({format_bytes(sum(a.bytes for a in rest))}"
@@ -223,26 +229,29 @@ def _memory_usage(mu: MemoryUsageReport, top: int) -> list[str]:
     rows = [[_exact(o.bytes), rank, o.offset, o.values, o.shapes] for o, rank in values[:top]]
     if rows:
         out.append(table(["bytes", "allocation", "offset", "values", "shapes"], rows,
-                         right=(0, 1, 2, 3), max_width=60))
+                         right=(0, 1, 2, 3), width=width))
     if len(values) > top:
         out.append(f"  ... and {len(values) - top} more (--top N shows more)")
     return out
 
 
-def render_spmd_log(log: SpmdMemoryLog, *, top: int = 10) -> str:
-    """The SPMD partitioner's memory lists from a log, before and after partitioning."""
-    out = [f"SPMD partitioner memory lists in {log.path}"]
+def render_spmd_log(log: SpmdMemoryLog, *, top: int = 10, width: int | None = None) -> str:
+    """The SPMD partitioner's memory lists from a log, before and after partitioning, in
+    `width` columns (None: every line whole)."""
+    out = [f"SPMD partitioner memory lists in {safe(log.path)}"]
     for sec in log.sections:
         total = sum(e.bytes for e in sec.entries)
         out.append("")
-        out.append(f"{sec.title} ({len(sec.entries)} instructions, {format_bytes(total)})")
+        out.append(f"{safe(sec.title)} ({len(sec.entries)} instructions, "
+                   f"{format_bytes(total)})")
         rows = [[format_bytes(e.bytes), e.name, e.shape, e.opcode] for e in sec.entries[:top]]
         if rows:
-            out.append(table(["bytes", "instruction", "shape", "opcode"], rows, right=(0,)))
+            out.append(table(["bytes", "instruction", "shape", "opcode"], rows, right=(0,),
+                             width=width, drop=("opcode",)))
         if len(sec.entries) > top:
             out.append(f"  ... and {len(sec.entries) - top} more")
     if log.hbm:
         out.append("")
         out.append("Device memory the compiler reported")
-        out.extend(f"  {line}" for line in log.hbm)
-    return "\n".join(out) + "\n"
+        out.extend(f"  {safe(line)}" for line in log.hbm)
+    return fit("\n".join(out) + "\n", width)

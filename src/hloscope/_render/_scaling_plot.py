@@ -11,28 +11,31 @@ from __future__ import annotations
 from .._analysis._scaling import ScalingSeries
 from .._errors import HloscopeError
 from ._plot import _pyplot, plot_path, save_figure
+from ._term import fit, safe
+from ._text import table
 
 __all__ = ["plot_scaling", "scaling_table"]
 
 _COLORS = ("#3b6ea8", "#d8572a", "#2a9d8f", "#8a5cd8", "#c9a227", "#c0392b", "#555555")
 
 
-def scaling_table(series: list[ScalingSeries]) -> str:
-    """The series as text: devices, grid, time, spread, runs pooled, ideal, efficiency."""
+def scaling_table(series: list[ScalingSeries], *, width: int | None = None) -> str:
+    """The series as text: devices, grid, time, spread, runs pooled, ideal, efficiency; in
+    `width` columns (None: every line whole)."""
     lines: list[str] = []
     for s in series:
-        lines.append(f"{s.mode} scaling: {s.label}")
-        lines.append(f"  {'devices':>7}  {'grid':>7}  {'time (ms)':>11}  {'spread (ms)':>21}  "
-                     f"{'runs':>5}  {'files':>5}  {'ideal (ms)':>10}  {'efficiency':>10}")
-        for p in s.points:
-            lines.append(f"  {p.devices:>7}  {p.grid or '-':>7}  {p.time * 1e3:>11.4f}  "
-                         f"{p.low * 1e3:>10.4f}-{p.high * 1e3:<10.4f}  {p.runs:>5}  "
-                         f"{p.results:>5}  {p.ideal * 1e3:>10.4f}  {p.efficiency:>10.1%}")
+        lines.append(f"{s.mode} scaling: {safe(s.label)}")
+        rows = [[p.devices, p.grid or "-", f"{p.time * 1e3:.4f}",
+                 f"{p.low * 1e3:.4f}-{p.high * 1e3:.4f}", p.runs, p.results,
+                 f"{p.ideal * 1e3:.4f}", f"{p.efficiency:.1%}"] for p in s.points]
+        lines.append(table(["devices", "grid", "time (ms)", "spread (ms)", "runs", "files",
+                            "ideal (ms)", "efficiency"], rows, right=range(8), width=width,
+                           drop=("files", "ideal (ms)", "runs")))
         metric = {p.metric for p in s.points}
         lines.append("  time: " + (" / ".join(sorted(metric))) + " of the pooled runs"
                      if metric == {"median"} else
                      "  time: " + " / ".join(sorted(metric)) + " (mean: summary figures only)")
-    return "\n".join(lines) + "\n"
+    return fit("\n".join(lines) + "\n", width)
 
 
 def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = False,

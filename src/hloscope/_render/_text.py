@@ -7,44 +7,56 @@ so the same input gives byte-identical output for golden tests.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from .._analysis._figures import optimized_note
 from .._analysis._summary import ModuleSummary
 from .._units import format_bytes
+from ._term import fit, fit_columns, middle, safe
 
 __all__ = ["format_bytes", "table", "render_summary", "render_json", "render_module_list"]
 
 
-
-def _clip(s: str, width: int) -> str:
-    return s if len(s) <= width else s[: width - 3] + "..."
-
-
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (),
-          max_width: int = 60, indent: str = "  ") -> str:
-    """A left-aligned text table; columns listed in `right` are right-aligned."""
-    cells = [[_clip(str(c), max_width) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
+          width: int | None = None, drop: Sequence[str] = (), indent: str = "  ") -> str:
+    """A text table: columns left-aligned, those listed in `right` (numbers) right-aligned.
+
+    Every cell is shown `safe`.  With `width`, each line fits in that many columns:
+    the widest left-aligned columns are cut in the middle with an ellipsis, and when
+    that is not enough the columns named in `drop` are left out, in that order (see
+    `fit_columns`).  With no `width` (``--wide``) every cell is whole.
+    """
+    heads = [safe(str(h)) for h in headers]
+    cells = [[safe(str(c)) for c in row] for row in rows]
+    natural = [len(h) for h in heads]
     for row in cells:
         for k, c in enumerate(row):
-            widths[k] = max(widths[k], len(c))
+            natural[k] = max(natural[k], len(c))
+    keep, widths = list(range(len(heads))), natural
+    if width is not None:
+        keep, widths = fit_columns(heads, natural, width - len(indent), fixed=set(right),
+                                   drop=[heads.index(d) for d in drop if d in heads])
 
     def line(vals: Sequence[str]) -> str:
-        out = [v.rjust(widths[k]) if k in right else v.ljust(widths[k])
-               for k, v in enumerate(vals)]
+        out = []
+        for k, w in zip(keep, widths):
+            v = middle(vals[k], w)
+            out.append(v.rjust(w) if k in right else v.ljust(w))
         return (indent + "  ".join(out)).rstrip()
 
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+    rule = (indent + "  ".join("-" * w for w in widths)).rstrip()
+    return "\n".join([line(heads), rule] + [line(r) for r in cells])
 
 
 _FORMAT_NAMES = {"hlo": "HLO text", "markdown": "Markdown report", "glog": "glog log",
                  "notebook": "text with a module inside"}
 
 
-def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
-    """The summary as text, the way `hloscope summary` prints it."""
+def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None = None) -> str:
+    """The summary as text, the way `hloscope summary` prints it, in `width` columns
+    (None: every line whole)."""
     out: list[str] = []
     where = f"{s.file}:{s.first_line}" if s.first_line > 1 else s.file
     flags = [_FORMAT_NAMES.get(s.format, s.format)]
@@ -79,7 +91,8 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
             if show_dev:
                 row += [v.per_device_shape, format_bytes(v.per_device_bytes)]
             rows.append(row)
-        out.append(table(headers, rows, right=(0, 3, 6)))
+        out.append(table(headers, rows, right=(0, 3, 6), width=width,
+                         drop=("sharding", "per device")))
         out.append("")
 
     values("Parameters", s.parameters, s.argument_bytes)
@@ -87,23 +100,23 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
     if s.input_output_alias:
         out.append("Aliased (output reuses a parameter's buffer)")
         out.append(table(["output", "parameter", "index", "kind"],
-                         [list(a) for a in s.input_output_alias]))
+                         [list(a) for a in s.input_output_alias], width=width))
         out.append("")
 
     shown = s.opcodes[:top_opcodes]
     rest = s.opcodes[top_opcodes:]
-    line = ", ".join(f"{op} {n}" for op, n in shown)
+    line = ", ".join(f"{safe(op)} {n}" for op, n in shown)
     if rest:
         line += f", and {len(rest)} more ({sum(n for _, n in rest)} instructions)"
     out.append(f"Opcodes ({len(s.opcodes)} kinds)")
     out.append(f"  {line}")
     out.append("")
-    out.append("Fusions: " + (", ".join(f"{k} {n}" for k, n in s.fusions) or "none"))
+    out.append("Fusions: " + (", ".join(f"{safe(k)} {n}" for k, n in s.fusions) or "none"))
     out.append("Library calls (custom-call targets): "
-               + (", ".join(f"{t} {n}" for t, n in s.custom_calls) or "none"))
+               + (", ".join(f"{safe(t)} {n}" for t, n in s.custom_calls) or "none"))
     if s.annotations:
         out.append("Annotations (custom-calls XLA removes; no kernel, no memory): "
-                   + ", ".join(f"{t} {n}" for t, n in s.annotations))
+                   + ", ".join(f"{safe(t)} {n}" for t, n in s.annotations))
     out.append("")
     if s.collectives:
         total = sum(c.bytes for c in s.collectives)
@@ -112,23 +125,40 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12) -> str:
             ["name", "opcode", "shape", "bytes", "replica groups", "source"],
             [[c.name, c.opcode, c.shape, format_bytes(c.bytes), c.replica_groups or "-",
               c.source or "-"] for c in s.collectives[:20]],
-            right=(3,), max_width=40))
+            right=(3,), width=width, drop=("replica groups", "opcode")))
         if len(s.collectives) > 20:
             out.append(f"  ... and {len(s.collectives) - 20} more (see --json)")
     else:
         out.append("Collectives: none")
-    return "\n".join(out) + "\n"
+    return fit("\n".join(out) + "\n", width)
 
 
 def render_json(data: Any) -> str:
-    """JSON with two-space indents, keys in the order the data gives them."""
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    """JSON with two-space indents, keys in the order the data gives them.
+
+    Non-ASCII text stays as it is, except what JSON leaves raw and a terminal could
+    act on (DEL, the C1 controls, bidi overrides and other unprintable characters):
+    those are written as ``\\uXXXX`` escapes, which read back as the same string."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return text if text.isascii() else _NON_ASCII.sub(_json_escape, text)
 
 
-def render_module_list(path: str, rows: Sequence[dict[str, Any]]) -> str:
-    """``hloscope summary --list``: the modules of an input, one row each."""
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    run = m.group()
+    if run.isprintable():
+        return run
+    return "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1] for ch in run)
+
+
+def render_module_list(path: str, rows: Sequence[dict[str, Any]], *,
+                       width: int | None = None) -> str:
+    """``hloscope summary --list``: the modules of an input, one row each, in `width`
+    columns (None: every line whole)."""
     if not rows:
-        return f"{path}: no HLO module\n"
+        return fit(f"{path}: no HLO module\n", width)
     has_graph = any(r.get("graph_hash") for r in rows)
     headers = ["#", "module", "phase", "instructions", "computations", "copies"]
     headers += ["graph hash", "made by"] if has_graph else ["from"]
@@ -146,4 +176,5 @@ def render_module_list(path: str, rows: Sequence[dict[str, Any]]) -> str:
     head = f"{path}: {len(rows)} module(s)"
     if total != len(rows):
         head += f" ({total} with identical copies counted)"
-    return head + "\n" + table(headers, body, right=(0, 3, 4, 5), max_width=70) + "\n"
+    return fit(head + "\n" + table(headers, body, right=(0, 3, 4, 5), width=width,
+                                   drop=("computations", "copies", "phase")) + "\n", width)
