@@ -573,3 +573,13 @@ def test_no_quadratic_time(make, small, seconds):
     t8 = timed(8 * small)
     assert t8 < seconds
     assert t8 < 24 * max(t1, 0.01), (t1, t8)
+
+
+def test_damaged_dimensions_are_a_model_error_not_a_value_error():
+    # Found by benchmarks/fuzz.py (seed 12): a transpose whose dimensions= is garbage
+    # reached int() in the bitcast-transpose check.
+    text = ("HloModule m\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n"
+            "  ROOT t = f32[3,2]{1,0} transpose(p), dimensions={1({({})}),0}\n}\n")
+    m = hloscope.read_text(text).module
+    with pytest.raises(hloscope.HloscopeError, match="not a list of integers"):
+        hloscope.kernel_graph(m)

@@ -250,7 +250,14 @@ class Instruction:
     @property
     def dimensions(self) -> tuple[int, ...]:
         v = self.attr("dimensions")
-        return parse_int_list(v) if v else ()
+        if not v:
+            return ()
+        try:
+            return parse_int_list(v)
+        except ValueError:
+            raise HloModelError(
+                f"{self.name}: dimensions={clip(v, 60)} is not a list of integers",
+                hint="the module text is damaged here; re-export it from XLA") from None
 
     @property
     def called_computation_names(self) -> tuple[str, ...]:
