@@ -1,4 +1,4 @@
-"""A distributed 3-D FFT like seed 000's (jaxDecomp on a pencil grid), in plain JAX.
+"""A distributed 3-D FFT on a pencil grid (as jaxDecomp does it), in plain JAX.
 
 The input is split over a PX x PY device grid along its first two axes; XLA's
 SPMD partitioner inserts the transposes (all-gathers) the FFT needs.

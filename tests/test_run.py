@@ -62,6 +62,21 @@ def test_fft_module_of_seed_000_gets_a_clear_custom_call_error():
     assert "jaxDecomp" in e.value.hint
 
 
+def test_a_module_xla_cannot_compile_draws_no_inputs(monkeypatch):
+    """Its parameter is f32[1024,512,2048] (4 GiB, and twice that drawn as float64): the
+    compile error must come before any input is made, not after (or instead of, when the
+    machine runs out of memory)."""
+    import hloscope._jax._run as run_mod
+
+    def no_inputs(spec, inst):
+        raise AssertionError(f"input {inst.name} drawn before the module compiled")
+
+    monkeypatch.setattr(run_mod, "_fill", no_inputs)
+    m = hloscope.read(SEEDS / "fft_cont_2048_pencil8.after_opt.hlo").module
+    with pytest.raises(HloscopeError, match="pfft3d"):
+        run_module(m, partitions=8)
+
+
 def test_wrong_inputs_are_named(tmp_path):
     m = hloscope.read(SEEDS / "torch_xla_01_IrToHlo.11.hlo").module
     with pytest.raises(HloscopeError, match="(?s)no parameter .q..*p0.1"):

@@ -318,16 +318,16 @@ def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, st
             raise HloscopeError(f"no parameter {key!r} in {m.name}",
                                 hint="its parameters: " + ", ".join(
                                     f"{p.parameter_number}={p.name} {p.shape}" for p in params))
-    host = []
-    described = []
-    for p in params:
-        spec = specs.get(p.name, specs.get(str(p.parameter_number),
-                                            f"random:{p.parameter_number}"))
-        host.append(_fill(spec, p))
-        described.append({"parameter": p.parameter_number, "name": p.name,
-                          "shape": str(p.shape), "input": spec})
+    chosen = [(p, specs.get(p.name, specs.get(str(p.parameter_number),
+                                              f"random:{p.parameter_number}")))
+              for p in params]
+    described = [{"parameter": p.parameter_number, "name": p.name, "shape": str(p.shape),
+                  "input": spec} for p, spec in chosen]
+    # Compile before making the inputs: a module XLA cannot compile gets its error at once,
+    # not after gigabytes of random inputs are drawn for it (or the process is killed).
     client = devices[0].client
     exe, compile_time = _compile(client, m, text, n, spmd and n > 1, devices)
+    host = [_fill(spec, p) for p, spec in chosen]
     args = _place(exe, host, devices)
     shards = _execute(exe, args)
     values = _assemble(exe, m, shards, devices)
