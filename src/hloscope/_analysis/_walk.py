@@ -7,11 +7,10 @@ computation once, so it ends on any input.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 from .._errors import HloModelError
+from .._gc import paused_gc as paused_gc
 from .._hlo._module import Computation, Instruction, Module
 
 __all__ = ["ENTER", "EXIT", "INCONSISTENT", "INSTRUCTION", "control_flow_callees",
@@ -19,22 +18,6 @@ __all__ = ["ENTER", "EXIT", "INCONSISTENT", "INSTRUCTION", "control_flow_callees
 
 ENTER, INSTRUCTION, EXIT = 0, 1, 2
 INCONSISTENT = "the module text is inconsistent here; re-export it from XLA"
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while an analysis runs.
-
-    The analyses allocate millions of small objects and no reference cycles; the
-    collector's passes over them would cost more than the analysis itself.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def operand(inst: Instruction, i: int) -> Instruction:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import HloParseError, HloSourceError
+from .._gc import paused_gc
 from .._repr import brief_repr
 from .._hlo._module import Module
 from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
@@ -121,6 +122,11 @@ def read_text(text: str, *, filename: str = "<string>", strict: bool = False) ->
     `strict` reads each module with XLA's own rules (what ``hloscope check``
     does): anything XLA's parser would refuse raises a located `HloParseError`.
     """
+    with paused_gc():
+        return _read_text(text, filename, strict)
+
+
+def _read_text(text: str, filename: str, strict: bool) -> HloFile:
     if not text or text.isspace():
         raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
     if "\x00" in text[:_SNIFF]:
