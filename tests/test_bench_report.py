@@ -9,7 +9,7 @@ import re
 import sys
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, check_golden
+from conftest import DATA, ROOT, SEEDS, check_golden, run_cli
 
 import hloscope
 from hloscope import BenchResult, HloscopeError
@@ -222,3 +222,56 @@ def test_json_written_is_valid_and_documented_keys(fft_result):
                 "timings", "sizes", "checks", "metadata", "ranks", "stats", "report"):
         assert key in d
     assert d["schema"] == "hloscope.bench/1"
+
+
+HOSTILE_MD = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>",
+              "[click](javascript:alert(3))", "**bold** _em_ `code` ~~gone~~", "a|b",
+              "&lt;already&gt;", "x\\y", "<http://evil>"]
+
+
+def test_markdown_renders_user_text_as_text_in_a_commonmark_renderer():
+    # rich depends on markdown-it-py, a CommonMark renderer: what a reader's viewer does.
+    from markdown_it import MarkdownIt
+
+    r = BenchResult(HOSTILE_MD[0], {f"p{i}": v for i, v in enumerate(HOSTILE_MD)},
+                    times=[1e-3, 2e-3, 1.5e-3], metadata={"host": HOSTILE_MD[1]})
+    html = MarkdownIt("commonmark").enable("table").render(r.markdown())
+    for tag in ("<script", "<img", "<a ", "<strong", "<em", "<code", "<s>", "<del"):
+        assert tag not in html, tag
+    # Each value reads back as written once the renderer has done its work.
+    import html as htmllib
+
+    text = htmllib.unescape(re.sub(r"<[^>]+>", "", html))
+    for v in HOSTILE_MD:
+        assert v in text, v
+
+
+def test_jax_hpc_profiler_rows_with_n_a_sizes_read_as_missing(tmp_path):
+    # Its Timer(compile_info=False) and NumpyTimer write "N/A" where they have no size.
+    row = "FFT,float32,256,256,256,1,1,NCCL,1,90.75,10.5,12.7,11.2,0.6,11.0,N/A,N/A,N/A,N/A"
+    (r,) = read_jhp_csv(row + "\n", path="na.csv")
+    assert r.sizes == {"generated_code": None, "argument": None, "output": None,
+                       "temporary": None}
+    assert r.stats["mean"] == pytest.approx(0.0112)
+    (tmp_path / "na.csv").write_text(row + ",N/A\n")
+    out = run_cli("plot", str(tmp_path / "na.csv"), "--strong")
+    assert out.returncode == 0, out.stderr
+    with pytest.raises(HloscopeError, match="not a finite number"):
+        read_jhp_csv(row.replace("90.75", "N/A"), path="na.csv")  # times are not optional
+
+
+def test_a_jax_hpc_profiler_csv_row_and_its_markdown_report_are_one_measurement(tmp_path):
+    # Its default layout: results.csv, and the Markdown report of the same run in a folder
+    # beside it.  hloscope keeps the report (it has every run) and drops the row.
+    md = SEEDS / "fft_cont_2048_pencil8.jax_hpc_profiler.md"
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / md.name).write_text(md.read_text())
+    same = ("FFT-cont,float32,2048,2048,2048,2,4,NCCL,1,8323.504990999936,167.60458374023438,"
+            "250.06431579589844,176.47007751464844,24.532989501953125,170.0,0,4294967296,"
+            "4294967296,17179869184")
+    other = same.replace("176.47007751464844", "180.5")  # another run of the same point
+    (tmp_path / "results.csv").write_text(same + "\n" + other + "\n")
+    rs = load_results(str(tmp_path))
+    assert len(rs) == 2
+    assert sorted(len(r.times) for r in rs) == [0, 9]  # the report, and the other run
+    assert [r.summary.get("mean") for r in rs if not r.times] == [pytest.approx(0.1805)]

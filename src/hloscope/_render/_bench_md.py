@@ -8,6 +8,7 @@ Compiled Code, Lowered Code and JAXPR close the report, as they do there.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._results._report import BenchReportData
@@ -16,9 +17,19 @@ from .._units import format_bytes
 __all__ = ["bench_markdown"]
 
 
+# Markdown's inline markup, escaped with a backslash (CommonMark allows it before any ASCII
+# punctuation); HTML's three characters become entities, so no text from the user (a
+# --param value, a named_scope, a path) can open a tag, a link or an emphasis.  Brackets
+# stay (shapes read float32[64, 64]); a link needs "](", whose "(" is escaped.
+_MD_ESCAPES = str.maketrans({c: "\\" + c for c in "\\`*|~"} | {
+    "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "})
+_EMPHASIS_RE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
 def _cell(x: Any) -> str:
-    return str(x).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace(
-        "\r", " ")
+    """`x` as the text of a table cell or a heading: shown as written, never as markup."""
+    text = _EMPHASIS_RE.sub(r"\\_", str(x).translate(_MD_ESCAPES))
+    return text.replace("](", "]\\(")
 
 
 def _table(head: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:

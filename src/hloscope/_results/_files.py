@@ -233,7 +233,9 @@ def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
             from .._sources._jhp import read_jhp_markdown
 
             out.append(read_jhp_markdown(text, path=f))
-    out = _unique(out)
+    from .._sources._jhp import drop_paired_csv_rows
+
+    out = drop_paired_csv_rows(_unique(out))
     if not out:
         raise HloscopeError(f"no results found in {', '.join(paths)}",
                             hint="hloscope bench -o DIR writes them; jax-hpc-profiler CSVs "

@@ -24,7 +24,7 @@ import re
 from .._errors import HloscopeError
 from .._results._result import BenchResult
 
-__all__ = ["JHP_COLUMNS", "read_jhp_csv", "read_jhp_markdown"]
+__all__ = ["JHP_COLUMNS", "drop_paired_csv_rows", "read_jhp_csv", "read_jhp_markdown"]
 
 JHP_COLUMNS = ("function", "precision", "x", "y", "z", "px", "py", "backend", "nodes",
                "jit_time", "min_time", "max_time", "mean_time", "std_div", "last_time",
@@ -45,6 +45,16 @@ def _num(text: str, what: str, where: str) -> float:
                             hint="is this a jax-hpc-profiler CSV (19 or 20 columns: "
                                  "function, precision, x, y, z, px, py, backend, nodes, "
                                  "jit_time, ...)?") from None
+
+
+# What jax-hpc-profiler writes where it has no figure: its Timer(compile_info=False) and its
+# NumpyTimer leave the sizes (and flops) "N/A".
+_MISSING = frozenset({"N/A", "NA", "n/a", ""})
+
+
+def _num_or_missing(text: str, what: str, where: str) -> float | None:
+    """A figure, or None where jax-hpc-profiler wrote that it has none (``N/A``)."""
+    return None if text.strip() in _MISSING else _num(text, what, where)
 
 
 def _param(key: str, v: str) -> object:
@@ -72,12 +82,13 @@ def read_jhp_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
         vals = dict(zip(JHP_COLUMNS, (c.strip() for c in row)))
         ms = {k: _num(vals[k], k, where) / 1e3 for k in ("jit_time", "min_time", "max_time",
                                                            "mean_time", "std_div", "last_time")}
-        sizes = {k2: int(_num(vals[k], k, where)) for k, k2 in (
+        sizes = {k2: None if v is None else int(v) for k, k2 in (
             ("generated_code", "generated_code"), ("argument_size", "argument"),
-            ("output_size", "output"), ("temp_size", "temporary"))}
+            ("output_size", "output"), ("temp_size", "temporary"))
+            for v in (_num_or_missing(vals[k], k, where),)}
         params = {k2: _param(k2, vals[k]) for k, k2 in _PARAMS}
         meta: dict[str, object] = {"file": path, "line": n}
-        if "flops" in vals:
+        if "flops" in vals and vals["flops"] not in _MISSING:
             meta["flops"] = _num(vals["flops"], "flops", where)
         out.append(BenchResult(
             name=str(params["Function"]), params=params, timings={"jit": ms["jit_time"]},
@@ -139,9 +150,14 @@ def read_jhp_markdown(text: str, *, path: str = "<markdown>") -> BenchResult:
         ("Output Size", "output"), ("Temporary Size", "temporary"))}
     timings = {"jit": _num(prof["JIT Time"], "JIT Time", path) / 1e3} if "JIT Time" in prof \
         else {}
+    # The file's own statistics, as written (over every run, Run 0 included): what its CSV
+    # row of the same measurement holds, and what its users have been reading.
+    file_stats = {k: _num(prof[label], label, path) / 1e3 for k, label in (
+        ("min", "Min Time"), ("max", "Max Time"), ("mean", "Mean Time"), ("std", "Std Time"))
+        if prof.get(label, "").strip() not in _MISSING}
     result = BenchResult(name=str(params.get("Function", "?")), params=params,
                          times=times[1:], first_run=first, timings=timings, sizes=sizes,
-                         metadata={"file": path}, source=_SOURCE)
+                         metadata={"file": path, "file_stats": file_stats}, source=_SOURCE)
     if len(times) > 2:
         import statistics
 
@@ -157,3 +173,29 @@ def read_jhp_markdown(text: str, *, path: str = "<markdown>") -> BenchResult:
         result.report = Report(name=result.name, hlo_after=block("Compiled Code"),
                                stablehlo=block("Lowered Code"), jaxpr=block("JAXPR"))
     return result
+
+
+def drop_paired_csv_rows(results: list[BenchResult]) -> list[BenchResult]:
+    """Leave out the jax-hpc-profiler CSV rows that are the same measurement as one of its
+    Markdown reports among `results`: its default layout writes both (the report in a
+    folder beside the CSV), and pooling them would count one measurement twice.  A row
+    pairs with a report of the same parameters whose written min, max and mean it
+    repeats; the report is kept (it has every run)."""
+    reports = [r for r in results if r.source == _SOURCE and "file_stats" in r.metadata]
+    if not reports:
+        return results
+
+    def same(a: float, b: float) -> bool:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+    def paired(row: BenchResult) -> bool:
+        for rep in reports:
+            fs = rep.metadata["file_stats"]
+            if rep.params == row.params and all(
+                    k in fs and k in row.summary and same(fs[k], row.summary[k])
+                    for k in ("min", "max", "mean")):
+                return True
+        return False
+
+    return [r for r in results if not (r.source == _SOURCE and "file_stats" not in
+                                       r.metadata and r.summary and paired(r))]
