@@ -275,3 +275,19 @@ def test_a_jax_hpc_profiler_csv_row_and_its_markdown_report_are_one_measurement(
     assert len(rs) == 2
     assert sorted(len(r.times) for r in rs) == [0, 9]  # the report, and the other run
     assert [r.summary.get("mean") for r in rs if not r.times] == [pytest.approx(0.1805)]
+
+
+def test_one_csv_per_method_keeps_a_series_per_method(tmp_path):
+    # jax-hpc-profiler compares implementations with one CSV per method, often under one
+    # function name: a series each, unless --pool-methods.
+    row = "FFT,float32,256,256,256,{px},1,NCCL,1,90.0,{t},{t},{t},0.1,{t},0,0,0,0"
+    for name, t1, t2 in (("implA", 10.0, 6.0), ("implB", 12.0, 9.0)):
+        (tmp_path / f"{name}.csv").write_text(row.format(px=1, t=t1) + "\n"
+                                              + row.format(px=2, t=t2) + "\n")
+    data = json.loads(run_cli("plot", str(tmp_path), "--strong", "--json").stdout)
+    series = {s["method"]: [p["time"] for p in s["points"]] for s in data["series"]}
+    assert series == {"implA": [0.010, 0.006], "implB": [0.012, 0.009]}
+    pooled = json.loads(run_cli("plot", str(tmp_path), "--strong", "--json",
+                                "--pool-methods").stdout)["series"]
+    assert len(pooled) == 1 and pooled[0]["method"] is None
+    assert [p["results"] for p in pooled[0]["points"]] == [2, 2]

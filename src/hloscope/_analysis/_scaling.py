@@ -9,6 +9,11 @@ them, not the last file's figure.  Results that carry only summary figures
 (jax-hpc-profiler CSV rows) are pooled by their means.  Where several grids
 were measured at one device count the fastest is kept and named.
 
+Files that compare implementations (jax-hpc-profiler's way: one CSV per
+method, often under one function name) keep a series per method, named by
+the file's stem, wherever one function was measured in several such files;
+`pool_methods` puts them together.
+
 Parallel efficiency: strong, T(N0)·N0 / (T(N)·N); weak, T(N0) / T(N), N0 the
 smallest device count of the series.  The ideal time: T(N0)·N0/N (strong),
 T(N0) (weak).
@@ -16,6 +21,7 @@ T(N0) (weak).
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -53,18 +59,20 @@ class ScalingSeries:
     decomposition: str
     size: int           # the global size (strong) or the size per device (weak)
     points: tuple[ScalingPoint, ...]
+    method: str = ""    # the file a method's results came from, when several compete
 
     @property
     def label(self) -> str:
         what = "size" if self.mode == "strong" else "size per device"
-        parts = [self.function, self.backend, self.precision, self.decomposition]
+        fn = f"{self.function} ({self.method})" if self.method else self.function
+        parts = [fn, self.backend, self.precision, self.decomposition]
         return " ".join(p for p in parts if p) + (f", {what} {self.size:,}" if self.size else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "label": self.label, "function": self.function,
                 "backend": self.backend, "precision": self.precision,
                 "decomposition": self.decomposition, "size": self.size,
-                "points": [p.to_dict() for p in self.points]}
+                "method": self.method or None, "points": [p.to_dict() for p in self.points]}
 
 
 def _size(r: BenchResult) -> int:
@@ -108,13 +116,26 @@ def _pool(rs: list[BenchResult]) -> tuple[float, float, float, str, int]:
     return statistics.fmean(means), min(lows), max(highs), "mean", len(means)
 
 
+def _csv_method(r: BenchResult) -> str:
+    """The method a jax-hpc-profiler CSV row measured: its file's stem (``implA.csv``)."""
+    f = r.metadata.get("file")
+    if r.source != "jax-hpc-profiler" or "line" not in r.metadata or not isinstance(f, str):
+        return ""
+    return os.path.splitext(os.path.basename(f))[0]
+
+
 def scaling(results: list[BenchResult], mode: str = "strong", *,
-            by_grid: bool = False) -> list[ScalingSeries]:
+            by_grid: bool = False, pool_methods: bool = False) -> list[ScalingSeries]:
     """The strong or weak scaling series in `results` (see the module docstring).  By
     default each device count keeps its fastest grid; with `by_grid`, slab and pencil
-    grids make separate series (each starting from the one-device point, if any)."""
+    grids make separate series (each starting from the one-device point, if any).  A
+    function measured in several jax-hpc-profiler CSV files gets a series per file
+    (method), unless `pool_methods`."""
     if mode not in ("strong", "weak"):
         raise HloscopeError(f"unknown scaling mode {mode!r}", hint="use 'strong' or 'weak'")
+    methods: dict[str, set[str]] = {}
+    for r in results:
+        methods.setdefault(str(r.params.get("Function", r.name)), set()).add(_csv_method(r))
     points: dict[tuple[Any, ...], list[BenchResult]] = {}
     for r in results:
         devices = r.devices
@@ -125,8 +146,9 @@ def scaling(results: list[BenchResult], mode: str = "strong", *,
         grid, decomp = _grid(r)
         size = _size(r)
         fixed = size if mode == "strong" else size // devices
-        base = (str(r.params.get("Function", r.name)), str(r.params.get("Backend", "")),
-                str(r.params.get("Precision", "")))
+        fn = str(r.params.get("Function", r.name))
+        method = "" if pool_methods or len(methods[fn] - {""}) < 2 else _csv_method(r)
+        base = (fn, method, str(r.params.get("Backend", "")), str(r.params.get("Precision", "")))
         kinds = [decomp if by_grid else ""]
         if by_grid and not decomp:  # the one-device point starts every grid's series
             kinds = sorted({_grid(x)[1] for x in results} - {""}) or [""]
@@ -151,6 +173,7 @@ def scaling(results: list[BenchResult], mode: str = "strong", *,
                 eff, ideal = t0 / p.time, t0
             done.append(ScalingPoint(p.devices, p.size, p.grid, p.time, p.low, p.high,
                                      p.metric, p.runs, p.results, eff, ideal))
-        fn, backend, precision, decomp, fixed = group
-        out.append(ScalingSeries(mode, fn, backend, precision, decomp, fixed, tuple(done)))
+        fn, method, backend, precision, decomp, fixed = group
+        out.append(ScalingSeries(mode, fn, backend, precision, decomp, fixed, tuple(done),
+                                 method))
     return out

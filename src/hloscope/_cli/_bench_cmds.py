@@ -149,6 +149,9 @@ def plot_cmd(
     ideal: bool = typer.Option(False, "--ideal", help="Draw the ideal lines."),
     by_grid: bool = typer.Option(False, "--by-grid", help="Separate series for slab and "
                                  "pencil grids (default: the fastest grid at each count)."),
+    pool_methods: bool = typer.Option(False, "--pool-methods", help="Pool a function's "
+                                      "results from several jax-hpc-profiler CSV files "
+                                      "(default: a series per file, one method each)."),
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
                                        help="Write the plot (.png or .svg)."),
     as_json: bool = typer.Option(False, "--json", help="Print the series as JSON."),
@@ -167,7 +170,8 @@ def plot_cmd(
         if strong == weak:
             raise _errors.HloscopeError("say --strong or --weak (one of them)")
         series = scaling(load_results([str(r) for r in results]),
-                         "strong" if strong else "weak", by_grid=by_grid)
+                         "strong" if strong else "weak", by_grid=by_grid,
+                         pool_methods=pool_methods)
         if output is not None:
             plot_scaling(series, str(output), efficiency=efficiency, ideal=ideal)
     except _errors.HloscopeError as e:
