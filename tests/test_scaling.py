@@ -92,7 +92,8 @@ def test_cli_bench_at_several_device_counts_then_plot_strong_and_weak(tmp_path):
         n = px * py
         strong = run_cli("bench", "examples/fft_pencil.py:do_fft", "--devices", str(n),
                          "--inputs", f"make_input(32, 32, 32, {px}, {py})", "-n", "4",
-                         "--warmup", "1", "-o", str(tmp_path / "strong"))
+                         "--warmup", "1", "-o", str(tmp_path / "strong"),
+                         "--jhp-csv", str(tmp_path / "jhp" / "do_fft.csv"))
         assert strong.returncode == 0, strong.stderr
         assert "wrote" in strong.stdout and "first run" in strong.stdout
         weak = run_cli("bench", "examples/fft_pencil.py:do_fft", "--devices", str(n),
@@ -104,6 +105,15 @@ def test_cli_bench_at_several_device_counts_then_plot_strong_and_weak(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "strong scaling: do_fft cpu float32, size 32,768" in out.stdout
     assert (tmp_path / "strong.png").stat().st_size > 10_000
+    # The same measurements as jax-hpc-profiler's CSV (19 columns, no header) read back as
+    # the same strong-scaling series.
+    rows = (tmp_path / "jhp" / "do_fft.csv").read_text().splitlines()
+    assert len(rows) == 3 and all(len(r.split(",")) == 19 for r in rows)
+    ours = json.loads(run_cli("plot", str(tmp_path / "strong"), "--strong", "--json").stdout)
+    theirs = json.loads(run_cli("plot", str(tmp_path / "jhp"), "--strong", "--json").stdout)
+    (a,), (b,) = ours["series"], theirs["series"]
+    assert [p["devices"] for p in a["points"]] == [p["devices"] for p in b["points"]]
+    assert (a["function"], a["size"]) == (b["function"], b["size"])
     js = run_cli("plot", str(tmp_path / "weak"), "--weak", "--json")
     (s,) = json.loads(js.stdout)["series"]
     assert [p["devices"] for p in s["points"]] == [1, 2, 8]

@@ -73,6 +73,9 @@ def bench_cmd(
     output: Path | None = typer.Option(None, "-o", "--output", metavar="PATH", help="A "
                                        "folder (report .md, .json, .html and a row in "
                                        "results.csv) or one file (.md, .json, .html, .csv)."),
+    jhp_csv: Path | None = typer.Option(None, "--jhp-csv", metavar="FILE", help="Also add "
+                                        "a row to jax-hpc-profiler's CSV (its 19 columns), "
+                                        "for its own scripts and plots."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
 ) -> None:
@@ -108,6 +111,10 @@ def bench_cmd(
         result = bench(fn, *args, warmup=warmup, iterations=iterations, min_time=min_time,
                        timeout=timeout, **params)
         written = result.save(str(output)) if output is not None else []
+        if jhp_csv is not None and not result.metadata.get("process_index", 0):
+            from .._sources._jhp import append_jhp_csv
+
+            written.append(append_jhp_csv(str(jhp_csv), [result]))
     except _errors.HloscopeError as e:
         _exit_now_if_distributed(2)
         fail(e)

@@ -24,7 +24,8 @@ import re
 from .._errors import HloscopeError
 from .._results._result import BenchResult
 
-__all__ = ["JHP_COLUMNS", "drop_paired_csv_rows", "read_jhp_csv", "read_jhp_markdown"]
+__all__ = ["JHP_COLUMNS", "append_jhp_csv", "drop_paired_csv_rows", "jhp_csv_row", "read_jhp_csv",
+           "read_jhp_markdown"]
 
 JHP_COLUMNS = ("function", "precision", "x", "y", "z", "px", "py", "backend", "nodes",
                "jit_time", "min_time", "max_time", "mean_time", "std_div", "last_time",
@@ -199,3 +200,59 @@ def drop_paired_csv_rows(results: list[BenchResult]) -> list[BenchResult]:
 
     return [r for r in results if not (r.source == _SOURCE and "file_stats" not in
                                        r.metadata and r.summary and paired(r))]
+
+
+def _param_of(r: BenchResult, key: str) -> object:
+    """A parameter by jax-hpc-profiler's name, in any case (``X``, ``x``)."""
+    for k, v in r.params.items():
+        if str(k).lower() == key:
+            return v
+    return None
+
+
+def jhp_csv_row(r: BenchResult) -> list[str]:
+    """`r` as a row of jax-hpc-profiler's CSV (its 19 columns, no header), so its own
+    scripts and plots read hloscope's measurements.  Times in milliseconds: its
+    ``jit_time`` is trace, compile and the first run together (hloscope's phases plus the
+    first run); min/max/mean/std/last are over the steady-state runs.  A size hloscope
+    does not know is ``N/A``, as jax-hpc-profiler writes it."""
+    s = r.stats
+    t = r.timings
+    phases = [t[k] for k in ("trace", "lower", "compile") if k in t]
+    jit = (sum(phases) + (r.first_run or 0.0)) if phases else t.get("jit")
+    fn = _param_of(r, "function") or r.name
+    px = _param_of(r, "px") or 1
+    py = _param_of(r, "py") or 1
+    nodes = _param_of(r, "nodes") or r.metadata.get("process_count") or 1
+    backend = _param_of(r, "backend") or r.metadata.get("platform") or ""
+
+    def ms(x: object) -> str:
+        return "N/A" if not isinstance(x, (int, float)) else repr(float(x) * 1e3)
+
+    def size(key: str) -> str:
+        v = r.sizes.get(key)
+        return "N/A" if v is None else str(int(v))
+
+    return [str(fn), str(_param_of(r, "precision") or ""),
+            *(str(_param_of(r, k) or 0) for k in ("x", "y", "z")), str(px), str(py),
+            str(backend), str(nodes), ms(jit), ms(s.get("min")), ms(s.get("max")),
+            ms(s.get("mean")), ms(s.get("std")), ms(s.get("last")),
+            size("generated_code"), size("argument"), size("output"), size("temporary")]
+
+
+def append_jhp_csv(path: str, results: list[BenchResult]) -> str:
+    """Add a row per result to jax-hpc-profiler's CSV at `path` (made if missing), whole
+    or not at all, under a lock (several processes may add rows at once)."""
+    from .._write import locked, write_text
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(jhp_csv_row(r) for r in results)
+    with locked(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        except FileNotFoundError:
+            old = ""
+        if old and not old.endswith("\n"):
+            old += "\n"
+        return write_text(path, old + buf.getvalue())
