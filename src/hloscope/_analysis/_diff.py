@@ -69,12 +69,6 @@ def _kernel_dict(k: Kernel, place: str) -> dict[str, Any]:
 class ModuleDiff:
     """What `hloscope diff` shows.  Each list holds plain dicts (see docs/json.md)."""
 
-    def __repr__(self) -> str:
-        return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
-                    f"{len(self.removed):,} kernels removed, {len(self.added):,} added, "
-                    f"{len(self.changed):,} changed; peak {number(self.peak_a)} -> "
-                    f"{number(self.peak_b)} B)")
-
     a: KernelGraph
     b: KernelGraph
     headline: tuple[str, ...]
@@ -94,6 +88,12 @@ class ModuleDiff:
     math_gained: tuple[tuple[str, int], ...]
     findings_gone: tuple[Finding, ...]
     findings_new: tuple[Finding, ...]
+
+    def __repr__(self) -> str:
+        return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
+                    f"{len(self.removed):,} kernels removed, {len(self.added):,} added, "
+                    f"{len(self.changed):,} changed; peak {number(self.peak_a)} -> "
+                    f"{number(self.peak_b)} B)")
 
     @property
     def flops(self) -> tuple[int, int]:

@@ -204,11 +204,6 @@ class CollectiveTraffic:
 class KernelGraph:
     """What `hloscope kernels` shows for one module.  See docs/json.md for each field."""
 
-    def __repr__(self) -> str:
-        return clip(f"KernelGraph({self.module!r}: {len(self.kernels):,} kernels, "
-                    f"{len(self.edges):,} edges, {len(self.collectives):,} collectives, "
-                    f"peak {number(self.peak_bytes)} B)")
-
     module: str
     file: str
     kernels: tuple[Kernel, ...]
@@ -217,6 +212,11 @@ class KernelGraph:
     collectives: tuple[CollectiveTraffic, ...]
     peak_bytes: int | None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return clip(f"KernelGraph({self.module!r}: {len(self.kernels):,} kernels, "
+                    f"{len(self.edges):,} edges, {len(self.collectives):,} collectives, "
+                    f"peak {number(self.peak_bytes)} B)")
 
     def _passed(self) -> dict[str, int]:
         seen: dict[str, int] = {}

@@ -210,12 +210,6 @@ class XlaFigures:
 class MemoryReport:
     """What `hloscope memory` shows for one module.  See docs/json.md for each field."""
 
-    def __repr__(self) -> str:
-        return clip(f"MemoryReport({self.module!r}: peak {number(self.peak_bytes)} B at step "
-                    f"{self.peak_step} ({self.peak_instruction}), {len(self.peak_values):,} "
-                    f"values live there; temp estimate {self.temp_estimate_bytes:,} B; "
-                    f"{self.steps:,} steps)")
-
     module: str
     file: str
     scheduled: bool
@@ -240,6 +234,12 @@ class MemoryReport:
     comparisons: tuple[Comparison, ...]
     optimized: bool
     figures: MemoryFigures             # every headline figure, labelled, and their differences
+
+    def __repr__(self) -> str:
+        return clip(f"MemoryReport({self.module!r}: peak {number(self.peak_bytes)} B at step "
+                    f"{self.peak_step} ({self.peak_instruction}), {len(self.peak_values):,} "
+                    f"values live there; temp estimate {self.temp_estimate_bytes:,} B; "
+                    f"{self.steps:,} steps)")
 
     @property
     def timeline_max(self) -> tuple[int, int]:
