@@ -244,10 +244,7 @@ class MemoryReport:
     @property
     def timeline_max(self) -> tuple[int, int]:
         """(bytes, step) of the highest point of the timeline."""
-        if not self.timeline:
-            return (0, 0)
-        best = max(range(len(self.timeline)), key=lambda t: (self.timeline[t], -t))
-        return self.timeline[best], best
+        return _highest(self.timeline)
 
     def to_dict(self) -> dict[str, Any]:
         tmax, tstep = self.timeline_max
@@ -273,6 +270,14 @@ class MemoryReport:
 
 
 # ---------------------------------------------------------------------------
+
+
+def _highest(timeline: Sequence[int]) -> tuple[int, int]:
+    """(bytes, step) of a timeline's highest point, the earliest where it repeats."""
+    if not timeline:
+        return (0, 0)
+    step = max(range(len(timeline)), key=lambda t: (timeline[t], -t))
+    return timeline[step], step
 
 
 def _origin(inst: Instruction) -> Instruction:
@@ -427,12 +432,12 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
         if xla.argument_bytes is not None:
             comparisons.append(Comparison("argument_bytes", argument_bytes, xla.argument_bytes))
     timeline = tuple(lr.live_bytes[:lr.end_time])
-    tstep = max(range(len(timeline)), key=lambda t: (timeline[t], -t)) if timeline else 0
+    tmax, tstep = _highest(timeline)
     sharded = _sharded_view(module, df)
     optimized = is_optimized(module)
     figures = memory_figures(
         peak=lr.peak_bytes, peak_at=f"step {lr.peak_time} ({peak_inst})",
-        timeline_max=timeline[tstep] if timeline else 0,
+        timeline_max=tmax,
         timeline_at=f"step {tstep} ({labels[tstep] if tstep < len(labels) else ''})",
         arguments=argument_bytes, outputs=output_bytes, aliased=alias_bytes,
         constants=constant_bytes, temp_estimate=temp, optimized=optimized,

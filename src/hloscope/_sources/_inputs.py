@@ -50,7 +50,8 @@ from ._xla_dumps import (
     xla_file_kind,
 )
 
-__all__ = ["Inputs", "ModuleEntry", "read_inputs", "is_jax_helper"]
+__all__ = ["Inputs", "ModuleEntry", "is_jax_helper", "read_file_text", "read_inputs",
+           "read_xla_file", "sniff_kind"]
 
 _SNIFF = 1 << 16
 # Names JAX gives the small computations it compiles for primitives applied
@@ -207,7 +208,8 @@ class Inputs:
         return "pass HLO text, an XLA dump folder or a file that holds a module"
 
 
-def _read_text(path: str) -> str:
+def read_file_text(path: str) -> str:
+    """The file's text (undecodable bytes replaced), or HloSourceError naming it."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -216,9 +218,10 @@ def _read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _xla_file(path: str, kind: str) -> tuple[BufferAssignmentDump | None, LiveRangeDump | None,
-                                             MemoryUsageReport | None]:
-    text = _read_text(path)
+def read_xla_file(path: str, kind: str) -> tuple[BufferAssignmentDump | None, LiveRangeDump | None,
+                                                 MemoryUsageReport | None]:
+    """One of XLA's memory files, parsed by its `kind` (from `sniff_kind`)."""
+    text = read_file_text(path)
     if kind == "buffer-assignment":
         return parse_buffer_assignment(text, filename=path), None, None
     if kind == "live-range":
@@ -226,7 +229,9 @@ def _xla_file(path: str, kind: str) -> tuple[BufferAssignmentDump | None, LiveRa
     return None, None, parse_memory_usage_report(text, filename=path)
 
 
-def _sniff_kind(path: str) -> str | None:
+def sniff_kind(path: str) -> str | None:
+    """What a file holds when it is not HLO text: ``buffer-assignment``, ``live-range``,
+    ``memory-usage-report``, ``spmd-log``, ``saved-json``; None for anything else."""
     kind = xla_file_kind(path)
     if kind is not None:
         return kind
@@ -262,15 +267,15 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
     if os.path.isdir(p):
         return _read_dump(p)
     out = Inputs(p, "file")
-    kind = _sniff_kind(p)
+    kind = sniff_kind(p)
     if kind == "spmd-log":
-        out.spmd_logs.append(parse_spmd_log(_read_text(p), path=p))
+        out.spmd_logs.append(parse_spmd_log(read_file_text(p), path=p))
         return out
     if kind == "saved-json":
         _read_saved(p, out)
         return out
     if kind is not None:
-        ba, lr, mu = _xla_file(p, kind)
+        ba, lr, mu = read_xla_file(p, kind)
         out.dumps.append((p, XlaMemoryFiles((os.path.basename(p),), ba, lr, mu)))
         return out
     hf = read(p)
@@ -341,7 +346,7 @@ def _dump_figures(dm, out: Inputs) -> XlaMemoryFiles | None:  # type: ignore[no-
         if not file:
             continue
         try:
-            parsed[attr] = parse(_read_text(file), filename=file)
+            parsed[attr] = parse(read_file_text(file), filename=file)
             names.append(os.path.basename(file))
         except HloscopeError as e:
             out.skipped.append(f"{os.path.basename(file)}: {e.one_line()}")
