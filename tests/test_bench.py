@@ -10,8 +10,8 @@ import pytest
 jax = pytest.importorskip("jax")
 
 import hloscope
-from hloscope._results._result import BenchResult
-from hloscope._results._result import median_ci as _median_ci
+from hloscope._bench._result import BenchResult
+from hloscope._bench._stats import median_ci as _median_ci
 
 
 def test_bench_measures_phases_first_run_and_steady_state_apart():

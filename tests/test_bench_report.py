@@ -13,8 +13,10 @@ from conftest import DATA, ROOT, SEEDS, check_golden, run_cli
 
 import hloscope
 from hloscope import BenchResult, HloscopeError
-from hloscope._results._files import CSV_COLUMNS, load_results, read_csv, write_csv
-from hloscope._sources._jhp import read_jhp_csv, read_jhp_markdown
+from hloscope._bench._columns import CSV_COLUMNS
+from hloscope._bench._files import load_results, read_csv
+from hloscope._bench._output import write_csv
+from hloscope._bench._jhp import read_jhp_csv, read_jhp_markdown
 
 BENCH = DATA / "bench"
 SEED_SECTIONS = ["Parameters", "Profiling Data", "Iteration Runs", "Compiled Code",
@@ -55,7 +57,7 @@ def test_sharded_fft_report_has_every_seed_section_then_the_additions(fft_result
 
 
 def test_temporary_size_is_explained_buffer_by_buffer(fft_result):
-    from hloscope._results._report import bench_report_data
+    from hloscope._bench._report import bench_report_data
 
     t = bench_report_data(fft_result).temp
     xla_temp = fft_result.report.memory_analysis["temp_size_in_bytes"]
@@ -301,7 +303,7 @@ def test_one_csv_per_method_keeps_a_series_per_method(tmp_path):
 
 
 def test_a_result_written_as_jax_hpc_profiler_csv_reads_back(tmp_path):
-    from hloscope._sources._jhp import append_jhp_csv
+    from hloscope._bench._output import append_jhp_csv
 
     r = load_results(str(BENCH / "fft_pencil_64.json"))[0]
     path = str(tmp_path / "do_fft.csv")
@@ -312,8 +314,13 @@ def test_a_result_written_as_jax_hpc_profiler_csv_reads_back(tmp_path):
     back = rows[0]
     assert back.params == {"Function": "do_fft", "Precision": "float32", "X": 64, "Y": 64,
                            "Z": 64, "PX": 2, "PY": 4, "Backend": "gloo", "Nodes": 1}
-    for k in ("min", "max", "mean", "std"):
+    for k in ("min", "max", "mean"):
         assert back.summary[k] == pytest.approx(r.stats[k])
+    # Its Std is NumPy's default (ddof=0); hloscope's own is the sample's (ddof=1).
+    import statistics
+
+    assert back.summary["std"] == pytest.approx(statistics.pstdev(r.times))
+    assert back.summary["std"] < r.stats["std"]
     assert back.sizes["temporary"] == r.sizes["temporary"]
     # jax-hpc-profiler's jit_time is trace, compile and the first run together.
     jit = sum(r.timings[k] for k in ("trace", "lower", "compile")) + r.first_run

@@ -8,9 +8,9 @@ import pytest
 from conftest import DATA, run_cli
 
 from hloscope import BenchResult, HloscopeError
-from hloscope._analysis._scaling import scaling
-from hloscope._render._scaling_plot import plot_scaling, scaling_table
-from hloscope._results._files import load_results
+from hloscope._bench._scaling import scaling
+from hloscope._bench._plot import plot_scaling, scaling_table
+from hloscope._bench._files import load_results
 
 
 def _r(devices: int, n: int, times: list[float], px: int | None = None) -> BenchResult:

@@ -186,7 +186,7 @@ def test_load_results_refuses_a_damaged_result_naming_the_field(tmp_path, result
 
 
 def test_load_results_refuses_nan_in_a_csv(tmp_path):
-    from hloscope._results._files import CSV_COLUMNS
+    from hloscope._bench._columns import CSV_COLUMNS
 
     row = dict.fromkeys(CSV_COLUMNS, "")
     row.update(schema="hloscope.bench/1", times_ms="1.0 nan 2.0", warmup="0")

@@ -100,8 +100,8 @@ def test_killing_report_never_leaves_a_damaged_file(tmp_path):
 
 def test_bench_folder_rows_are_never_lost_or_cut(tmp_path):
     """Results written into one folder keep every row, each whole."""
-    from hloscope._results._files import write_csv
-    from hloscope._results._result import BenchResult
+    from hloscope._bench._output import write_csv
+    from hloscope._bench._result import BenchResult
 
     path = tmp_path / "results.csv"
     for i in range(5):

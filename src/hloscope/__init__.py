@@ -41,9 +41,9 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
-from ._jax._bench import Timer as Timer
-from ._jax._bench import bench as bench
-from ._jax._bench import timer as timer
+from ._bench._measure import Timer as Timer
+from ._bench._measure import bench as bench
+from ._bench._measure import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep
 from ._jax._compare import compare as compare
@@ -59,8 +59,8 @@ from ._jax._run import run_module as run_module
 from ._render._plot import plot_memory_timeline as plot_memory_timeline
 from ._render._svg import Drawing as Drawing
 from ._render._svg import draw as draw
-from ._results._files import load_results as load_results
-from ._results._result import BenchResult as BenchResult
+from ._bench._files import load_results as load_results
+from ._bench._result import BenchResult as BenchResult
 from ._sources._memory_inputs import MemoryInputs as MemoryInputs
 from ._sources._memory_inputs import read_memory_inputs as read_memory_inputs
 from ._sources._reader import HloFile as HloFile

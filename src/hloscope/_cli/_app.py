@@ -6,7 +6,7 @@ stops the command (the error is printed as one located message, never a
 traceback); 3 on an internal error (a bug: rerun with HLOSCOPE_DEBUG=1 for the
 traceback).
 
-The commands live in `_commands`, `_run_cmd` and `_bench_cmds`; what they
+The commands live in `_commands`, `_run_cmd`, `_bench_cmds` and `_plot_cmd`; what they
 share in `_common`.  This module imports them all, so that each registers
 with the one Typer app.
 """
@@ -20,7 +20,7 @@ import typer
 
 from .. import _errors
 from .._render._term import safe_text
-from . import _bench_cmds, _commands, _run_cmd  # noqa: F401  (they register their commands)
+from . import _bench_cmds, _commands, _plot_cmd, _run_cmd  # noqa: F401  (they register their commands)
 from ._common import EXIT_INTERNAL, app, fail
 
 __all__ = ["app", "main"]

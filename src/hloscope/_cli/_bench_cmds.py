@@ -1,5 +1,4 @@
-"""`hloscope bench` (time a JAX function, write its report) and `hloscope plot`
-(strong and weak scaling from many results)."""
+"""`hloscope bench`: time a JAX function, write its report."""
 
 from __future__ import annotations
 
@@ -106,13 +105,13 @@ def bench_cmd(
         if kwargs:
             fn = functools.partial(fn, **kwargs)
             functools.update_wrapper(fn, fn.func)
-        from .._jax._bench import bench
+        from .._bench._measure import bench
 
         result = bench(fn, *args, warmup=warmup, iterations=iterations, min_time=min_time,
                        timeout=timeout, **params)
         written = result.save(str(output)) if output is not None else []
         if jhp_csv is not None and not result.metadata.get("process_index", 0):
-            from .._sources._jhp import append_jhp_csv
+            from .._bench._output import append_jhp_csv
 
             written.append(append_jhp_csv(str(jhp_csv), [result]))
     except _errors.HloscopeError as e:
@@ -140,56 +139,3 @@ def bench_cmd(
                      f"{c['program']}: {mark} ({c['note']})")
     lines += [f"wrote {w}" for w in written]
     echo("\n".join(lines) + "\n", text_width(wide))
-
-
-@command("plot")
-def plot_cmd(
-    results: list[Path] = typer.Argument(..., metavar="RESULTS", help="Result files or "
-                                         "folders: hloscope's .json/.csv, jax-hpc-profiler's "
-                                         ".csv/.md."),
-    strong: bool = typer.Option(False, "--strong", help="Time against devices at a fixed "
-                                "problem size."),
-    weak: bool = typer.Option(False, "--weak", help="Time against devices at a fixed size "
-                              "per device."),
-    efficiency: bool = typer.Option(False, "--efficiency", help="Add a panel of parallel "
-                                    "efficiency."),
-    ideal: bool = typer.Option(False, "--ideal", help="Draw the ideal lines."),
-    by_grid: bool = typer.Option(False, "--by-grid", help="Separate series for slab and "
-                                 "pencil grids (default: the fastest grid at each count)."),
-    pool_methods: bool = typer.Option(False, "--pool-methods", help="Pool a function's "
-                                      "results from several jax-hpc-profiler CSV files "
-                                      "(default: a series per file, one method each)."),
-    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
-                                       help="Write the plot (.png or .svg)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the series as JSON."),
-    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
-) -> None:
-    """Strong or weak scaling from many benchmark results, as a table and a plot.
-
-    Repeated runs of one point are pooled, never dropped; efficiency and ideal
-    lines on request.
-    """
-    from .._analysis._scaling import scaling
-    from .._render._scaling_plot import plot_scaling, scaling_table
-    from .._results._files import load_results
-
-    try:
-        if strong == weak:
-            raise _errors.HloscopeError("say --strong or --weak (one of them)")
-        series = scaling(load_results([str(r) for r in results]),
-                         "strong" if strong else "weak", by_grid=by_grid,
-                         pool_methods=pool_methods)
-        if output is not None:
-            plot_scaling(series, str(output), efficiency=efficiency, ideal=ideal)
-    except _errors.HloscopeError as e:
-        fail(e)
-    except OSError as e:
-        fail(_errors.HloscopeError(f"cannot write: {e.strerror} ({e.filename})"))
-    if as_json:
-        sys.stdout.write(json.dumps({"schema": "hloscope.scaling/1",
-                                     "series": [s.to_dict() for s in series]},
-                                    indent=1, sort_keys=True) + "\n")
-        return
-    width = text_width(wide)
-    echo(scaling_table(series, width=width)
-         + (f"wrote {output}\n" if output is not None else ""), width)

@@ -54,7 +54,7 @@ def run_cmd(
     Shows its outputs (per device too), its timings, the collectives the
     partitioner inserted, and memory before and after partitioning.
     """
-    from .._results._result import time_stats
+    from .._bench._stats import time_stats
 
     if check not in (None, "numpy"):
         fail(_errors.HloscopeError(f"--check {check!r}: the only reference is 'numpy' "

@@ -47,7 +47,7 @@ class RunResult:
     values: list[Any] = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:
-        from .._results._result import time_stats
+        from .._bench._stats import time_stats
 
         timing = ""
         if self.times:
@@ -60,7 +60,7 @@ class RunResult:
                     f"{timing}{check})")
 
     def to_dict(self) -> dict[str, Any]:
-        from .._results._result import time_stats
+        from .._bench._stats import time_stats
 
         return {"schema": "hloscope.run/1", "module": self.module,
                 "partitions": self.partitions, "spmd": self.spmd, "inputs": self.inputs,

@@ -12,9 +12,10 @@ format them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._result import BenchResult
+if TYPE_CHECKING:
+    from ._result import BenchResult
 
 __all__ = ["BenchReportData", "bench_report_data"]
 

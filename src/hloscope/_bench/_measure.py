@@ -19,11 +19,12 @@ import time
 from typing import Any
 
 from .._errors import HloscopeError
-from .._results._result import BenchResult
-from ._inspect import Report, inspect
-from ._user import user_code
+from .._jax._inspect import Report, inspect
+from .._jax._user import user_code
+from ._result import BenchResult
+from ._stats import time_stats
 
-__all__ = ["BenchResult", "Timer", "bench", "timer"]
+__all__ = ["Timer", "bench", "timer"]
 
 
 def _overhead(block: Any, probe: Any, n: int = 2000) -> float:
@@ -218,8 +219,6 @@ class Timer:
     @property
     def stats(self) -> dict[str, Any]:
         """The statistics of `times` (see `BenchResult.stats`)."""
-        from .._results._result import time_stats
-
         return time_stats(self.times)
 
     def __repr__(self) -> str:

@@ -11,7 +11,6 @@ CSV rows, loaded back, pooled and plotted on any machine.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,37 +18,11 @@ from typing import Any
 from .._errors import HloscopeError
 from .._repr import clip
 from .._sources._saved import BENCH_SCHEMA
+from ._stats import time_stats
 
-__all__ = ["RESULT_SCHEMA", "BenchResult", "median_ci", "time_stats"]
+__all__ = ["RESULT_SCHEMA", "BenchResult"]
 
 RESULT_SCHEMA = BENCH_SCHEMA
-
-
-def median_ci(xs: list[float], z: float = 1.959964) -> tuple[float, float]:
-    """95% confidence interval of the median from order statistics (no distribution assumed)."""
-    n = len(xs)
-    s = sorted(xs)
-    if n < 3:
-        return s[0], s[-1]
-    lo = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2) - 1)
-    hi = min(n - 1, math.ceil(1 + n / 2 + z * math.sqrt(n) / 2) - 1)
-    return s[lo], s[hi]
-
-
-def time_stats(xs: list[float]) -> dict[str, Any]:
-    """min, median, mean, std, IQR, max, last, 95% CI of the median, outliers (indices
-    beyond 1.5 IQR of the quartiles) of a series of times."""
-    if not xs:
-        return {}
-    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else [xs[0]] * 3
-    iqr = q[2] - q[0]
-    lo, hi = median_ci(xs)
-    return {
-        "runs": len(xs), "min": min(xs), "median": statistics.median(xs),
-        "mean": statistics.fmean(xs), "std": statistics.stdev(xs) if len(xs) > 1 else 0.0,
-        "iqr": iqr, "max": max(xs), "last": xs[-1], "median_ci95": [lo, hi],
-        "outliers": [i for i, x in enumerate(xs) if x < q[0] - 1.5 * iqr or x > q[2] + 1.5 * iqr],
-    }
 
 
 @dataclass
@@ -159,66 +132,22 @@ class BenchResult:
         writes that one file (a CSV is appended to); any other path is a folder that gets
         ``<stem>.md``, ``<stem>.json`` and ``<stem>.html`` and one more row in
         ``results.csv``.  With several processes only rank 0 writes (unless `all_ranks`);
-        the others return an empty list."""
-        import os
+        the others return an empty list.  Each file is written whole or not at all."""
+        from ._output import save_result
 
-        if self.metadata.get("process_index", 0) and not all_ranks:
-            return []
-        if path.endswith((".md", ".json", ".html", ".csv")):
-            targets = [path]
-        else:
-            os.makedirs(path, exist_ok=True)
-            stem = os.path.join(path, self.file_stem())
-            targets = [stem + ".md", stem + ".json", stem + ".html",
-                       os.path.join(path, "results.csv")]
-        # Every text is made before any file is written; each file is written whole
-        # (`_write`), the data first (JSON, then the CSV row), the pages after: a run
-        # killed midway leaves no half-written file and never a page without its data.
-        order = sorted(targets, key=lambda t: (not t.endswith(".json"), not t.endswith(".csv")))
-        texts: dict[str, str] = {}
-        for t in order:
-            if t.endswith(".csv"):
-                continue  # read and written under its lock, below
-            if t.endswith(".json"):
-                import json
-
-                texts[t] = json.dumps(self.to_dict(), indent=1) + "\n"
-            else:
-                from ._report import bench_report_data
-
-                data = bench_report_data(self)
-                if t.endswith(".md"):
-                    from .._render._bench_md import bench_markdown
-
-                    texts[t] = bench_markdown(data)
-                else:
-                    from .._render._bench_html import bench_html
-
-                    texts[t] = bench_html(data)
-        from .._write import write_text
-
-        for t in order:
-            if t.endswith(".csv"):
-                from ._files import write_csv
-
-                write_csv([self], t)
-            else:
-                write_text(t, texts[t])
-        return targets
+        return save_result(self, path, all_ranks=all_ranks)
 
     def markdown(self) -> str:
         """The report in Markdown (jax-hpc-profiler's sections first)."""
-        from .._render._bench_md import bench_markdown
-        from ._report import bench_report_data
+        from ._output import result_markdown
 
-        return bench_markdown(bench_report_data(self))
+        return result_markdown(self)
 
     def html(self) -> str:
         """The report as one self-contained HTML page, with plots of the runs."""
-        from .._render._bench_html import bench_html
-        from ._report import bench_report_data
+        from ._output import result_html
 
-        return bench_html(bench_report_data(self))
+        return result_html(self)
 
     def _repr_html_(self) -> str:
         import html

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .._results._report import BenchReportData
+from ._report import BenchReportData
 
 __all__ = ["bench_html"]
 

@@ -24,10 +24,13 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import HloscopeError
-from .._results._result import BenchResult, median_ci
+from ._stats import median_ci
+
+if TYPE_CHECKING:
+    from ._result import BenchResult
 
 __all__ = ["ScalingPoint", "ScalingSeries", "scaling"]
 

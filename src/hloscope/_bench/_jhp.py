@@ -22,18 +22,10 @@ import math
 import re
 
 from .._errors import HloscopeError
-from .._results._result import BenchResult
+from ._columns import JHP_COLUMNS, JHP_PARAMS, JHP_SOURCE
+from ._result import BenchResult
 
-__all__ = ["JHP_COLUMNS", "append_jhp_csv", "drop_paired_csv_rows", "jhp_csv_row", "read_jhp_csv",
-           "read_jhp_markdown"]
-
-JHP_COLUMNS = ("function", "precision", "x", "y", "z", "px", "py", "backend", "nodes",
-               "jit_time", "min_time", "max_time", "mean_time", "std_div", "last_time",
-               "generated_code", "argument_size", "output_size", "temp_size", "flops")
-_PARAMS = (("function", "Function"), ("precision", "Precision"), ("x", "X"), ("y", "Y"),
-           ("z", "Z"), ("px", "PX"), ("py", "PY"), ("backend", "Backend"), ("nodes", "Nodes"))
-_SOURCE = "jax-hpc-profiler"
-
+__all__ = ["drop_paired_csv_rows", "read_jhp_csv", "read_jhp_markdown"]
 
 def _num(text: str, what: str, where: str) -> float:
     try:
@@ -87,13 +79,13 @@ def read_jhp_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
             ("generated_code", "generated_code"), ("argument_size", "argument"),
             ("output_size", "output"), ("temp_size", "temporary"))
             for v in (_num_or_missing(vals[k], k, where),)}
-        params = {k2: _param(k2, vals[k]) for k, k2 in _PARAMS}
+        params = {k2: _param(k2, vals[k]) for k, k2 in JHP_PARAMS}
         meta: dict[str, object] = {"file": path, "line": n}
         if "flops" in vals and vals["flops"] not in _MISSING:
             meta["flops"] = _num(vals["flops"], "flops", where)
         out.append(BenchResult(
             name=str(params["Function"]), params=params, timings={"jit": ms["jit_time"]},
-            sizes=sizes, metadata=meta, source=_SOURCE,
+            sizes=sizes, metadata=meta, source=JHP_SOURCE,
             summary={"min": ms["min_time"], "max": ms["max_time"], "mean": ms["mean_time"],
                      "std": ms["std_div"], "last": ms["last_time"]}))
     return out
@@ -139,7 +131,7 @@ def read_jhp_markdown(text: str, *, path: str = "<markdown>") -> BenchResult:
     if not params_rows or not prof:
         raise HloscopeError(f"{path}: no 'Parameters' and 'Profiling Data' tables",
                             hint="pass a report written by jax-hpc-profiler's Timer.report")
-    mapping = dict((k2.lower(), k2) for _, k2 in _PARAMS)
+    mapping = dict((k2.lower(), k2) for _, k2 in JHP_PARAMS)
     params = {mapping.get(k.lower(), k): _param(mapping.get(k.lower(), k), v)
               for k, v in params_rows}
     times: list[float] = []
@@ -158,7 +150,7 @@ def read_jhp_markdown(text: str, *, path: str = "<markdown>") -> BenchResult:
         if prof.get(label, "").strip() not in _MISSING}
     result = BenchResult(name=str(params.get("Function", "?")), params=params,
                          times=times[1:], first_run=first, timings=timings, sizes=sizes,
-                         metadata={"file": path, "file_stats": file_stats}, source=_SOURCE)
+                         metadata={"file": path, "file_stats": file_stats}, source=JHP_SOURCE)
     if len(times) > 2:
         import statistics
 
@@ -182,7 +174,7 @@ def drop_paired_csv_rows(results: list[BenchResult]) -> list[BenchResult]:
     folder beside the CSV), and pooling them would count one measurement twice.  A row
     pairs with a report of the same parameters whose written min, max and mean it
     repeats; the report is kept (it has every run)."""
-    reports = [r for r in results if r.source == _SOURCE and "file_stats" in r.metadata]
+    reports = [r for r in results if r.source == JHP_SOURCE and "file_stats" in r.metadata]
     if not reports:
         return results
 
@@ -198,61 +190,5 @@ def drop_paired_csv_rows(results: list[BenchResult]) -> list[BenchResult]:
                 return True
         return False
 
-    return [r for r in results if not (r.source == _SOURCE and "file_stats" not in
+    return [r for r in results if not (r.source == JHP_SOURCE and "file_stats" not in
                                        r.metadata and r.summary and paired(r))]
-
-
-def _param_of(r: BenchResult, key: str) -> object:
-    """A parameter by jax-hpc-profiler's name, in any case (``X``, ``x``)."""
-    for k, v in r.params.items():
-        if str(k).lower() == key:
-            return v
-    return None
-
-
-def jhp_csv_row(r: BenchResult) -> list[str]:
-    """`r` as a row of jax-hpc-profiler's CSV (its 19 columns, no header), so its own
-    scripts and plots read hloscope's measurements.  Times in milliseconds: its
-    ``jit_time`` is trace, compile and the first run together (hloscope's phases plus the
-    first run); min/max/mean/std/last are over the steady-state runs.  A size hloscope
-    does not know is ``N/A``, as jax-hpc-profiler writes it."""
-    s = r.stats
-    t = r.timings
-    phases = [t[k] for k in ("trace", "lower", "compile") if k in t]
-    jit = (sum(phases) + (r.first_run or 0.0)) if phases else t.get("jit")
-    fn = _param_of(r, "function") or r.name
-    px = _param_of(r, "px") or 1
-    py = _param_of(r, "py") or 1
-    nodes = _param_of(r, "nodes") or r.metadata.get("process_count") or 1
-    backend = _param_of(r, "backend") or r.metadata.get("platform") or ""
-
-    def ms(x: object) -> str:
-        return "N/A" if not isinstance(x, (int, float)) else repr(float(x) * 1e3)
-
-    def size(key: str) -> str:
-        v = r.sizes.get(key)
-        return "N/A" if v is None else str(int(v))
-
-    return [str(fn), str(_param_of(r, "precision") or ""),
-            *(str(_param_of(r, k) or 0) for k in ("x", "y", "z")), str(px), str(py),
-            str(backend), str(nodes), ms(jit), ms(s.get("min")), ms(s.get("max")),
-            ms(s.get("mean")), ms(s.get("std")), ms(s.get("last")),
-            size("generated_code"), size("argument"), size("output"), size("temporary")]
-
-
-def append_jhp_csv(path: str, results: list[BenchResult]) -> str:
-    """Add a row per result to jax-hpc-profiler's CSV at `path` (made if missing), whole
-    or not at all, under a lock (several processes may add rows at once)."""
-    from .._write import locked, write_text
-
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(jhp_csv_row(r) for r in results)
-    with locked(path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                old = f.read()
-        except FileNotFoundError:
-            old = ""
-        if old and not old.endswith("\n"):
-            old += "\n"
-        return write_text(path, old + buf.getvalue())

@@ -8,11 +8,11 @@ point; optionally the ideal lines and a second panel of parallel efficiency.
 
 from __future__ import annotations
 
-from .._analysis._scaling import ScalingSeries
 from .._errors import HloscopeError
-from ._plot import _pyplot, plot_path, save_figure
-from ._term import fit, safe
-from ._text import table
+from .._render._plot import _pyplot, plot_path, save_figure
+from .._render._term import fit, safe
+from .._render._text import table
+from ._scaling import ScalingSeries
 
 __all__ = ["plot_scaling", "scaling_table"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .._results._report import BenchReportData
+from ._report import BenchReportData
 from .._units import format_bytes
 
 __all__ = ["bench_markdown"]
