@@ -41,9 +41,9 @@ from ._hlo._shape import Shape as Shape
 from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
-from ._bench._measure import Timer as Timer
 from ._bench._measure import bench as bench
-from ._bench._measure import timer as timer
+from ._bench._timer import Timer as Timer
+from ._bench._timer import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep
 from ._jax._compare import compare as compare

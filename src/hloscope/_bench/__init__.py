@@ -2,7 +2,7 @@
 only those above it; the result's `save`/`markdown`/`html` call `_output`,
 which reads results by their attributes and never imports them back):
 
-1. `_measure`: `bench` and `timer` (JAX, imported lazily), with `_ranks` (many
+1. `_measure`: `bench` (JAX, imported lazily), `_timer`: `timer`; with `_ranks` (many
    processes, through the coordination service's key-value store) and
    `_metadata` (what ran where; the user's parameters checked against the
    program).
