@@ -727,7 +727,7 @@ def _single_sharding(g: Grammar, *, pre_lexed: bool) -> None:
                 lx.advance()
             elif t[3] == "devices":
                 tile = True
-                dims = read_int_list(g, Tok.LSQUARE, Tok.RSQUARE)
+                read_int_list(g, Tok.LSQUARE, Tok.RSQUARE)
                 if _kind(g) == Tok.LEQ:
                     lx.advance()
                     iota = True

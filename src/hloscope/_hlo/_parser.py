@@ -35,7 +35,6 @@ from ._syntax import (
     GrammarError,
     Scope,
     _UndefinedOperand,
-    add_instruction,
     finish_body,
     stack_frame_tables,
 )
