@@ -739,7 +739,6 @@ def _single_sharding(g: Grammar, *, pre_lexed: bool) -> None:
                         devices += 1
                         if not g.eat(Tok.COMMA):
                             break
-                del dims
             elif t[3] == "metadata":
                 _read_single_or_list_metadata(g)
             elif t[3] == "last_tile_dims":
