@@ -110,12 +110,15 @@ def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
     files: list[str] = []
+    found: set[str] = set()  # files found in folders, not named: other Markdown is skipped
     for p in paths:
         if os.path.isdir(p):
             for root, dirs, names in os.walk(p):
                 dirs.sort()
-                files += [os.path.join(root, n) for n in sorted(names)
-                          if n.endswith((".json", ".csv", ".md"))]
+                more = [os.path.join(root, n) for n in sorted(names)
+                        if n.endswith((".json", ".csv", ".md"))]
+                files += more
+                found.update(more)
         elif os.path.exists(p):
             files.append(p)
         else:
@@ -138,6 +141,8 @@ def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
         else:
             if text.lstrip().startswith("# Reporting for") and "(trace + lower + compile" in text:
                 continue  # hloscope's own Markdown: its JSON/CSV beside it hold the data
+            if f in found and "## Parameters" not in text:
+                continue  # a README or notes in a results folder, not a report
             out.append(read_jhp_markdown(text, path=f))
     out = drop_paired_csv_rows(_unique(out))
     if not out:

@@ -179,7 +179,9 @@ def drop_paired_csv_rows(results: list[BenchResult]) -> list[BenchResult]:
         return results
 
     def same(a: float, b: float) -> bool:
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+        # The CSV rounds to 4 decimals of a millisecond (``:.4f``); the report keeps
+        # every digit.  Seconds here: half a unit of the CSV's last digit is 5e-8 s.
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=5.1e-8)
 
     def paired(row: BenchResult) -> bool:
         for rep in reports:
