@@ -14,12 +14,16 @@ process and reported.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from .._jax._inspect import Report, inspect
 from .._jax._user import user_code
+from ._ranks import Ranks
 from ._result import BenchResult
 
 __all__ = ["bench"]
@@ -51,6 +55,48 @@ def _sizes(report: Report) -> dict[str, int | None]:
             "peak": report.memory.peak_bytes}
 
 
+def _describe(args: list[Any]) -> str:
+    """The arguments' types, shapes and shardings, to compare across ranks."""
+    import jax
+
+    parts = []
+    for a in jax.tree.leaves(args):
+        shape = getattr(a, "shape", None)
+        if shape is None:
+            parts.append(repr(a)[:40])
+            continue
+        spec = getattr(getattr(a, "sharding", None), "spec", None)
+        parts.append(f"{getattr(a, 'dtype', '?')}[{','.join(map(str, shape))}]"
+                     + (f" {spec}" if spec is not None else ""))
+    return ", ".join(parts)
+
+
+_METADATA = re.compile(r",? metadata=\{[^{}]*\}")
+
+
+def _program_text(hlo: str) -> str:
+    """The optimized module without what differs between identical programs on two hosts:
+    metadata (source paths and lines) and the stack-frame tables."""
+    lines = [ln for ln in hlo.splitlines() if "=" in ln or ln.startswith(("ENTRY", "%", "}"))]
+    return "\n".join(_METADATA.sub("", ln) for ln in lines
+                     if not ln.lstrip()[:1].isdigit())  # table rows: `1 {file_name_id=...}`
+
+
+@contextlib.contextmanager
+def _guard(ranks: Ranks, phase: str, running: str, progress: list[float]) -> Iterator[None]:
+    """Run the user's program: its errors are theirs, unless another rank's leaving made
+    its collectives fail (then the error says so); a collective that waits for a rank
+    that stopped answering is ended by the watchdog."""
+    try:
+        with ranks.watch(phase, progress), user_code(running):
+            yield
+    except Exception as e:  # noqa: BLE001
+        peer = ranks.peer_failure(e, phase)
+        if peer is not None:
+            raise peer from None
+        raise
+
+
 def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
           min_time: float | None = None, static_argnums: int | tuple[int, ...] = (),
           name: str | None = None, timeout: float = 60.0, **params: Any) -> BenchResult:
@@ -66,16 +112,22 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     ones you give against it (`BenchResult.checks`).
 
     With several processes (`jax.distributed`), every rank waits at a barrier before
-    timing, the ranks' times are gathered (raising after `timeout` seconds if a rank is
-    missing, and when ranks ran different counts), and `times` is the slowest rank's time
-    per iteration; `ranks` keeps each rank's own times.
+    timing, checks that every rank compiled the same program with the same arguments,
+    parameters and run counts, and the ranks' times are gathered; `times` is the slowest
+    rank's time per iteration and `ranks` keeps each rank's own times.  A rank that is
+    missing for `timeout` seconds at any of these steps raises `HloscopeError` naming it
+    and the step (and JAX's own shutdown at exit, which would wait for it and abort, is
+    disarmed).  While the program runs, its collectives may wait for a rank that stopped
+    answering, and nothing can interrupt them: when no run finishes for `timeout`
+    seconds, a watchdog prints the error and ends the process (exit status 2).  So with
+    several processes `timeout` is also the longest one run may take.  See docs/bench.md.
     """
     import jax
 
     from ._metadata import capture_metadata, program_params
-    from ._ranks import Ranks
 
     ranks = Ranks(timeout)
+    ranks.phase("tracing and compiling")
     report = inspect(fn, *args, static_argnums=static_argnums)
     label = name or report.name
     compiled = report._cache["compiled"]
@@ -84,28 +136,41 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
                             else static_argnums)]
     block = jax.block_until_ready
     t = time.perf_counter
+    ranks.phase("waiting for the other ranks to compile")
     ranks.barrier("compiled")
     ranks.same("run counts", {"iterations": iterations, "warmup": warmup,
                               "min_time": min_time})
+    ranks.same_program(_describe(dynamic), params, _program_text(report.hlo_after or ""))
     running = f"running {label}"
-    with user_code(running):
+    progress: list[float] = []
+
+    def guarded(phase: str, runs: list[float]) -> Any:
+        ranks.phase(phase)
+        return _guard(ranks, phase, running, runs)
+
+    with guarded("first run", progress):
         t0 = t()
         block(compiled(*dynamic))
         first = t() - t0
+        progress.append(first)
+    with guarded("warm-up runs", progress):
         for _ in range(warmup):
             block(compiled(*dynamic))
+            progress.append(0.0)
         count = iterations
         if min_time is not None:  # one probe run sizes the count; rank 0's count is everyone's
             a = t()
             block(compiled(*dynamic))
             probe_time = max(t() - a, 1e-9)
+            progress.append(probe_time)
             count = max(iterations, min(1_000_000, math.ceil(min_time / probe_time)))
     count = ranks.agree("iterations", count)
+    ranks.phase("waiting for the other ranks to start timing")
     ranks.barrier("timing")
     times: list[float] = []
     total = 0.0
     # One process may keep going until min_time is reached; several keep rank 0's count.
-    with user_code(running):
+    with guarded("timed runs", times):
         while len(times) < count or (min_time is not None and ranks.count == 1
                                      and total < min_time and len(times) < 1_000_000):
             a = t()
@@ -114,6 +179,7 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
             dt = t() - a
             times.append(dt)
             total += dt
+    ranks.phase("gathering the times")
     probe = jax.numpy.zeros(())
     block(probe)
     overhead = _overhead(block, probe)

@@ -1,22 +1,84 @@
 """Many processes (`jax.distributed`): a barrier before timing, every rank's times
-gathered, and a clear error instead of a hang.
+gathered, and a clear error instead of a hang or an abort.
 
-Everything goes through the coordination service's key-value store and
-barriers, which take timeouts, rather than device collectives, which wait
-forever for a rank that died.  Every rank publishes its own times under a key
-of this benchmark and reads everybody's, so all ranks hold the same result;
-only rank 0 writes files (see `BenchResult.save`).
+Everything hloscope exchanges goes through the coordination service's
+key-value store and barriers, which take timeouts, rather than device
+collectives, which wait forever for a rank that died.  Every rank publishes
+its own times under a key of this benchmark and reads everybody's, so all
+ranks hold the same result; only rank 0 writes files (see `BenchResult.save`).
+
+The program itself may hold collectives across processes; a rank that dies
+while they run makes them fail (an error from the collective library, turned
+into an `HloscopeError` naming the phase), and a rank that stops answering
+makes them wait forever: a watchdog then prints the error and ends the
+process (`os._exit(2)`), since nothing can interrupt XLA's collective.
+
+After a fault, JAX's own shutdown at exit would wait for the missing rank
+(and then abort): hloscope disarms it, so the process ends as soon as the
+error is handled.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
 import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 from .._errors import HloscopeError
 
-__all__ = ["Ranks"]
+__all__ = ["Ranks", "disarm_shutdown", "is_peer_failure"]
+
+# Words in the errors XLA's collective libraries raise when a peer went away.
+_PEER_WORDS = ("gloo", "connection reset", "connection refused", "connection closed",
+               "socket closed", "broken pipe", "unavailable", "deadline_exceeded",
+               "coordination service", "heartbeat", "nccl", "peer", "barrier")
+_kept: list[Any] = []  # the disarmed client and service: never destroyed (see below)
+
+
+def is_peer_failure(error: BaseException) -> bool:
+    """Whether `error` reads like a collective that failed because another process left."""
+    text = f"{type(error).__name__} {error}".lower()
+    return any(w in text for w in _PEER_WORDS)
+
+
+def _leak(obj: object) -> None:
+    """Keep `obj` alive past the interpreter's finalization (which clears module globals):
+    its destructor would shut the distributed runtime down, and the client's error poller
+    ends the process when the service goes (an abort)."""
+    try:
+        import ctypes
+
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    except Exception:  # noqa: BLE001  (not CPython: `_kept` holds it as long as it can)
+        pass
+
+
+def disarm_shutdown() -> None:
+    """Make JAX's shutdown at exit a no-op.  It waits at a barrier for every process
+    (a dead one never comes) and its client ends the process when the service reports
+    a missing rank; after a fault hloscope has already said what happened.  The client
+    and service are kept referenced forever (their destructors would shut down too)."""
+    try:
+        from jax._src import distributed
+    except ImportError:  # pragma: no cover  (JAX's private layout changed)
+        return
+    state = distributed.global_state
+    for attr in ("preemption_sync_manager", "client", "service"):
+        obj = getattr(state, attr, None)
+        if obj is not None:
+            _kept.append(obj)
+            _leak(obj)
+            try:
+                setattr(state, attr, None)
+            except AttributeError:  # pragma: no cover
+                pass
 
 _counter = itertools.count()
 
@@ -42,24 +104,101 @@ class Ranks:
                                     hint="call jax.distributed.initialize() before "
                                          "hloscope.bench")
 
+    def phase(self, name: str) -> None:
+        """Say which phase this process is in, for the CLI's supervisor (a line appended
+        to the file named by ``HLOSCOPE_PROGRESS``, when set)."""
+        path = os.environ.get("HLOSCOPE_PROGRESS")
+        if path:
+            with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as f:
+                f.write(name + "\n")
+
+    def fault(self, message: str, hint: str = "") -> HloscopeError:
+        """The error for a rank gone missing; JAX's shutdown is disarmed first."""
+        disarm_shutdown()
+        return HloscopeError(message, hint=hint)
+
+    def missing(self, name: str) -> list[int]:
+        """The ranks that never arrived at barrier `name` (each rank leaves a key as it
+        arrives; reading them never blocks, unlike asking the service who is alive)."""
+        out = []
+        for r in range(self.count):
+            try:
+                self.client.key_value_try_get(f"{self.key}/{name}/at/{r}")
+            except Exception:  # noqa: BLE001  (NOT_FOUND, or the service is gone)
+                out.append(r)
+        return out
+
+    def peer_failure(self, error: BaseException, phase: str) -> HloscopeError | None:
+        """The error for `error` raised by the program's own collectives in `phase` when
+        another process left (None with one process, or for any other error)."""
+        if self.client is None or not is_peer_failure(error):
+            return None
+        return self.fault(f"rank {self.rank} of {self.count}: another process went "
+                          f"missing during the {phase}: the "
+                          f"program's collectives failed ({_first_line(error)})",
+                          hint="check the other ranks' logs for why they stopped")
+
+    @contextlib.contextmanager
+    def watch(self, phase: str, progress: list[float]) -> Iterator[None]:
+        """Guard a phase that runs the program: when `progress` (times appended as runs
+        finish) does not grow for the timeout, a collective waits for a rank that stopped
+        answering, and nothing can interrupt it: print the error and end the process."""
+        if self.client is None:
+            yield
+            return
+        done = threading.Event()
+        rank, count, timeout = self.rank, self.count, self.timeout
+
+        def run() -> None:
+            seen, since = len(progress), time.monotonic()
+            while not done.wait(0.25):
+                if len(progress) != seen:
+                    seen, since = len(progress), time.monotonic()
+                elif time.monotonic() - since > timeout:
+                    sys.stderr.write(
+                        f"error: rank {rank} of {count}: no run finished for {timeout:g} s "
+                        f"during the {phase}: another process stopped answering, and the "
+                        "program's "
+                        "collectives wait for it (hloscope ends this process: nothing can "
+                        "interrupt them)\nhint: check the other ranks (a stopped or "
+                        "overloaded process), or raise the timeout\n")
+                    sys.stderr.flush()
+                    sys.stdout.flush()
+                    os._exit(2)
+
+        thread = threading.Thread(target=run, name="hloscope-watchdog", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def barrier(self, name: str) -> None:
         """Wait until every rank is here, or raise after the timeout."""
         if self.client is None:
             return
         try:
+            self.client.key_value_set(f"{self.key}/{name}/at/{self.rank}", "1")
             self.client.wait_at_barrier(f"{self.key}/{name}", self.timeout_ms)
         except Exception as e:  # noqa: BLE001  (XLA raises its own runtime error types)
-            raise HloscopeError(
-                f"rank {self.rank} of {self.count}: not every process reached the "
-                f"'{name}' barrier within {self.timeout:g} s ({_first_line(e)})",
+            missing = [r for r in self.missing(name) if r != self.rank]
+            who = (f"rank{'s' if len(missing) > 1 else ''} "
+                   f"{', '.join(map(str, missing))} did not" if missing else
+                   "not every process did")
+            detail = "it died or is stuck" if missing else _first_line(e)
+            raise self.fault(
+                f"rank {self.rank} of {self.count}: {who} reach the '{name}' barrier within "
+                f"{self.timeout:g} s ({detail})",
                 hint="a process died, is stuck, or runs a different program; check every "
-                     "rank's log, or raise hloscope.bench(timeout=...) for slow starts") from None
+                     "rank's log, or raise the timeout (--timeout, bench(timeout=...)) for "
+                     "slow starts") from None
 
     def _get(self, key: str, what: str, rank: int) -> str:
         try:
             return str(self.client.blocking_key_value_get(f"{self.key}/{key}", self.timeout_ms))
         except Exception as e:  # noqa: BLE001
-            raise HloscopeError(
+            raise self.fault(
                 f"rank {self.rank} of {self.count}: rank {rank} did not send its {what} "
                 f"within {self.timeout:g} s ({_first_line(e)})",
                 hint=f"rank {rank} died or is stuck; check its log, or raise "
@@ -92,7 +231,21 @@ class Ranks:
 
             detail = "; ".join(f"rank {r}: {show(v)}" for r, v in enumerate(values))
             raise HloscopeError(f"the ranks disagree on the {name} ({detail})",
-                                hint=f"give every process the same {name}")
+                                hint=f"give every process the same {name}" + (
+                                    " (the same arguments, parameters and code; `module` is "
+                                    "a digest of the compiled program)"
+                                    if name == "program" else ""))
+
+    def same_program(self, arguments: str, params: dict[str, Any], module: str) -> None:
+        """Raise on every rank when the ranks compiled different programs: their
+        arguments, parameters or optimized module differ."""
+        if self.client is None:
+            return
+        digest = hashlib.sha256(module.encode("utf-8", "replace")).hexdigest()[:12]
+        value = {"arguments": arguments, "module": digest}
+        if params:
+            value["params"] = " ".join(f"{k}={v}" for k, v in sorted(params.items()))
+        self.same("program", value)
 
     def gather(self, times: list[float]) -> list[list[float]]:
         """Every rank's times, in rank order, on every rank.  Ranks that ran a different

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -13,6 +15,7 @@ from .. import _errors
 from .._jax._user import check_call
 from ._common import WIDE_HELP, command, echo, fail, fail_user, text_width
 from ._help import at_least
+from ._supervise import SUPERVISED
 from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
                        static_kwargs)
 
@@ -30,6 +33,17 @@ def _exit_now_if_distributed(code: int) -> None:
                 os._exit(code)
         except Exception:  # noqa: BLE001
             pass
+
+
+def _then_leave(show: Callable[[], object]) -> NoReturn:
+    """Print the error (`show` raises `typer.Exit`), then, with several processes, leave
+    at once (see `_exit_now_if_distributed`)."""
+    try:
+        show()
+    except typer.Exit as e:
+        _exit_now_if_distributed(e.exit_code)
+        raise
+    raise AssertionError("unreachable: the error was not shown")  # pragma: no cover
 
 
 @command("bench")
@@ -85,6 +99,11 @@ def bench_cmd(
     """
     import functools
 
+    if (distributed or coordinator) and not os.environ.get(SUPERVISED):
+        from ._supervise import supervise
+
+        code = supervise(sys.argv[1:], process_id, num_processes, coordinator, timeout)
+        raise typer.Exit(code)
     try:
         require_jax("bench")
         if devices is not None:
@@ -94,9 +113,21 @@ def bench_cmd(
         if distributed or coordinator:
             import jax
 
-            jax.distributed.initialize(coordinator_address=coordinator,
-                                       num_processes=num_processes, process_id=process_id,
-                                       initialization_timeout=int(max(timeout, 1)))
+            try:
+                jax.distributed.initialize(coordinator_address=coordinator,
+                                           num_processes=num_processes,
+                                           process_id=process_id,
+                                           initialization_timeout=int(max(timeout, 1)),
+                                           # hloscope's own timeouts speak first
+                                           heartbeat_timeout_seconds=int(2 * timeout + 10),
+                                           shutdown_timeout_seconds=int(max(timeout, 1)))
+            except Exception as e:  # noqa: BLE001  (JAX's runtime errors, ValueError)
+                raise _errors.HloscopeError(
+                    f"could not join the other processes"
+                    f"{f' at {coordinator}' if coordinator else ''}: "
+                    f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__}",
+                    hint="start every rank with the same --coordinator and --num-processes, "
+                         "each with its own --process-id") from None
         kwargs = static_kwargs(static)
         params = static_kwargs(param, "--param")
         fn = load_target(target)
@@ -115,11 +146,9 @@ def bench_cmd(
 
             written.append(append_jhp_csv(str(jhp_csv), [result]))
     except _errors.HloscopeError as e:
-        _exit_now_if_distributed(2)
-        fail(e)
+        _then_leave(functools.partial(fail, e))
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
-        _exit_now_if_distributed(2)
-        fail_user(e, static_hint(static))
+        _then_leave(functools.partial(fail_user, e, static_hint(static)))
     if as_json:
         d = result.to_dict()
         d.pop("report", None)

@@ -1,0 +1,160 @@
+"""Faults in many processes, for real: two `hloscope bench` ranks (or two plain Python
+scripts) joined by jax.distributed on localhost, one of them killed, stopped, never
+started or given other arguments.  Each case must end with a clear error naming the
+rank and the phase, within the timeout and a few seconds, exit 2, never an abort or a
+hang, and no partial file in the output folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+TARGET = HERE / "fault_target.py"
+TIMEOUT = 6
+# Startup, tracing and compiling before the first wait, on a busy 2-core machine, plus
+# the 10 s the issue allows past the timeout.
+LIMIT = TIMEOUT + 10 + 15
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    src = str(HERE.parent / "src")
+    return {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+            "JAX_PLATFORMS": "cpu", "PYTHONPATH": src + os.pathsep + str(HERE),
+            "COLUMNS": "200", **extra}
+
+
+def _rank(rank: int, port: int, out: Path, *args: str, env: dict[str, str]) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "hloscope", "bench", f"{TARGET}:f", "--coordinator",
+           f"localhost:{port}", "--num-processes", "2", "--process-id", str(rank),
+           "--timeout", str(TIMEOUT), "-o", str(out / f"rank{rank}"), *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _finish(p: subprocess.Popen, limit: float = LIMIT) -> tuple[int, str, float]:
+    t0 = time.monotonic()
+    try:
+        out, err = p.communicate(timeout=limit + 30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("a rank hung")
+    return p.returncode, out + err, time.monotonic() - t0
+
+
+def _assert_clean_error(code: int, text: str, *needles: str) -> None:
+    assert code == 2, text
+    errors = [ln for ln in text.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1, text
+    for n in needles:
+        assert n in errors[0], text
+    for bad in ("internal error", "Check failure", "Traceback", "@     0x", "F1"):
+        assert bad not in text, text
+
+
+def _no_partial_files(out: Path) -> None:
+    for p in out.rglob("*"):
+        assert p.is_dir() or not p.name.startswith(".") and ".tmp" not in p.name, p
+        assert p.is_dir() or p.stat().st_size > 0, p
+
+
+def _two(tmp_path: Path, args0: tuple[str, ...], args1: tuple[str, ...], **env: str
+         ) -> tuple[tuple[int, str, float], tuple[int, str, float]]:
+    port = _port()
+    e = _env(**env)
+    p0 = _rank(0, port, tmp_path, *args0, env=e)
+    p1 = _rank(1, port, tmp_path, *args1, env=e)
+    return _finish(p0), _finish(p1)
+
+
+INPUTS = ("--inputs", "make(32)")
+
+
+def test_a_rank_killed_before_the_compiled_barrier(tmp_path):
+    (c0, t0, s0), (c1, t1, _) = _two(tmp_path, INPUTS, INPUTS, DIE_AT="trace")
+    _assert_clean_error(c0, t0, "rank 0 of 2", "rank 1 did not reach the 'compiled' barrier",
+                        f"within {TIMEOUT} s")
+    assert s0 < LIMIT
+    assert c1 == 2 and "SIGKILL" in t1, t1  # its own supervisor saw it killed
+    assert not (tmp_path / "rank0").exists()
+
+
+def test_a_rank_killed_during_the_timed_runs(tmp_path):
+    many = (*INPUTS, "-n", "1000000")
+    (c0, t0, s0), _ = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10")
+    _assert_clean_error(c0, t0, "rank 0 of 2", "timed runs")
+    assert s0 < 10 + LIMIT
+    _no_partial_files(tmp_path)
+
+
+def test_a_rank_stopped_during_the_timed_runs(tmp_path):
+    many = (*INPUTS, "-n", "1000000")
+    port = _port()
+    e = _env(DIE_AT="later", DIE_AFTER="10", DIE_SIG="SIGSTOP")
+    p0 = _rank(0, port, tmp_path, *many, env=e)
+    p1 = _rank(1, port, tmp_path, *many, env=e)
+    try:
+        c0, t0, s0 = _finish(p0, 10 + LIMIT)
+    finally:
+        p1.kill()  # its child, stopped, dies with it
+        p1.communicate()
+    _assert_clean_error(c0, t0, "rank 0 of 2", "no run finished", "timed runs")
+    assert s0 < 10 + LIMIT
+
+
+def test_the_coordinator_killed_during_the_timed_runs(tmp_path):
+    many = (*INPUTS, "-n", "1000000")
+    _, (c1, t1, s1) = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10",
+                           DIE_RANK="0")
+    _assert_clean_error(c1, t1, "rank 1 of 2")
+    assert "timed runs" in t1 or "coordination service" in t1, t1
+    assert s1 < 10 + LIMIT
+
+
+def test_a_rank_that_never_started(tmp_path):
+    code, text, took = _finish(_rank(0, _port(), tmp_path, *INPUTS, env=_env()))
+    _assert_clean_error(code, text, "rank 0 of 2", "not every process joined the coordinator")
+    assert took < LIMIT
+
+
+@pytest.mark.parametrize("args1, needle", [
+    (("--arg", "f32[32,32]"), "disagree on the program"),
+    (("--arg", "f32[64,64]", "--param", "x=32"), "disagree on the program"),
+    (("--arg", "f32[64,64]", "-n", "6"), "disagree on the run counts"),
+    (("--arg", "f32[64,64]", "--warmup", "1"), "disagree on the run counts"),
+])
+def test_ranks_given_different_arguments(tmp_path, args1, needle):
+    args0 = ("--arg", "f32[64,64]", *(("--param", "x=64") if "--param" in args1 else ()))
+    (c0, t0, _), (c1, t1, _) = _two(tmp_path, args0, args1)
+    _assert_clean_error(c0, t0, needle, "rank 0:", "rank 1:")
+    _assert_clean_error(c1, t1, needle)
+    assert not (tmp_path / "rank0").exists()
+
+
+def test_the_python_api_raises_and_the_script_exits_without_hanging(tmp_path):
+    port = str(_port())
+    worker = str(HERE / "fault_api_worker.py")
+    env = _env(DIE="1")
+    p0 = subprocess.Popen([sys.executable, worker, "0", port], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p1 = subprocess.Popen([sys.executable, worker, "1", port], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    code, text, took = _finish(p0)
+    p1.communicate()
+    assert "HLOSCOPE-ERROR" in text and "rank 1 did not reach the 'compiled' barrier" in text
+    assert code == 1, text  # the uncaught HloscopeError, not an abort (134) or a hang
+    assert "Check failure" not in text and code != -signal.SIGABRT
+    assert took < LIMIT
