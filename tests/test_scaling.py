@@ -32,9 +32,11 @@ def test_strong_scaling_efficiency_and_ideal():
 
 def test_weak_scaling_groups_by_size_per_device():
     rs = [_r(1, 64, [1.0]), _r(4, 128, [1.25]), _r(4, 64, [0.5])]
-    series = scaling(rs, "weak")
+    series = scaling(rs, "weak", keep_single=True)
     by_size = {s.size: s for s in series}
     assert set(by_size) == {64 * 64, 64 * 64 // 4}
+    # A series of one device count scales nothing: left out unless asked for.
+    assert [s.size for s in scaling(rs, "weak")] == [64 * 64]
     big = by_size[4096]
     assert [p.devices for p in big.points] == [1, 4]
     assert big.points[1].efficiency == pytest.approx(0.8) and big.points[1].ideal == 1.0
@@ -52,7 +54,7 @@ def test_fastest_grid_kept_unless_by_grid():
     (s,) = scaling(rs, "strong")
     assert s.points[1].grid == "2x2" and s.points[1].time == 1.0
     series = scaling(rs, "strong", by_grid=True)
-    assert sorted(s.decomposition for s in series) == ["pencil", "slab"]
+    assert sorted(s.decomposition for s in series) == ["pencils", "slab_yz"]
     assert all(s.points[0].devices == 1 for s in series)
 
 
@@ -128,7 +130,7 @@ def test_cli_plot_errors():
     out = run_cli("plot", "nowhere.json", "--strong")
     assert out.returncode == 2 and "no such file" in out.stderr
     out = run_cli("plot", str(DATA / "bench" / "jhp_headerless.csv"))
-    assert out.returncode == 2 and "--strong or --weak" in out.stderr
+    assert out.returncode == 2 and "--strong, --weak or --size" in out.stderr
 
 
 def test_cli_bench_errors():
