@@ -6,7 +6,7 @@ them; `hloscope plot` then reads those files:
 
     pip install jax-hpc-profiler
     python examples/jhp_fft_sweep.py results/jhp          # 1, 2, 4, 8 devices; 32³ to 128³
-    hloscope plot results/jhp --strong --size-filter 128 -o strong.png
+    hloscope plot results/jhp --strong --only-size 128 -o strong.png
     hloscope plot results/jhp --size -o by_size.png
 
 Each device count runs in its own process (`XLA_FLAGS` must be set before JAX

@@ -101,6 +101,25 @@ def test_checks_name_every_mismatch(fft_result):
     assert "MISMATCH" in r.markdown()
 
 
+def test_jax_hpc_profilers_conventions_are_not_mismatches():
+    import jax.numpy as jnp
+
+    # A 2-D complex64 program, described as jax-hpc-profiler's users do: float32, x=y=z.
+    r = hloscope.bench(lambda a: jnp.fft.fft2(a), jnp.ones((8, 8), jnp.complex64),
+                       iterations=2, warmup=0, precision="float32", x=8, y=8, z=8, px=1, py=1)
+    c = {c["parameter"]: c for c in r.checks}
+    assert all(v["ok"] for v in c.values()), c
+    assert "complex64 is float32" in c["Precision"]["note"]
+    assert "z = x" in c["Z"]["note"]
+    assert "MISMATCH" not in r.markdown()
+    # What the program contradicts still is one: float64, a z that is not x, a real grid.
+    r = hloscope.bench(lambda a: a * 2, jnp.ones((8, 8), jnp.complex64), iterations=2,
+                       warmup=0, precision="float64", x=8, z=4, px=2, py=1)
+    c = {c["parameter"]: c for c in r.checks}
+    assert not c["Precision"]["ok"] and not c["Z"]["ok"] and not c["PX"]["ok"]
+    assert c["PY"]["ok"]
+
+
 def test_golden_markdown_and_html_from_a_saved_result():
     r = load_results([str(BENCH / "fft_pencil_64.json")])[0]
     md = r.markdown()
@@ -263,7 +282,7 @@ def test_jax_hpc_profiler_rows_with_n_a_sizes_read_as_missing(tmp_path):
                        "temporary": None}
     assert r.stats["mean"] == pytest.approx(0.0112)
     (tmp_path / "na.csv").write_text(row + ",N/A\n")
-    out = run_cli("plot", str(tmp_path / "na.csv"), "--strong")
+    out = run_cli("plot", str(tmp_path / "na.csv"), "--size")  # one point: no scaling
     assert out.returncode == 0, out.stderr
     with pytest.raises(HloscopeError, match="not a finite number"):
         read_jhp_csv(row.replace("90.75", "N/A"), path="na.csv")  # times are not optional

@@ -51,3 +51,37 @@ def test_strong_scaling_from_its_folder_counts_each_run_once():
         assert [p["devices"] for p in s["points"]] == [1, 2, 4, 8]
         assert all(p["results"] == 1 and p["runs"] == 9 for p in s["points"])
         assert all(p["metric"] == "median" for p in s["points"])
+
+
+def test_its_own_timer_writes_files_that_round_trip(tmp_path):
+    jhp = pytest.importorskip("jax_hpc_profiler", reason="pip install '.[test]' installs it")
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope._bench._output import append_jhp_csv
+
+    timer = jhp.JaxTimer()
+    f = jax.jit(lambda a: jnp.sin(a) @ a)
+    x = jnp.ones((32, 32))
+    timer.chrono_jit(f, x)
+    for _ in range(6):
+        timer.chrono_fun(f, x)
+    csv_path = tmp_path / "f.csv"
+    timer.report(str(csv_path), function="f", x=32, y=32, z=1, precision="float32", px=1,
+                 py=1, backend="cpu", nodes=1)
+    (row,) = hloscope.load_results(csv_path)
+    (report,) = hloscope.load_results(tmp_path / "f")
+    assert len(hloscope.load_results(tmp_path)) == 1  # the pair is one measurement
+    written = report.metadata["file_stats"]
+    for k in ("min", "max", "mean", "std"):
+        assert row.summary[k] == pytest.approx(written[k], abs=5.1e-8)
+    assert len(report.times) == 5 and report.first_run is not None  # its Run 0 apart
+    # Written back by hloscope as jax-hpc-profiler's CSV: the same row, to its precision.
+    back = tmp_path / "back.csv"
+    append_jhp_csv(str(back), [row])
+    theirs = csv_path.read_text().strip().split(",")
+    ours = back.read_text().strip().split(",")
+    assert ours[:9] == theirs[:9] and len(ours) == len(theirs) == 19
+    for a, b in zip(ours[9:15], theirs[9:15]):  # times in ms
+        assert float(a) == pytest.approx(float(b), abs=1e-4)
+    assert ours[15:] == theirs[15:]  # sizes in bytes

@@ -168,3 +168,31 @@ def test_report_of_an_unoptimized_module_says_so_first(browser, tmp_path):
     assert "not optimized" in page.locator("#notes").inner_text()
     assert "not optimized" in page.locator("#summary table.facts").inner_text()
     assert not errors
+
+
+def test_bench_markdown_rendered_by_a_commonmark_renderer_runs_no_script(browser, tmp_path):
+    """A benchmark report's Markdown with hostile parameters, names and metadata, rendered
+    as a reader's viewer does (markdown-it-py, CommonMark with tables) and opened in the
+    browser: no dialog, no script, and every value shows as written."""
+    from markdown_it import MarkdownIt
+    from test_bench_report import HOSTILE_MD
+
+    from hloscope import BenchResult
+
+    r = BenchResult(HOSTILE_MD[0], {f"p{i}": v for i, v in enumerate(HOSTILE_MD)},
+                    times=[1e-3, 2e-3, 1.5e-3], metadata={"host": HOSTILE_MD[1]},
+                    checks=[{"parameter": HOSTILE_MD[2], "given": HOSTILE_MD[1],
+                             "program": HOSTILE_MD[0], "ok": False, "note": HOSTILE_MD[4]}])
+    body = MarkdownIt("commonmark").enable("table").render(r.markdown())
+    path = tmp_path / "bench_md.html"
+    path.write_text(f"<!doctype html><meta charset=utf-8><body data-ready=1>{body}</body>",
+                    encoding="utf-8")
+    page, errors = open_report(browser, path)
+    page.wait_for_timeout(300)
+    assert errors == []  # no dialog fired, no script error
+    assert page.evaluate("document.querySelectorAll('script, img, a[href^=javascript]')"
+                         ".length") == 0
+    text = page.inner_text("body")
+    for v in HOSTILE_MD:
+        assert v in text, v
+    page.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import DATA, run_cli
@@ -105,7 +106,7 @@ def test_cli_bench_at_several_device_counts_then_plot_strong_and_weak(tmp_path):
     out = run_cli("plot", str(tmp_path / "strong"), "--strong", "--efficiency", "--ideal",
                   "-o", str(tmp_path / "strong.png"))
     assert out.returncode == 0, out.stderr
-    assert "strong scaling: do_fft cpu float32, size 32,768" in out.stdout
+    assert "strong scaling: do_fft cpu float32, size 32³" in out.stdout
     assert (tmp_path / "strong.png").stat().st_size > 10_000
     # The same measurements as jax-hpc-profiler's CSV (19 columns, no header) read back as
     # the same strong-scaling series.
@@ -124,6 +125,27 @@ def test_cli_bench_at_several_device_counts_then_plot_strong_and_weak(tmp_path):
     svg = run_cli("plot", str(tmp_path / "weak"), "--weak", "--efficiency", "-o",
                   str(tmp_path / "weak.svg"))
     assert svg.returncode == 0 and (tmp_path / "weak.svg").exists()
+    _jax_hpc_profiler_plots_it(tmp_path / "jhp" / "do_fft.csv", tmp_path)
+
+
+def _jax_hpc_profiler_plots_it(csv_path, tmp_path):
+    """jax-hpc-profiler's own `jhp plot` (the test extra installs it) reads hloscope's
+    --jhp-csv: against devices and against data size, each a picture, no error."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("jax_hpc_profiler") is None:
+        pytest.skip("jax-hpc-profiler is not installed (pip install '.[test]' installs it)")
+    for scaling_axis in ("g", "d"):
+        png = tmp_path / f"jhp_{scaling_axis}.png"
+        out = subprocess.run(
+            [sys.executable, "-c", "from jax_hpc_profiler.main import main; main()", "plot",
+             "-f", str(csv_path), "-b", "cpu", "-sc", scaling_axis, "-pt", "mean_time",
+             "-o", str(png)], capture_output=True, text=True, timeout=300,
+            env={**os.environ, "MPLBACKEND": "Agg"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert png.stat().st_size > 5_000, out.stdout
 
 
 def test_cli_plot_errors():

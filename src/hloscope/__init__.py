@@ -43,6 +43,7 @@ from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
 from ._bench._measure import bench as bench
 from ._bench._timer import Timer as Timer
+from ._bench._timer import time_call as time_call
 from ._bench._timer import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep

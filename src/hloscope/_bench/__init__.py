@@ -10,7 +10,8 @@ which reads results by their attributes and never imports them back):
    plain data that needs no JAX.
 3. `_columns`, `_jhp`, `_files`: the columns of the CSV files; reading
    jax-hpc-profiler's CSV and Markdown; `load_results` for every format.
-4. `_scaling`: strong and weak scaling series from many results.
+4. `_select`, `_scaling`: which results (filters); strong and weak scaling, and
+   time against data size, from many results.
 5. `_report`: the content of one result's report, computed once.
 6. `_markdown`, `_html`, `_plot`: renderers (a report; the scaling plots).
 7. `_output`: every file a result is written to (JSON, CSV, Markdown, HTML,

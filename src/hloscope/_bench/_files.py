@@ -139,7 +139,9 @@ def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
         elif f.endswith(".csv"):
             out += read_csv(text, path=f)
         else:
-            if text.lstrip().startswith("# Reporting for") and "(trace + lower + compile" in text:
+            if "<!-- written by hloscope" in text or (
+                    text.lstrip().startswith("# Reporting for")
+                    and "(trace + lower + compile" in text):
                 continue  # hloscope's own Markdown: its JSON/CSV beside it hold the data
             if f in found and "## Parameters" not in text:
                 continue  # a README or notes in a results folder, not a report

@@ -119,7 +119,9 @@ def bench_html(d: BenchReportData) -> str:
     """The page (deterministic: the same result gives the same bytes)."""
     out = [f"<h1>{_e(d.title)}</h1>", "<h2>Parameters</h2>",
            _table(("Parameter", "Value"), d.params), "<h2>Profiling Data</h2>",
-           _table(("Parameter", "Value"), d.profiling), "<h2>Iteration Runs</h2>",
+           _table(("Parameter", "Value"), d.profiling),
+           f"<p class=note>{_e(d.profiling_note)}</p>" if d.profiling_note else "",
+           "<h2>Iteration Runs</h2>",
            _runs_svg(d), _hist_svg([x for _, x, _ in d.runs])]
     if len(d.rank_runs) > 1:
         out.append(_table(("Iteration", "Slowest rank (ms)",

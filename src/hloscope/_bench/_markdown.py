@@ -14,7 +14,7 @@ from typing import Any
 from ._report import BenchReportData
 from .._units import format_bytes
 
-__all__ = ["bench_markdown"]
+__all__ = ["MARKER", "bench_markdown"]
 
 
 # Markdown's inline markup, escaped with a backslash (CommonMark allows it before any ASCII
@@ -49,11 +49,16 @@ def _b(n: int | None) -> str:
     return "n/a" if n is None else f"{n:,} B"
 
 
+MARKER = "<!-- written by hloscope; its data is in the .json and results.csv beside it -->"
+
+
 def bench_markdown(d: BenchReportData) -> str:
     out: list[str] = [f"# {_cell(d.title)}", "## Parameters"]
     out += _table(("Parameter", "Value"), [(k, v) for k, v in d.params])
     out += ["---", "## Profiling Data"]
     out += _table(("Parameter", "Value"), d.profiling)
+    if d.profiling_note:
+        out += ["", _cell(d.profiling_note), ""]
     out += ["---", "## Iteration Runs"]
     r = d.result
     first = [("First run", f"{r.first_run * 1e3:.4f}", "not in the statistics")] \
@@ -141,4 +146,5 @@ def bench_markdown(d: BenchReportData) -> str:
         if text:
             f = _fence(text)
             out += ["---", f"## {title}", f + lang, text.rstrip("\n"), f]
+    out += ["", MARKER]  # invisible when rendered; load_results skips the page by it
     return "\n".join(out) + "\n"

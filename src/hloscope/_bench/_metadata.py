@@ -75,6 +75,11 @@ def program_params(name: str, args: Any, given: dict[str, Any]) -> tuple[dict[st
         if key not in given:
             continue
         actual = real.get(key)
+        convention = _convention(key, given, real)
+        if convention:
+            checks.append({"parameter": key, "given": given[key], "program": actual,
+                           "ok": True, "note": convention})
+            continue
         if actual is None:
             checks.append({"parameter": key, "given": given[key], "program": None, "ok": False,
                            "note": f"the program has no {key}" + (f" ({where})" if where else
@@ -89,6 +94,28 @@ def program_params(name: str, args: Any, given: dict[str, Any]) -> tuple[dict[st
         checks.append({"parameter": key, "given": given[key], "program": actual, "ok": ok,
                        "note": note})
     return params, checks
+
+
+# jax-hpc-profiler's precision of a complex type is that of its parts.
+_PARTS = {"complex64": "float32", "complex128": "float64"}
+
+
+def _convention(key: str, given: dict[str, Any], real: dict[str, Any]) -> str:
+    """Why a given value that differs from the program is still right by jax-hpc-profiler's
+    conventions ("" when it is not one of them): the precision of a complex type is its
+    parts' (complex64 is float32); its `report` fills y and z with x for a program of
+    fewer dimensions; an unsharded program runs on a 1 x 1 grid."""
+    v, actual = str(given[key]).lower(), real.get(key)
+    if key == "Precision" and _PARTS.get(str(actual)) == v:
+        return f"{actual} is {v} precision (jax-hpc-profiler's convention)"
+    if key in ("Y", "Z") and actual is None and "X" in real:
+        if v == str(real["X"]) or v == str(given.get("X", "")).lower():
+            dims = sum(1 for k in ("X", "Y", "Z") if k in real)
+            return (f"the program has {dims} dimension{'s' if dims != 1 else ''}; "
+                    f"jax-hpc-profiler writes {key.lower()} = x for it")
+    if key in ("PX", "PY") and actual is None and "PX" not in real and v == "1":
+        return "the program is not sharded: a 1 x 1 grid"
+    return ""
 
 
 def _swapped(given: dict[str, Any], real: dict[str, Any]) -> bool:

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._result import BenchResult
 
-__all__ = ["BenchReportData", "bench_report_data"]
+__all__ = ["PROFILING_NOTE", "BenchReportData", "bench_report_data"]
+
+PROFILING_NOTE = (
+    "Std is hloscope's sample standard deviation (ddof=1); jax-hpc-profiler writes "
+    "NumPy's np.std (ddof=0), smaller by sqrt((n-1)/n). JIT Time in hloscope is trace + "
+    "lower + compile, each timed apart, with the first run apart; jax-hpc-profiler's is one "
+    "wall time around the first call (trace, lower, compile and the first run together). "
+    "See docs/bench.md.")
 
 
 @dataclass
@@ -35,6 +42,7 @@ class BenchReportData:
     processes: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     metadata: list[tuple[str, str]] = field(default_factory=list)
     code: list[tuple[str, str, str]] = field(default_factory=list)  # (section, fence, text)
+    profiling_note: str = ""
     result: BenchResult | None = None
 
 
@@ -76,13 +84,17 @@ def bench_report_data(r: BenchResult, *, top: int = 12) -> BenchReportData:
         for label, key in (("Min Time", "min"), ("Max Time", "max"), ("Mean Time", "mean"),
                            ("Std Time", "std")):
             if isinstance(written.get(key), (int, float)):
-                prof.append((f"{label} (as the file says: every run)", _ms(written[key])))
+                note = ", ddof=0" if key == "std" else ""
+                prof.append((f"{label} (as the file says: every run{note})",
+                             _ms(written[key])))
     view = " (hloscope: the first run apart)" if isinstance(written, dict) else ""
     for label, key in (("Min Time", "min"), ("Max Time", "max"), ("Mean Time", "mean"),
                        ("Std Time", "std"), ("Last Time", "last"), ("Median Time", "median"),
                        ("IQR", "iqr")):
-        if s.get(key) is not None:
+        if s.get(key) is not None and not (key == "std" and "runs" not in s):
             prof.append((label + view, _ms(s[key])))
+        elif key == "std" and s.get(key) is not None:  # a jax-hpc-profiler CSV row's own
+            prof.append(("Std Time (jax-hpc-profiler's, ddof=0)", _ms(s[key])))
     if "median_ci95" in s:
         lo, hi = s["median_ci95"]
         prof.append(("Median 95% CI", f"{_ms(lo)} to {_ms(hi)}"))
@@ -104,7 +116,8 @@ def bench_report_data(r: BenchResult, *, top: int = 12) -> BenchReportData:
     runs = [(f"Run {i}", x, "outlier" if i in outliers else "") for i, x in enumerate(r.times)]
     data = BenchReportData(title=f"Reporting for {r.params.get('Function', r.name)}",
                            params=list(r.params.items()), profiling=prof, runs=runs,
-                           rank_runs=r.ranks, checks=r.checks, result=r)
+                           rank_runs=r.ranks, checks=r.checks, result=r,
+                           profiling_note=PROFILING_NOTE)
     if len(r.ranks) > 1:
         data.processes = [(k, {"min": min(x), "median": sorted(x)[len(x) // 2],
                                "max": max(x)}) for k, x in enumerate(r.ranks)]

@@ -59,8 +59,9 @@ def plot_cmd(
                              "median (of the pooled runs; the default), min, mean, max, or "
                              "jit (trace, lower, compile and the first run)."),
     memory: str | None = typer.Option(None, "--memory", metavar="FIGURES", help="Plot XLA's "
-                                      "memory figures instead of time: some of "
-                                      "generated_code,argument,output,temporary,peak."),
+                                      "memory figures instead of time, comma-separated: "
+                                      "generated_code, argument, output, temporary, "
+                                      "peak."),
     units: str | None = typer.Option(None, "--units", metavar="UNIT", help="Memory units: B, "
                                      "KB, MB, GB, KiB, MiB, GiB (default: a readable one)."),
     function: list[str] = typer.Option([], "--function", metavar="NAME", help="Keep only "
