@@ -95,7 +95,7 @@ def test_a_rank_killed_before_the_compiled_barrier(tmp_path):
 def test_a_rank_killed_during_the_timed_runs(tmp_path):
     many = (*INPUTS, "-n", "1000000")
     (c0, t0, s0), _ = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10")
-    _assert_clean_error(c0, t0, "rank 0 of 2", "timed runs")
+    _assert_clean_error(c0, t0, "rank 0 of 2", "rank 1 stopped answering", "timed runs")
     assert s0 < 10 + LIMIT
     _no_partial_files(tmp_path)
 
@@ -111,7 +111,8 @@ def test_a_rank_stopped_during_the_timed_runs(tmp_path):
     finally:
         p1.kill()  # its child, stopped, dies with it
         p1.communicate()
-    _assert_clean_error(c0, t0, "rank 0 of 2", "no run finished", "timed runs")
+    _assert_clean_error(c0, t0, "rank 0 of 2", "no run finished", "timed runs",
+                        "rank 1 stopped answering")
     assert s0 < 10 + LIMIT
 
 

@@ -128,37 +128,80 @@ class Ranks:
                 out.append(r)
         return out
 
+    def _pulse_key(self, phase: str, rank: int) -> str:
+        return f"{self.key}/alive/{phase}/{rank}"
+
+    def silent(self, phase: str) -> list[int] | None:
+        """The other ranks whose pulse (a counter each rank's watchdog raises twice a
+        second while the program runs) stood still for a second; None when the
+        coordination service itself is gone (rank 0, which hosts it, died)."""
+        def read() -> dict[int, str] | None:
+            out = {}
+            for r in range(self.count):
+                if r == self.rank:
+                    continue
+                try:
+                    out[r] = str(self.client.key_value_try_get(self._pulse_key(phase, r)))
+                except Exception as e:  # noqa: BLE001
+                    if "not_found" not in str(e).lower() and "not found" not in str(e).lower():
+                        return None
+                    out[r] = ""
+            return out
+
+        before = read()
+        if before is None:
+            return None
+        time.sleep(1.0)
+        after = read()
+        if after is None:
+            return None
+        return [r for r in before if before[r] == after[r]]
+
+    def _who(self, phase: str) -> str:
+        silent = self.silent(phase)
+        if silent is None:
+            return "the coordination service is gone (rank 0, which hosts it, died)"
+        if silent:
+            return (f"rank{'s' if len(silent) > 1 else ''} {', '.join(map(str, silent))} "
+                    "stopped answering")
+        return "another process stopped answering"
+
     def peer_failure(self, error: BaseException, phase: str) -> HloscopeError | None:
         """The error for `error` raised by the program's own collectives in `phase` when
         another process left (None with one process, or for any other error)."""
         if self.client is None or not is_peer_failure(error):
             return None
-        return self.fault(f"rank {self.rank} of {self.count}: another process went "
-                          f"missing during the {phase}: the "
-                          f"program's collectives failed ({_first_line(error)})",
+        return self.fault(f"rank {self.rank} of {self.count}: {self._who(phase)} during the "
+                          f"{phase}: the program's collectives failed ({_first_line(error)})",
                           hint="check the other ranks' logs for why they stopped")
 
     @contextlib.contextmanager
     def watch(self, phase: str, progress: list[float]) -> Iterator[None]:
         """Guard a phase that runs the program: when `progress` (times appended as runs
         finish) does not grow for the timeout, a collective waits for a rank that stopped
-        answering, and nothing can interrupt it: print the error and end the process."""
+        answering, and nothing can interrupt it: print the error and end the process.
+        Meanwhile raise this rank's pulse, so that the others can name a silent one."""
         if self.client is None:
             yield
             return
         done = threading.Event()
         rank, count, timeout = self.rank, self.count, self.timeout
+        pulse = self._pulse_key(phase, rank)
 
         def run() -> None:
-            seen, since = len(progress), time.monotonic()
+            seen, since, beat = len(progress), time.monotonic(), 0.0
             while not done.wait(0.25):
+                now = time.monotonic()
+                if now - beat >= 0.5:
+                    beat = now
+                    with contextlib.suppress(Exception):  # the service may be gone
+                        self.client.key_value_increment(pulse, 1)
                 if len(progress) != seen:
-                    seen, since = len(progress), time.monotonic()
-                elif time.monotonic() - since > timeout:
+                    seen, since = len(progress), now
+                elif now - since > timeout:
                     sys.stderr.write(
                         f"error: rank {rank} of {count}: no run finished for {timeout:g} s "
-                        f"during the {phase}: another process stopped answering, and the "
-                        "program's "
+                        f"during the {phase}: {self._who(phase)}, and the program's "
                         "collectives wait for it (hloscope ends this process: nothing can "
                         "interrupt them)\nhint: check the other ranks (a stopped or "
                         "overloaded process), or raise the timeout\n")
