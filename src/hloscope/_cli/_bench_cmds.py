@@ -99,7 +99,10 @@ def bench_cmd(
     """
     import functools
 
-    if (distributed or coordinator) and not os.environ.get(SUPERVISED):
+    # Supervised when run as a command (the child gets the same arguments); when called
+    # in-process with other arguments (a test runner), the rank runs here as it is.
+    if (distributed or coordinator) and not os.environ.get(SUPERVISED) \
+            and "bench" in sys.argv[1:2]:
         from ._supervise import supervise
 
         code = supervise(sys.argv[1:], process_id, num_processes, coordinator, timeout)
