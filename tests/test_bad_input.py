@@ -174,3 +174,12 @@ def test_truncated_file_error_text(truncated_only):
     assert "lecture_06" in text and ":10:82:" in text and "hint:" in text
     damaged = hloscope.read(TRUNCATED).damaged[0]
     assert ":10:82:" in str(damaged) and "cut off" in damaged.reason
+
+
+def test_an_unclosed_string_in_the_header_is_a_located_error():
+    # Found by benchmarks/fuzz.py (seed 14): one byte of a header flipped to a quote.
+    text = ('HloModule jit_f, entry_computation_layout={(f32[4,2]{1"0})->f32[4,2]{1,0}}\n\n'
+            "ENTRY main {\n  ROOT p = f32[4,2]{1,0} parameter(0)\n}\n")
+    with pytest.raises(hloscope.HloParseError, match="header's attributes are damaged") as e:
+        hloscope.read_text(text)
+    assert e.value.line == 1

@@ -650,7 +650,12 @@ class _ModuleReader:
 
     def _check_header(self, module: Module) -> None:
         """The header attributes analyses read must be what XLA prints."""
-        attrs = module.attributes if module.attr_text else {}
+        try:
+            attrs = module.attributes if module.attr_text else {}
+        except AttributeSyntaxError as e:  # an unclosed string or brace in the header
+            line = self.lines[self.start]
+            raise self.error(f"the module header's attributes are damaged: {e}", self.start,
+                             max(line.find(",") + 1, 0), _HINT_REEXPORT) from None
         for key in ("num_partitions", "replica_count"):
             v = attrs.get(key)
             if v is not None and not (v.isdigit() and 0 < len(v) < 10 and int(v) > 0):
