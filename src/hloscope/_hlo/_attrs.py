@@ -102,6 +102,12 @@ def split_top_level(text: str) -> list[tuple[str, int]]:
     return parts
 
 
+def _mesh_ids(before: str, piece: str) -> bool:
+    """Whether `piece` is the ``device_ids=(...)`` of the mesh value that `before` ends."""
+    return piece.lstrip().startswith("device_ids=(") and "mesh[" in before \
+        and before.rstrip().endswith("]")
+
+
 def split_attributes(text: str) -> dict[str, str]:
     """Split ``a=1, b={x, y}, c="s, t"`` into ``{"a": "1", "b": "{x, y}", "c": '"s, t"'}``.
 
@@ -117,14 +123,15 @@ def split_attributes(text: str) -> dict[str, str]:
     for c in commas:
         piece = text[start:c]
         # A comma followed by something that is not `key=` belongs to the value
-        # (e.g. a mesh form with a space: mesh[...] {'a'}).
-        if pieces and not _KEY_RE.match(piece):
+        # (e.g. a mesh form with a space: mesh[...] {'a'}), as do a permuted mesh's
+        # device ids (mesh[...], device_ids=(...) {'a'}).
+        if pieces and (not _KEY_RE.match(piece) or _mesh_ids(pieces[-1], piece)):
             pieces[-1] += "," + piece
         else:
             pieces.append(piece)
         start = c + 1
     piece = text[start:]
-    if pieces and not _KEY_RE.match(piece):
+    if pieces and (not _KEY_RE.match(piece) or _mesh_ids(pieces[-1], piece)):
         pieces[-1] += "," + piece
     else:
         pieces.append(piece)

@@ -296,6 +296,10 @@ class Grammar:
     def skip_value(self) -> None:
         """Step over one attribute value: tokens and bracketed groups that touch."""
         lx = self.lx
+        t = lx.tok
+        if t[0] == Tok.IDENT and t[3] in ("mesh", "maximal_mesh") and lx.peek()[0] == Tok.LSQUARE:
+            self._skip_mesh_value()
+            return
         first = True
         while True:
             t = lx.tok
@@ -313,6 +317,22 @@ class Grammar:
             else:
                 lx.advance()
             first = False
+
+    def _skip_mesh_value(self) -> None:
+        """Replica groups over a mesh: ``mesh['x'=4,'y'=2] {'y'}``, where a space parts the
+        mesh from its axes, and a permuted mesh adds ``, device_ids=(...)`` between them."""
+        lx = self.lx
+        lx.advance()
+        lx.reset(match_bracket(self.text, lx.tok[1], lx.stop))
+        nxt = lx.peek()
+        if lx.tok[0] == Tok.COMMA and nxt[0] == Tok.ATTRIBUTE_NAME and nxt[3] == "device_ids":
+            lx.advance()
+            lx.advance()
+            if lx.tok[0] != Tok.LPAREN:
+                self.fail("expected '(' for device_ids")
+            lx.reset(match_bracket(self.text, lx.tok[1], lx.stop))
+        if lx.tok[0] == Tok.LBRACE:
+            lx.reset(match_bracket(self.text, lx.tok[1], lx.stop))
 
     # -- module header -----------------------------------------------------------------
     def module_header(self) -> tuple[str, list[tuple[str, str]]]:
