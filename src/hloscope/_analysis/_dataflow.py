@@ -102,6 +102,15 @@ class Value:
         self._label: str | None = None
 
     @property
+    def memory_space(self) -> int:
+        """The layout's memory space: 0 is device memory (HBM); a TPU's on-chip memory
+        (``S(1)``), scalar memory (``S(2)``) and the host (``S(5)``) have allocations of
+        their own, outside XLA's temp allocation (XLA's live-range peak counts every
+        value, whatever its space)."""
+        layout = self.shape.layout
+        return layout.memory_space if layout is not None else 0
+
+    @property
     def positions(self) -> list[tuple[Instruction, Index]]:
         """Every (instruction, index) that holds the value, the defining one first (a new
         list each time: most values have only the one, which is then not stored)."""

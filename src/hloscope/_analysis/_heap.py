@@ -87,7 +87,7 @@ def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = No
     ranges = lr.ranges
     in_allocation = assign_allocations(df, lr, kinds, sharing)
     buffer_of = df.buffer_of
-    temp_values = [v for v in df.values if v.id in ranges
+    temp_values = [v for v in df.values if v.id in ranges and not v.memory_space
                    and kinds[buffer_of[v.id].id] == "temporary"
                    and not in_allocation[buffer_of[v.id].id]]
     group_of, groups = _share_groups(df, temp_values, ranges, sharing)

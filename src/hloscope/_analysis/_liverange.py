@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from .._hlo._module import Computation, Instruction
 from .._hlo._shape import UNBOUNDED, Shape
 from ._dataflow import Dataflow, Value
-from ._shapes import byte_size
+from ._shapes import logical_byte_size
 from ._walk import ENTER, INSTRUCTION, first_parameter, paused_gc, walk_schedule
 
 __all__ = ["LiveRanges", "compute_live_ranges", "xla_peak_moment"]
@@ -193,9 +193,6 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
                 done_time[comp.name] = time_of.get(id(done)) if done is not None else None
             dt = done_time[comp.name]
             def_end = max(def_end, dt if dt is not None else cend)
-            outer = spans.get(caller.computation.name)
-            if outer is not None:
-                start = min(start, outer[0])
         for v in df.defined_by(inst):
             end = def_end
             for pinst, _pidx in v.other_positions:
@@ -274,12 +271,14 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
         shape = v.inst.shape
         if shape.dynamic and _unbounded(shape):
             unbounded = True
-        spans.append((r[0], r[1], byte_size(shape)))  # sized by the whole instruction shape
+        # Sized by the whole instruction shape, without tile padding, as XLA's
+        # ComputePeakMemoryMoment does (ShapeUtil::ByteSizeOf).
+        spans.append((r[0], r[1], logical_byte_size(shape)))
     peak_time = xla_peak_moment(spans, end_time)
     live = [v for v in df.values if v.id in ranges
             and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
     live.sort(key=lambda v: (-v.size, v.inst.name, v.index))
-    total = None if unbounded else sum(v.size for v in live)
+    total = None if unbounded else sum(logical_byte_size(v.shape) for v in live)
     return peak_time, live, total
 
 

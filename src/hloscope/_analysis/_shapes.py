@@ -13,7 +13,7 @@ from typing import TypeVar
 from .._hlo._shape import Shape
 
 __all__ = ["byte_size", "elements", "indices", "leaf_bytes", "leaf_indices", "leaves",
-           "total_byte_size"]
+           "logical_byte_size", "total_byte_size"]
 
 Index = tuple[int, ...]
 T = TypeVar("T")
@@ -43,6 +43,12 @@ def _cached(compute: Callable[[Shape], T]) -> Callable[[Shape], T]:
 def byte_size(shape: Shape) -> int:
     """Bytes of the value's own buffer (a tuple's pointer table for a tuple)."""
     return shape.byte_size
+
+
+@_cached
+def logical_byte_size(shape: Shape) -> int:
+    """Bytes without tile padding, as XLA's live-range peak counts them."""
+    return shape.logical_byte_size
 
 
 @_cached

@@ -156,7 +156,8 @@ class Shape:
 
     @property
     def byte_size(self) -> int:
-        """Bytes of this value's own buffer, as XLA's ShapeUtil::ByteSizeOf counts them.
+        """Bytes of this value's own buffer as allocated: a tiled layout (TPU) pads the
+        minor dimensions up to its tile.
 
         For a tuple this is its pointer table, not its elements: see
         `total_byte_size` for the sum over all leaves.
@@ -168,6 +169,16 @@ class Shape:
         n = self._allocated_elements()
         bits = self.element_bits
         return (n * bits + 7) // 8
+
+    @property
+    def logical_byte_size(self) -> int:
+        """Bytes as XLA's ShapeUtil::ByteSizeOf counts them: the elements alone, without
+        the padding of tiled layouts (XLA's live-range peak counts these)."""
+        if self.is_tuple:
+            return POINTER_BYTES * len(self.tuple_shapes)
+        if not self.is_array:
+            return 0
+        return (self.num_elements * self.element_bits + 7) // 8
 
     @property
     def total_byte_size(self) -> int:
