@@ -7,6 +7,8 @@ stable and documented in docs/json.md (schema ``hloscope.summary/1``).
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -175,6 +177,20 @@ def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # 
                      dev.total_byte_size, source)
 
 
+_BACKEND_KIND = re.compile(r'"fusion_backend_config"\s*:\s*\{[^{}]*?"kind"\s*:\s*"([^"]{1,60})"')
+
+
+def _fusion_kind(inst: Instruction) -> str:
+    """XLA's fusion kind; a GPU's custom fusions say what they are: ``kCustom(__triton_gemm)``
+    (a Triton matmul), ``kCustom(__cudnn$fusion)``, ..."""
+    kind = inst.fusion_kind or "unknown"
+    if kind == "kCustom" and "fusion_backend_config" in inst.attr_text:
+        m = _BACKEND_KIND.search(inst.attr_text)
+        if m is not None:
+            return f"kCustom({m.group(1)})"
+    return kind
+
+
 def summarize(module: Module) -> ModuleSummary:
     """Summarize `module`: counts, fusions, library calls (annotations such as ``Sharding``
     counted apart), collectives, parameters, outputs."""
@@ -189,7 +205,7 @@ def summarize(module: Module) -> ModuleSummary:
             op = inst.opcode
             opcodes[op] += 1
             if op == "fusion":
-                fusions[inst.fusion_kind or "unknown"] += 1
+                fusions[_fusion_kind(inst)] += 1
             elif op == "custom-call":
                 target = inst.custom_call_target
                 if target in ANNOTATION_TARGETS:
