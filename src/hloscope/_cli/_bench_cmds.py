@@ -131,6 +131,9 @@ def bench_cmd(
                     f"{str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__}",
                     hint="start every rank with the same --coordinator and --num-processes, "
                          "each with its own --process-id") from None
+        from .._jax._quiet import start_jax_quietly
+
+        start_jax_quietly()
         kwargs = static_kwargs(static)
         params = static_kwargs(param, "--param")
         fn = load_target(target)

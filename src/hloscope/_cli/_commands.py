@@ -8,6 +8,7 @@ Markdown report, a log, torch_xla's saved graphs) and the same ``--module`` /
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -430,6 +431,16 @@ def inspect_cmd(
                                      "keyword argument (a Python literal); repeat."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
                                        help="Run on N virtual CPU devices."),
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help="Compile for a GPU "
+                                  "or TPU that need not be here: h100x8, a100-80:2x4x8, "
+                                  "tpu-v5e:2x4, ... (hloscope targets lists them)."),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help="With --target: the "
+                                    "device mesh, data=8 or 2x4:data,model (default: one "
+                                    "axis 'data' over every device)."),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help="With --target: "
+                                    "argument I's partition spec over the mesh axes, e.g. "
+                                    "0=data,None or 1=(data,model); repeat. Others are "
+                                    "replicated."),
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
                                        help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
@@ -439,7 +450,8 @@ def inspect_cmd(
     """Compile a JAX function once and show what XLA did.
 
     Its kernels, its memory (beside XLA's own figures), the advisor's findings,
-    and the time of each compile phase.
+    and the time of each compile phase.  With --target, for a GPU or TPU that need
+    not be here, and whether it fits in that device's memory.
     """
     from .._jax._user import check_call
     from .._render._kernels_text import render_findings, render_kernels
@@ -447,17 +459,37 @@ def inspect_cmd(
 
     try:
         require_jax("inspect")
+        shards = _shard_options(shard)
+        if hw is not None:
+            if devices is not None:
+                raise _errors.HloscopeError("--devices sets virtual CPU devices; --target "
+                                            "compiles for the target's own devices",
+                                            hint="give one of them")
+            from .._target._catalog import parse_target
+
+            parse_target(hw)  # an unknown name fails before the user's file is read
+            os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+            os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+        elif mesh is not None or shards:
+            raise _errors.HloscopeError("--mesh and --shard lay the arguments on a target's "
+                                        "devices", hint="give --target too, such as "
+                                                        "--target h100x8")
         if devices is not None:
             from .._jax._compare import use_cpu_devices
 
             use_cpu_devices(devices)
+        from .._jax._quiet import start_jax_quietly
+
+        start_jax_quietly()
         kwargs = static_kwargs(static)
         fn = load_target(target)
-        args = array_args(arg) + (call_inputs(target, inputs) if inputs else [])
+        args = array_args(arg, abstract=hw is not None) + (
+            call_inputs(target, inputs) if inputs else [])
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         from .._jax._inspect import inspect as run_inspect
 
-        rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **kwargs)
+        extra = {"target": hw, "mesh": mesh, "shard": shards} if hw is not None else {}
+        rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
         if output is not None:
             write_text(output, rep.html())
         if save is not None:
@@ -469,7 +501,13 @@ def inspect_cmd(
     t = rep.timings
     width = text_width(wide)
     m = rep.module
-    echo(rep.summary_line() + "\n"
+    head = ""
+    if rep.target:
+        from .._render._target_text import render_fit, render_target
+
+        head = render_target(rep.target) + "\n" + (
+            render_fit(rep.fit) + "\n" if rep.fit is not None else "")
+    echo(rep.summary_line() + "\n" + head
          + "timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
          + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
          f"jax {rep.versions.get('jax')}\n\n"
@@ -477,6 +515,35 @@ def inspect_cmd(
          + render_memory(rep.memory, width=width) + "\n"
          + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
          width)
+
+
+def _shard_options(items: list[str]) -> dict[int, str]:
+    """``--shard I=SPEC`` options as {argument index: spec text}."""
+    out: dict[int, str] = {}
+    for item in items:
+        index, eq, spec = item.partition("=")
+        if not eq or not index.strip().isdigit():
+            raise _errors.HloscopeError(f"--shard {item!r}: give ARGUMENT=SPEC such as "
+                                        "0=data,None (argument numbers start at 0)")
+        out[int(index)] = spec
+    return out
+
+
+@command()
+def targets(
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    wide: bool = _WIDE,
+) -> None:
+    """List the GPUs and TPUs that inspect --target compiles for, with their memory and
+    peak figures per device and where those come from."""
+    from .._render._target_text import render_catalog
+    from .._target._catalog import catalog
+
+    rows = catalog()
+    if json_out:
+        sys.stdout.write(render_json({"schema": "hloscope.targets/1", "targets": rows}))
+        return
+    echo(render_catalog(rows, width=text_width(wide)), text_width(wide))
 
 
 @command()
@@ -527,4 +594,8 @@ def demo(
          "Then your own module: any HLO text works (compiled.as_text(), an XLA dump\n"
          "folder, a log); with JAX installed (pip install 'hloscope[jax]'), straight from\n"
          "a function:\n"
-         "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n", width)
+         "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n"
+         "and whether it fits on 8 H100s (or a TPU slice), compiled for them without them\n"
+         "(pip install 'hloscope[gpu-target]'; hloscope targets lists the chips):\n"
+         "  hloscope inspect my_model.py:train_step --target h100x8 --arg bf16[8192,4096] \\\n"
+         "      --shard 0=data\n", width)

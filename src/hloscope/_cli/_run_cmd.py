@@ -72,6 +72,11 @@ def run_cmd(
                 raise _errors.HloscopeError(f"--input {item!r}: give NAME=SPEC, e.g. p0.1=3 "
                                             "or 0=random:1")
             specs[name] = spec
+        from .._jax._quiet import start_jax_quietly
+        from .._jax._user import jax_missing
+
+        if not jax_missing():
+            start_jax_quietly()
         from .._jax._run import run_module
 
         r = run_module(m, partitions=partitions, inputs=specs, iterations=iterations,

@@ -27,6 +27,9 @@ def require_jax(command: str) -> None:
     if jax_missing():
         raise HloscopeError(f"JAX is not installed: hloscope {command} compiles with JAX",
                             hint=INSTALL_JAX)
+    from .._jax._quiet import import_jax_quietly
+
+    import_jax_quietly()
 
 
 def _module(where: str) -> Any:
@@ -100,8 +103,9 @@ def load_target(target: str) -> Any:
     return fn
 
 
-def array_args(shapes: list[str]) -> list[Any]:
-    """Zeros of each shape (``f32[128,2]``)."""
+def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
+    """Zeros of each shape (``f32[128,2]``); with `abstract`, `ShapeDtypeStruct`s (nothing
+    allocated: a target's arrays may not fit here)."""
     from .._hlo._shape import parse_shape
 
     try:
@@ -118,7 +122,13 @@ def array_args(shapes: list[str]) -> list[Any]:
         if shape.element_type not in NUMPY_DTYPES:
             raise HloscopeError(f"--arg {a!r}: unsupported element type",
                                 hint="use one of " + ", ".join(NUMPY_DTYPES))
-        out.append(jnp.zeros(shape.dims, dtype=NUMPY_DTYPES[shape.element_type]))
+        dtype = NUMPY_DTYPES[shape.element_type]
+        if abstract:
+            import jax
+
+            out.append(jax.ShapeDtypeStruct(tuple(shape.dims), dtype))
+        else:
+            out.append(jnp.zeros(shape.dims, dtype=dtype))
     return out
 
 

@@ -39,7 +39,8 @@ class Report:
     XLA's files: `buffer_assignment`, `live_range` (may be empty); XLA's figures:
     `memory_analysis`, `cost_analysis` (None when this JAX version has none); `timings`
     in seconds (trace, lower, compile); `shardings` and per-device shapes; `device` and
-    `versions`."""
+    `versions`; `target`: the GPU or TPU compiled for (chip, topology, mesh, HBM and peak
+    figures per device; see `hloscope targets`), None for the local devices."""
 
     name: str
     jaxpr: str = ""
@@ -54,6 +55,7 @@ class Report:
     shardings: dict[str, Any] = field(default_factory=dict)
     device: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
+    target: dict[str, Any] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- analyses (from the optimized module's text) ----------------------------------
@@ -115,6 +117,21 @@ class Report:
             self._cache["findings"] = advise(self.module, graph=self.kernels, df=df, lr=lr)
         return self._cache["findings"]
 
+    @property
+    def fit(self):  # type: ignore[no-untyped-def]
+        """Whether the program fits in the target's HBM per device (see `hbm_fit`); None
+        when the report was not compiled for a target."""
+        t = self.target
+        if not t or not isinstance(t.get("hbm_bytes"), int) or t["hbm_bytes"] <= 0:
+            return None
+        if "fit" not in self._cache:
+            from .._analysis._fit import hbm_fit
+
+            self._cache["fit"] = hbm_fit(self.memory, t["hbm_bytes"],
+                                         str(t.get("device_kind") or t.get("name")),
+                                         self.memory_analysis)
+        return self._cache["fit"]
+
     # -- saving -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (the analyses are not stored: they are recomputed)."""
@@ -142,6 +159,16 @@ class Report:
                            list(self.findings))
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
+        if self.target:
+            from .._render._target_text import render_fit, render_target
+
+            # Said first, at the top of the page: which hardware, and whether it fits.
+            lines = [render_target(self.target)]
+            if self.fit is not None:
+                lines.append(render_fit(self.fit))
+                data["fit"] = self.fit.to_dict()
+            data["target"] = self.target
+            data["notes"] = [" ".join(t.split()) for t in lines] + list(data.get("notes") or [])
         return render_html(data)
 
     def summary_line(self) -> str:
@@ -172,6 +199,12 @@ class Report:
         t = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.timings.items())
         dev = self.device
         lines = [self.summary_line()]
+        if self.target:
+            from .._render._target_text import render_fit, render_target
+
+            lines.append(render_target(self.target))
+            if self.fit is not None:
+                lines.append(render_fit(self.fit))
         if t or dev:
             lines.append("timings: " + (t or "-") + (
                 f"; {dev.get('count')} {dev.get('kind')} device(s)" if dev else "")
@@ -237,17 +270,37 @@ def _figures(obj: Any) -> dict[str, Any] | None:
 
 def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             static_argnames: str | tuple[str, ...] = (),
-            compiler_options: dict[str, Any] | None = None, **kwargs: Any) -> Report:
+            compiler_options: dict[str, Any] | None = None, target: str | None = None,
+            mesh: str | dict[str, int] | None = None,
+            shard: dict[int, Any] | list[Any] | None = None, **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
 
     `fn` may be a plain function, a `jax.jit` wrapped one, a `Lowered` or a `Compiled`.
+
+    `target` compiles for hardware that need not be here: ``"h100x8"``,
+    ``"a100-80:2x4x8"``, ``"tpu-v5e:2x4"`` (``hloscope targets`` lists the names).  The
+    arguments (arrays, or `jax.ShapeDtypeStruct`s: nothing is allocated) are laid on
+    `mesh` (``"data=8"``, ``"2x4:data,model"`` or ``{"data": 2, "model": 4}``; default
+    one axis ``data`` over every device) with `shard`: a partition spec per argument
+    (``{0: "data,None"}`` or `PartitionSpec`s); arguments without one keep the spec of
+    their own `NamedSharding`, or are replicated.  The function runs under that mesh, so
+    bare `PartitionSpec`s in sharding constraints work unchanged.
     """
     try:
         import jax
     except ImportError:
         raise HloscopeError("JAX is not installed: hloscope.inspect compiles with JAX",
                             hint=INSTALL_JAX) from None
+    prepared = None
+    if target is not None:
+        from ._target import abstract_args, prepare
+
+        prepared = prepare(target, mesh)
+        args = tuple(abstract_args(args, prepared.mesh, shard))
+    elif mesh is not None or shard is not None:
+        raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
+                            hint="give target= too, such as target='h100x8'")
     timings: dict[str, float] = {}
     jaxpr = ""
     name = getattr(fn, "__name__", type(fn).__name__)
@@ -262,7 +315,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         jitted = fn if hasattr(fn, "trace") else jax.jit(
             fn, static_argnums=static_argnums, static_argnames=static_argnames)
         t0 = time.perf_counter()
-        with user_code(f"JAX traced {name}"):
+        with user_code(f"JAX traced {name}"), _mesh_context(prepared):
             traced = jitted.trace(*args, **kwargs)
         timings["trace"] = time.perf_counter() - t0
         jaxpr = str(traced.jaxpr)
@@ -274,7 +327,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
-        with user_code(f"XLA compiled {name}"):
+        with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
             compiled = lowered.compile(compiler_options=options)
         timings["compile"] = time.perf_counter() - t0
 
@@ -298,7 +351,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             list(s.shard_shape(a.shape)) for s, a in zip(leaves, avals) if hasattr(a, "shape")]
     except Exception:  # noqa: BLE001  (sharding details vary across JAX versions)
         shardings = {}
-    devices = jax.devices()
+    devices = prepared.devices if prepared is not None else jax.devices()
     import jaxlib
 
     report = Report(
@@ -308,13 +361,39 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         memory_analysis=_figures(compiled.memory_analysis()),
         cost_analysis=_figures(compiled.cost_analysis()), timings=timings,
         shardings=shardings,
-        device={"kind": devices[0].device_kind, "platform": devices[0].platform,
+        device={"kind": devices[0].device_kind,
+                "platform": prepared.target.platform if prepared else devices[0].platform,
                 "count": len(devices)},
         versions={"jax": jax.__version__, "jaxlib": jaxlib.__version__,
-                  "python": platform.python_version()},
+                  "python": platform.python_version(),
+                  **(prepared.info["packages"] if prepared else {})},
+        target=prepared.info if prepared is not None else None,
     )
     report._cache["compiled"] = compiled  # for bench; not saved
     return report
+
+
+def _mesh_context(prepared: Any) -> Any:
+    """The target's mesh as JAX's current mesh while the function is traced."""
+    import contextlib
+
+    if prepared is None:
+        return contextlib.nullcontext()
+    import jax
+
+    setter = getattr(jax, "set_mesh", None) or getattr(jax.sharding, "use_mesh", None)
+    return setter(prepared.mesh) if setter is not None else contextlib.nullcontext()
+
+
+def _target_stderr(prepared: Any) -> Any:
+    """Compiling for a target: the plugins' no-hardware chatter kept off stderr."""
+    import contextlib
+
+    if prepared is None:
+        return contextlib.nullcontext()
+    from ._target import quiet_native_stderr
+
+    return quiet_native_stderr()
 
 
 def _in_notebook() -> bool:

@@ -231,6 +231,7 @@ def report_fields(d: Any, path: str) -> dict[str, Any]:
     out["shardings"] = f.obj("shardings") or {}
     out["device"] = f.obj("device") or {}
     out["versions"] = f.strings("versions")
+    out["target"] = f.obj("target")
     if not out["hlo_after"]:
         raise HloSourceError("the report holds no optimized HLO (field 'hlo_after' is empty)",
                              path=path, hint="re-create it with hloscope inspect --save")

@@ -1,0 +1,79 @@
+"""JAX without its plugins' chatter: what native code prints when there is no hardware.
+
+With JAX's CUDA plugin or libtpu installed (the target extras) on a machine without a GPU
+or TPU, every start of JAX makes their C++ code print on file descriptor 2 that it found
+no CUDA driver or no TPU: true, expected, and in the way of hloscope's own output.
+`import_jax_quietly` starts JAX with those lines held back; anything else native code
+prints is passed on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["import_jax_quietly", "quiet_native_stderr", "start_jax_quietly"]
+
+# What XLA's native libraries print on stderr when a plugin loads on a machine without
+# its hardware: true, expected, and no use to someone compiling for a target.
+_NOISE = re.compile(
+    r"cudart_stub\.cc|Could not find cuda drivers|All log messages before absl::Initialize"
+    r"|Logging before InitGoogle|TPU_WORKER_HOSTNAMES|TPU_ACCELERATOR_TYPE"
+    r"|Source Location Trace|libtpu_init_utils|could not determine TPU worker"
+    r"|Failed to find host bounds|^\s*$")
+
+
+@contextmanager
+def quiet_native_stderr(replay: bool = True) -> Iterator[list[str]]:
+    """Capture what native code writes to file descriptor 2; on exit write back the
+    lines that are not the known noise of plugins without hardware (when `replay`).
+    The captured text is put in the yielded list."""
+    got: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (some notebook kernels)
+        yield got
+        return
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield got
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            got.append(text)
+            if replay:
+                keep = [line for line in text.splitlines() if not _NOISE.search(line)]
+                if keep:
+                    sys.stderr.write("\n".join(keep) + "\n")
+
+
+def import_jax_quietly() -> Any:
+    """Import JAX without the plugins' no-hardware chatter on stderr.  JAX's backends are
+    not started (XLA_FLAGS set later, for virtual CPU devices, still count)."""
+    if "jax" in sys.modules:
+        return sys.modules["jax"]
+    with quiet_native_stderr():
+        import jax
+    return jax
+
+
+def start_jax_quietly() -> Any:
+    """Import JAX and start its backends without that chatter (call it after XLA_FLAGS
+    and jax.distributed are set up: backends start once)."""
+    jax = import_jax_quietly()
+    with quiet_native_stderr():
+        jax.devices()
+    return jax

@@ -1,0 +1,335 @@
+"""Compile for a GPU or TPU that is not here: topologies, meshes and abstract arguments.
+
+JAX compiles ahead of time for a device description it does not have
+(``jax.experimental.topologies``): for a GPU, ``jax-cuda12-plugin`` reads one of XLA's
+target configs and ``nvidia-cuda-nvcc-cu12`` supplies ptxas; for a TPU, libtpu knows
+every topology by name.  `prepare` turns a target name, a mesh and partition specs
+into what `inspect` traces with: a `jax.sharding.Mesh` over the target's devices and
+`ShapeDtypeStruct` arguments sharded on it.  Nothing runs and nothing is allocated.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import HloscopeError
+from .._target._catalog import Target, chip_device, gpu_config_text, parse_target
+from .._target._gpu_spec import strip_fields
+from ._quiet import import_jax_quietly, quiet_native_stderr
+
+__all__ = ["Prepared", "abstract_args", "parse_mesh", "parse_spec", "prepare"]
+
+GPU_EXTRA = "pip install 'hloscope[gpu-target]'"
+TPU_EXTRA = "pip install 'hloscope[tpu-target]'"
+
+# -- prerequisites ----------------------------------------------------------------------
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check_extras(target: Target, jax_version: str) -> dict[str, str]:
+    """The versions of the packages the target needs; raises with the install line when
+    one is missing or does not match JAX."""
+    if target.platform == "gpu":
+        plugin = _version("jax-cuda12-plugin")
+        if plugin is None or importlib.util.find_spec("jax_cuda12_plugin") is None:
+            raise HloscopeError(f"compiling for {target.name} needs JAX's CUDA plugin, "
+                                "which is not installed", hint=GPU_EXTRA)
+        if plugin != jax_version:
+            raise HloscopeError(
+                f"jax-cuda12-plugin {plugin} does not match jax {jax_version}",
+                hint=f"pip install 'jax-cuda12-plugin=={jax_version}' (the plugin's version "
+                     "must equal jax's)")
+        pjrt = _version("jax-cuda12-pjrt")
+        if pjrt is not None and pjrt != jax_version:
+            raise HloscopeError(f"jax-cuda12-pjrt {pjrt} does not match jax {jax_version}",
+                                hint=f"pip install 'jax-cuda12-pjrt=={jax_version}'")
+        if importlib.util.find_spec("nvidia.cuda_nvcc") is None and not _on_path("ptxas"):
+            raise HloscopeError(f"compiling for {target.name} needs CUDA's ptxas, which is "
+                                "not installed", hint=GPU_EXTRA)
+        return {"jax-cuda12-plugin": plugin}
+    libtpu = _version("libtpu")
+    if libtpu is None or importlib.util.find_spec("libtpu") is None:
+        raise HloscopeError(f"compiling for {target.name} needs libtpu, which is not "
+                            "installed", hint=TPU_EXTRA)
+    return {"libtpu": libtpu}
+
+
+def _on_path(program: str) -> bool:
+    return any(os.access(os.path.join(p, program), os.X_OK)
+               for p in os.environ.get("PATH", "").split(os.pathsep) if p)
+
+
+# -- topology ---------------------------------------------------------------------------
+
+_NO_FIELD = re.compile(r'has no field named "([A-Za-z0-9_]+)"')
+
+
+def _register_cuda_plugin_late() -> None:
+    """When JAX started before hloscope could set JAX_SKIP_CUDA_CONSTRAINTS_CHECK (a
+    notebook that used JAX first), the CUDA plugin's version check failed on this
+    machine without CUDA and the plugin was not registered: register it now, for
+    compiles only (JAX's backends, already started, stay as they are)."""
+    try:
+        from jax._src import xla_bridge as xb
+
+        factories = getattr(xb, "_topology_factories", None)
+        if factories is None or "cuda" in factories:
+            return
+        import jax_plugins.xla_cuda12 as plugin  # type: ignore[import-not-found]
+
+        with quiet_native_stderr(replay=False):
+            plugin.initialize()
+    except Exception:  # noqa: BLE001  (private APIs: the error below says what to do)
+        return
+
+
+def _gpu_topology(target: Target) -> tuple[Any, list[str]]:
+    from jax.experimental import topologies
+
+    _register_cuda_plugin_late()
+    text = gpu_config_text(target.chip)
+    stripped: list[str] = []
+    for _ in range(32):
+        with quiet_native_stderr(replay=False) as log:
+            try:
+                return topologies.get_topology_desc(
+                    platform="cuda", target_config=text, topology=target.topology), stripped
+            except Exception as e:  # noqa: BLE001  (XLA's errors have no common type)
+                error = e
+        m = _NO_FIELD.search("".join(log))
+        if "not implemented" in str(error):
+            raise HloscopeError(
+                f"JAX started without its CUDA plugin, so it cannot compile for {target.name}",
+                hint="set JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (or JAX_PLATFORMS=cpu) before JAX "
+                     "starts, or call hloscope.inspect(..., target=...) before JAX's first "
+                     "use") from None
+        if m is None or m.group(1) in stripped:
+            raise HloscopeError(f"JAX's CUDA plugin cannot describe {target.name}: "
+                                f"{str(error).splitlines()[0]}",
+                                hint="check that jax-cuda12-plugin matches jax") from None
+        stripped.append(m.group(1))
+        text = strip_fields(text, {m.group(1)})
+    raise HloscopeError(f"JAX's CUDA plugin rejects the config of {target.name}")
+
+
+def _tpu_topology(target: Target) -> Any:
+    from jax.experimental import topologies
+
+    kwargs: dict[str, Any] = {"num_slices": target.slices} if target.slices > 1 else {}
+    with quiet_native_stderr(replay=False):
+        try:
+            return topologies.get_topology_desc(target.topology, "tpu", **kwargs)
+        except Exception as e:  # noqa: BLE001
+            first = str(e).splitlines()[0]
+    if "chips_per_host_bounds" in first:
+        # A slice smaller than one host (v5e:1x1, v6e:2x1): all its chips on one host.
+        dims = tuple(int(d) for d in target.topology.partition(":")[2].split("x"))
+        dims = (dims + (1, 1, 1))[:3]
+        with quiet_native_stderr(replay=False):
+            try:
+                return topologies.get_topology_desc(target.topology, "tpu",
+                                                    chips_per_host_bounds=dims, **kwargs)
+            except Exception as e:  # noqa: BLE001
+                first = str(e).splitlines()[0]
+    if "lockfile" in first:
+        raise HloscopeError(f"libtpu cannot describe {target.name}: another process holds "
+                            "libtpu's lock file", hint="set ALLOW_MULTIPLE_LIBTPU_LOAD=1 before "
+                            "JAX starts (hloscope sets it when it starts JAX itself)")
+    raise HloscopeError(f"libtpu cannot describe {target.name}: {first}",
+                        hint="give a topology libtpu knows, such as tpu-v5e:2x4 or "
+                             "tpu-v5p:2x2x1")
+
+
+# -- meshes and shardings ---------------------------------------------------------------
+
+def parse_mesh(text: str | Mapping[str, int] | None, devices: int) -> dict[str, int]:
+    """``data=8``, ``data=2,model=4`` or ``2x4:data,model`` (or a mapping) as axis sizes;
+    the default is one axis ``data`` over every device."""
+    if text is None or text == "":
+        return {"data": devices}
+    if isinstance(text, Mapping):
+        axes = {str(k): int(v) for k, v in text.items()}
+    else:
+        axes = {}
+        t = text.strip()
+        if ":" in t:
+            shape, _, names = t.partition(":")
+            sizes = shape.split("x")
+            parts = [n.strip() for n in names.split(",")]
+            if len(sizes) != len(parts) or not all(s.isdigit() for s in sizes):
+                raise HloscopeError(f"--mesh {text!r}: give SIZESxSIZES:NAME,NAME such as "
+                                    "2x4:data,model, with one name per size")
+            axes = dict(zip(parts, (int(s) for s in sizes)))
+        else:
+            for item in t.split(","):
+                name, eq, size = item.partition("=")
+                if not eq or not size.strip().isdigit() or not name.strip():
+                    raise HloscopeError(f"--mesh {text!r}: give NAME=SIZE[,NAME=SIZE] such "
+                                        "as data=2,model=4")
+                axes[name.strip()] = int(size)
+    if any(not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a) for a in axes):
+        raise HloscopeError(f"mesh {text!r}: axis names are identifiers such as data")
+    total = 1
+    for size in axes.values():
+        if size < 1:
+            raise HloscopeError(f"mesh {text!r}: every axis needs at least one device")
+        total *= size
+    if total != devices:
+        shape = " x ".join(f"{a}={s}" for a, s in axes.items())
+        raise HloscopeError(f"the mesh {shape} has {total} devices but the target has "
+                            f"{devices}", hint="make the axis sizes multiply to the number of "
+                                               "devices, or choose another target")
+    return axes
+
+
+def parse_spec(text: Any) -> Any:
+    """``data,None`` or ``(data,model),None`` as a `PartitionSpec` (one entry per array
+    dimension); a `PartitionSpec` or a sequence is taken as it is."""
+    from jax.sharding import PartitionSpec as P
+
+    if isinstance(text, P):
+        return text
+    if text is None:
+        return P()
+    if isinstance(text, (tuple, list)):
+        return P(*text)
+    entries: list[Any] = []
+    for item in re.findall(r"\([^)]*\)|[^,]+", str(text)):
+        item = item.strip()
+        if item.startswith("("):
+            names = tuple(n.strip() for n in item[1:-1].split(",") if n.strip())
+            entries.append(names or None)
+        elif item in ("None", "none", "-", ""):
+            entries.append(None)
+        else:
+            entries.append(item)
+    return P(*entries)
+
+
+def abstract_args(args: Sequence[Any], mesh: Any,
+                  shard: Mapping[int, Any] | Sequence[Any] | None) -> list[Any]:
+    """Every array leaf of `args` as a `ShapeDtypeStruct` on `mesh`: with the partition
+    spec given for its argument, else the spec of its own `NamedSharding`, else
+    replicated.  Other leaves (Python numbers, static values) pass unchanged."""
+    import jax
+    from jax.sharding import NamedSharding
+
+    specs: dict[int, Any] = {}
+    if isinstance(shard, Mapping):
+        specs = {int(k): parse_spec(v) for k, v in shard.items()}
+    elif shard is not None:
+        specs = {i: parse_spec(v) for i, v in enumerate(shard) if v is not None}
+    bad = [i for i in specs if not 0 <= i < len(args)]
+    if bad:
+        raise HloscopeError(f"a partition spec names argument {bad[0]}, but the function "
+                            f"gets {len(args)} argument(s)",
+                            hint="number the arguments from 0")
+    axes = set(mesh.axis_names)
+    out = []
+    for i, arg in enumerate(args):
+        def leaf(x: Any, i: int = i) -> Any:
+            if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+                return x
+            spec = specs.get(i)
+            if spec is None:
+                own = getattr(x, "sharding", None)
+                spec = getattr(own, "spec", None)
+                if spec is None:
+                    from jax.sharding import PartitionSpec as P
+
+                    spec = P()
+            used = {n for e in spec for n in ((e,) if isinstance(e, str) else (e or ()))}
+            if used - axes:
+                raise HloscopeError(
+                    f"argument {i} is sharded over {', '.join(sorted(used - axes))}, which "
+                    f"the mesh ({', '.join(mesh.axis_names)}) does not have",
+                    hint="name the mesh axes with --mesh (mesh= in Python), such as "
+                         "--mesh data=8")
+            if len(spec) > len(x.shape):
+                raise HloscopeError(f"argument {i} has {len(x.shape)} dimension(s) but its "
+                                    f"partition spec {tuple(spec)} names {len(spec)}")
+            for d, e in enumerate(spec):
+                names = (e,) if isinstance(e, str) else (e or ())
+                parts = 1
+                for n in names:
+                    parts *= mesh.shape[n]
+                if parts > 1 and x.shape[d] % parts:
+                    raise HloscopeError(
+                        f"argument {i}: dimension {d} of size {x.shape[d]} does not split "
+                        f"into {parts} equal parts over {', '.join(names)}",
+                        hint="choose sizes the mesh axes divide, or another partition spec")
+            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=NamedSharding(mesh, spec))
+
+        out.append(jax.tree_util.tree_map(leaf, arg))
+    return out
+
+
+@dataclass
+class Prepared:
+    """A target ready to trace for: its mesh and what the report records about it."""
+
+    target: Target
+    mesh: Any
+    devices: list[Any]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(name: str, mesh: str | Mapping[str, int] | None = None) -> Prepared:
+    """Describe the target's devices (no hardware needed) and lay `mesh` over them."""
+    target = parse_target(name)
+    # The CUDA plugin registers itself for ahead-of-time compiles on a machine without
+    # a GPU only when its constraints check is skipped; it is read when JAX starts.
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    # libtpu takes a lock file so that one process owns a machine's TPU chips; compiling
+    # for a topology uses none, so other processes compiling at the same time may too.
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    jax = import_jax_quietly()
+    versions = check_extras(target, jax.__version__)
+    stripped: list[str] = []
+    if target.platform == "gpu":
+        topo, stripped = _gpu_topology(target)
+    else:
+        topo = _tpu_topology(target)
+    devices = list(topo.devices)
+    axes = parse_mesh(mesh, len(devices))
+    from jax.experimental import topologies
+
+    try:
+        jmesh = topologies.make_mesh(topo, tuple(axes.values()), tuple(axes))
+    except Exception as e:  # noqa: BLE001
+        if "megacore" in str(e):
+            # Two devices per chip (TPU v4 and 7x here): JAX's mesh helper wants one; the
+            # devices in their own order make a valid mesh.
+            import numpy as np
+
+            from jax.sharding import Mesh
+
+            jmesh = Mesh(np.array(devices, dtype=object).reshape(tuple(axes.values())),
+                         tuple(axes))
+        else:
+            raise HloscopeError(f"cannot lay the mesh {axes} over {target.name}: "
+                                f"{str(e).splitlines()[0]}",
+                                hint="choose axis sizes that tile the topology") from None
+    device, hbm = chip_device(target.chip.key)
+    per_chip = max(1, len(devices) // max(1, target.devices)) if target.platform == "tpu" else 1
+    info = {
+        "name": target.name, "chip": target.chip.key, "title": target.chip.title,
+        "platform": target.platform, "topology": target.topology, "slices": target.slices,
+        "devices": len(devices), "device_kind": devices[0].device_kind,
+        "mesh": dict(axes), "hbm_bytes": hbm // per_chip,
+        "flops": {k: v / per_chip for k, v in sorted(device.flops.items())},
+        "bandwidth": device.bandwidth / per_chip, "source": device.source,
+        "devices_per_chip": per_chip, "stripped_fields": stripped, "packages": versions,
+    }
+    return Prepared(target, jmesh, devices, info)

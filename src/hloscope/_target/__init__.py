@@ -1,0 +1,1 @@
+"""Hardware targets (GPU and TPU chips) for compiling without the hardware."""

@@ -1,0 +1,270 @@
+"""Hardware targets: names, XLA's GPU configs, compiles for GPUs and TPUs that are not
+here (with the gpu-target and tpu-target extras the README's test command installs),
+and whether a program fits in the target's HBM."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from conftest import ROOT, check_golden, run_cli
+
+from hloscope._errors import HloscopeError
+from hloscope._target._catalog import CHIPS, chip_device, gpu_config_text, parse_target
+from hloscope._target._gpu_spec import gpu_figures, parse_textproto, strip_fields
+
+HAVE_GPU_PLUGIN = importlib.util.find_spec("jax_cuda12_plugin") is not None
+HAVE_LIBTPU = importlib.util.find_spec("libtpu") is not None
+# In CI the README's test command installs both extras: a missing one there is a failure.
+needs_gpu = pytest.mark.skipif(not HAVE_GPU_PLUGIN and not os.environ.get("CI"),
+                               reason="pip install 'hloscope[gpu-target]'")
+needs_tpu = pytest.mark.skipif(not HAVE_LIBTPU and not os.environ.get("CI"),
+                               reason="pip install 'hloscope[tpu-target]'")
+
+
+# -- names ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, topology, devices, slices", [
+    ("h100", "1x1x1", 1, 1), ("H100x8", "1x1x8", 8, 1), ("a100-80:2x4x8", "2x4x8", 64, 1),
+    ("a100", "1x1x1", 1, 1), ("b200x8", "1x1x8", 8, 1), ("tpu-v5e", "v5e:1x1", 1, 1),
+    ("tpu-v5e:2x4", "v5e:2x4", 8, 1), ("v5e:2x2*2", "v5e:2x2", 8, 2),
+    ("tpu-v5p:4x4x4", "v5p:4x4x4", 64, 1), ("tpu-v4:2x2x1", "v4:2x2x1", 4, 1),
+    ("ironwood:2x2x1", "tpu7x:2x2x1", 4, 1),
+])
+def test_target_names(name, topology, devices, slices):
+    t = parse_target(name)
+    assert (t.topology, t.devices, t.slices) == (topology, devices, slices)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("h10", "did you mean h100"), ("rtx9090", "unknown target"), ("h100:2x8", "PARTITIONS"),
+    ("tpu-v5e:2x4x1", "2 dimensions"), ("tpu-v5p:2x2", "3 dimensions"),
+    ("tpu-v5ex8", "topology"), ("tpu-v5e:2x4*x", "slices"), ("h100x0", "no devices"),
+])
+def test_bad_target_names(name, says):
+    with pytest.raises(HloscopeError) as e:
+        parse_target(name)
+    assert says in str(e.value)
+    if "unknown" in str(e.value):
+        assert "tpu-v5e" in e.value.hint and "h100" in e.value.hint  # the known names
+
+
+def test_gpu_configs_are_xlas_and_read_right():
+    """Each shipped config parses; the H100's figures are the datasheet's (989 bf16
+    TFLOP/s dense, 3.35 TB/s, 80 GB) derived from XLA's own unit rates."""
+    for chip in CHIPS:
+        if chip.platform == "gpu":
+            fig = gpu_figures(parse_textproto(gpu_config_text(chip)))
+            assert fig.hbm_bytes > 10 * 2**30 and fig.bandwidth > 5e11 and fig.cores > 0
+            assert "Copyright" in gpu_config_text(chip)  # the upstream notice is kept
+    dev, hbm = chip_device("h100")
+    assert hbm == 84942979072
+    assert dev.flops["bf16"] == pytest.approx(989.17e12, rel=1e-3)
+    assert dev.bandwidth == 3352320000000
+    a100, _ = chip_device("a100-80")
+    assert a100.flops["bf16"] == 312e12  # no matrix table in XLA's config: the datasheet's
+    assert "datasheet" in a100.source
+
+
+def test_strip_fields_removes_scalars_and_blocks():
+    text = ("a {\n  keep: 1\n  drop_me: 2\n  inner {\n    x: 1\n  }\n}\nb: \"s\"\n")
+    out = strip_fields(text, {"drop_me", "inner"})
+    assert parse_textproto(out) == {"a": [{"keep": [1]}], "b": ["s"]}
+
+
+def test_textproto_errors_are_located():
+    with pytest.raises(HloscopeError, match=r"cfg:2: cannot read"):
+        parse_textproto("a: 1\n%%%\n", source="cfg")
+    with pytest.raises(HloscopeError, match="not closed"):
+        parse_textproto("a {\n b: 1\n", source="cfg")
+
+
+def test_mesh_and_spec_text():
+    pytest.importorskip("jax")
+    from jax.sharding import PartitionSpec as P
+
+    from hloscope._jax._target import parse_mesh, parse_spec
+
+    assert parse_mesh(None, 8) == {"data": 8}
+    assert parse_mesh("data=2,model=4", 8) == {"data": 2, "model": 4}
+    assert parse_mesh("2x4:data,model", 8) == {"data": 2, "model": 4}
+    for bad, says in (("data=3", "has 3 devices but the target has 8"), ("2x4:data", "one name"),
+                      ("data", "NAME=SIZE"), ("1x=2", "identifiers")):
+        with pytest.raises(HloscopeError, match=says):
+            parse_mesh(bad, 8)
+    assert parse_spec("data,None") == P("data", None)
+    assert parse_spec("(data,model),None") == P(("data", "model"), None)
+    assert parse_spec(None) == P()
+
+
+# -- compiling for a GPU --------------------------------------------------------------
+
+def _mlp_step():
+    import jax
+    import jax.numpy as jnp
+
+    def mlp(params, x):
+        for w in params:
+            x = jax.nn.relu(x @ w)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        loss, g = jax.value_and_grad(mlp)(params, x)
+        return loss, [p - 0.1 * gg for p, gg in zip(params, g)]
+
+    w = jax.ShapeDtypeStruct((1024, 1024), jnp.float32)
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.float32)
+    return step, [w] * 4, x
+
+
+def _fidelity(r, temp_within=0.01):
+    m = r.memory
+    temp = r.memory_analysis["temp_size_in_bytes"]
+    assert m.peak_bytes == m.xla.live_range_peak_bytes
+    assert abs(m.temp_estimate_bytes - temp) <= temp_within * temp
+
+
+@needs_gpu
+@pytest.mark.parametrize("target, shard, temp_within", [
+    ("h100", None, 0.01),
+    ("h100x8", {1: "data,None"}, 0.01),
+    # FSDP: weights all-gathered and gradients reduce-scattered by async collectives.
+    # XLA puts two of the four reduce-scatter results in allocations of their own, which
+    # hloscope's heap packs with the temporaries: +2.5% (issue 17 keeps it open).
+    ("h100x8", {0: "data,None", 1: "data,None"}, 0.03),
+])
+def test_gpu_target_memory_matches_xla(target, shard, temp_within):
+    """Peak equal to XLA's live-range peak and temp beside XLA's temp allocation, on one
+    H100 and on 8 (data parallel: an all-reduce of the gradients; FSDP)."""
+    import hloscope
+
+    step, params, x = _mlp_step()
+    r = hloscope.inspect(step, params, x, target=target, shard=shard)
+    assert r.device["platform"] == "gpu" and r.device["kind"] == "NVIDIA H100 80GB HBM3"
+    assert r.target["devices"] == (8 if "x8" in target else 1)
+    assert r.target["hbm_bytes"] == 84942979072
+    _fidelity(r, temp_within)
+    assert r.fit.fits and r.fit.basis == "xla"
+    if target == "h100x8":
+        assert "all-reduce" in r.hlo_after
+    # Saved and loaded back, the report keeps its target and its fit.
+    back = hloscope.load(r.save(str(ROOT / "tests" / ".tmp_target_report.json")))
+    os.remove(ROOT / "tests" / ".tmp_target_report.json")
+    assert back.target == r.target and back.fit.need_bytes == r.fit.need_bytes
+
+
+@needs_gpu
+def test_gpu_fsdp_scan_step_from_the_readme():
+    """The README's example: weights sharded over 8 H100s (FSDP) and a scan over layers;
+    async all-gathers and reduce-scatters; peak exact, temp within 1%."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+    from hloscope._cli._targets import load_target
+
+    fn = load_target(str(ROOT / "examples" / "train_step.py") + ":train_step")
+    w = jax.ShapeDtypeStruct((8, 4096, 4096), jnp.bfloat16)
+    x = jax.ShapeDtypeStruct((1024, 4096), jnp.bfloat16)
+    r = hloscope.inspect(fn, w, x, target="h100x8", shard={0: "None,data,None", 1: "data"})
+    _fidelity(r)
+    assert "all-reduce" in r.hlo_after or "reduce-scatter" in r.hlo_after
+    assert "NVIDIA H100" in str(r) and "fits with" in str(r)
+
+
+@needs_gpu
+def test_gpu_target_that_does_not_fit_says_what_is_largest():
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def f(a, b):
+        return jnp.tanh(a @ b)
+
+    big = jax.ShapeDtypeStruct((65536, 65536), jnp.float32)  # 16 GiB each; a V100 has 16
+    r = hloscope.inspect(f, big, big, target="v100")
+    assert not r.fit.fits and r.fit.spare_bytes < -30 * 2**30
+    text = str(r)
+    assert "does NOT fit" in text and "the largest values at the peak" in text
+
+
+@needs_gpu
+def test_cli_inspect_target_and_its_mistakes():
+    script = str(ROOT / "examples" / "train_step.py") + ":train_step"
+    r = run_cli("inspect", script, "--target", "h100x8", "--arg", "bf16[8,1024,1024]",
+                "--arg", "bf16[256,1024]", "--shard", "0=None,data,None", "--shard", "1=data")
+    assert r.returncode == 0, r.stderr
+    assert "target h100x8: 8 x NVIDIA H100 80GB HBM3" in r.stdout
+    assert "HBM per device: needs" in r.stdout and "fits with" in r.stdout
+    assert "cudart_stub" not in r.stderr and "absl::InitializeLog" not in r.stderr
+    for args, says in (
+            (("--target", "h10"), "unknown target 'h10': did you mean h100"),
+            (("--target", "h100x8", "--mesh", "data=3"), "has 3 devices but the target has 8"),
+            (("--target", "h100x8", "--shard", "0=model"), "does not have"),
+            (("--target", "h100x8", "--shard", "x=data"), "give ARGUMENT=SPEC"),
+            (("--mesh", "data=8"), "give --target too"),
+            (("--target", "h100x8", "--shard", "1=data,data,data"), "names 3"),
+    ):
+        bad = run_cli("inspect", script, "--arg", "bf16[8,1024,1024]", "--arg",
+                      "bf16[256,1024]", *args)
+        assert bad.returncode == 2 and says in bad.stderr, (args, bad.stderr)
+        assert "Traceback" not in bad.stderr
+
+
+# -- compiling for a TPU --------------------------------------------------------------
+
+@needs_tpu
+@pytest.mark.parametrize("target, devices, kind, shard", [
+    ("tpu-v5e:2x4", 8, "TPU v5 lite", {1: "data,None"}),
+    ("tpu-v5e", 1, "TPU v5 lite", None),
+    ("tpu-v4:2x2x1", 8, "TPU v4", {1: "data,None"}),
+    ("tpu-v5e:2x2", 4, "TPU v5 lite", {0: "data,None", 1: "data,None"}),  # FSDP
+])
+def test_tpu_target_compiles(target, devices, kind, shard):
+    """TPU modules: tiled layouts, memory spaces; the peak equals XLA's live-range peak
+    (values counted without tile padding, in every memory space, as XLA counts them)."""
+    import hloscope
+
+    step, params, x = _mlp_step()
+    r = hloscope.inspect(step, params, x, target=target, shard=shard)
+    assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    assert r.device == {"kind": kind, "platform": "tpu", "count": devices}
+    assert ":T(8,128)" in r.hlo_after  # TPU tiled layouts
+    per_chip = r.target["devices_per_chip"]
+    assert r.target["hbm_bytes"] == (16 if "v5e" in target else 32) * 2**30 // per_chip
+    assert r.fit.fits
+
+
+@needs_tpu
+def test_tpu_attention_with_on_chip_memory_peak_is_xlas():
+    """A fused attention that XLA runs through the TPU's on-chip memory (S(1) layouts,
+    copy-start/copy-done into it): the peak still equals XLA's."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def attn(q, k, v):
+        s = jnp.einsum("bqd,bkd->bqk", q, k) / 8.0
+        return jnp.einsum("bqk,bkd->bqd", jax.nn.softmax(s, -1), v)
+
+    s = jax.ShapeDtypeStruct((16, 512, 64), jnp.bfloat16)
+    r = hloscope.inspect(attn, s, s, s, target="tpu-v5e:2x2", shard={0: "data", 1: "data",
+                                                                      2: "data"})
+    assert "S(1)" in r.hlo_after
+    assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+
+
+# -- the listing ------------------------------------------------------------------------
+
+def test_targets_command_lists_every_chip():
+    r = run_cli("targets")
+    assert r.returncode == 0, r.stderr
+    check_golden("targets.txt", r.stdout)
+    data = json.loads(run_cli("targets", "--json").stdout)
+    assert [t["name"] for t in data["targets"]] == [c.key for c in CHIPS]
+    assert all(t["source"] for t in data["targets"])
