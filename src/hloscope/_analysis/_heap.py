@@ -7,8 +7,10 @@ parameter's) allocation when their lives do not overlap; it packs every
 other buffer into one ``preallocated-temp`` allocation with a heap
 simulator, where a fused elementwise kernel may write its result over an
 operand that dies at that step, offsets are aligned (64 bytes on CPU, 128
-on GPU), and of two decreasing-size best-fit packings (by size, and by
-lifetime) the smaller wins.  This module follows that recipe over
+on GPU, 16 KiB on TPU, whose tuple pointer tables take 512 bytes), and of two
+decreasing-size best-fit packings (by size, and by lifetime) the smaller wins.
+Only values in the default memory space are packed: a TPU's on-chip memory
+(``S(1)``) and the host have allocations of their own.  This module follows that recipe over
 hloscope's own live ranges.  It is an estimate: XLA's packer also splits
 and colocates in ways not visible in the HLO text.
 """
@@ -16,7 +18,7 @@ and colocates in ways not visible in the HLO text.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .._hlo._module import Instruction
@@ -24,7 +26,7 @@ from ._allocation import assign_allocations
 from ._dataflow import Dataflow, Value
 from ._liverange import LiveRanges
 from ._passthrough import passes_through
-from ._sharing import ELEMENTWISE_OPCODES, Sharing, never_shares
+from ._sharing import ELEMENTWISE_OPCODES, Sharing, compiled_for_gpu, never_shares
 
 __all__ = ["ELEMENTWISE_OPCODES", "HeapEstimate", "classify_buffers", "estimate_temp"]
 
@@ -69,15 +71,25 @@ def _classify(df: Dataflow) -> list[str]:
     return out
 
 
-def _alignment(df: Dataflow) -> int:
+# TPU: heap offsets on 16 KiB, a tuple's pointer table in 512 bytes (the granule every
+# TPU buffer is rounded to), as XLA's TPU buffer assignment lays them out.
+_TPU_ALIGNMENT = 16384
+_TPU_TUPLE_BYTES = 512
+
+
+def _is_tpu(df: Dataflow) -> bool:
+    """A TPU module: its arrays have tiled layouts (``{1,0:T(8,128)}``)."""
     for inst in df.module.entry.instructions:
-        if inst.opcode == "custom-call":
-            t = inst.custom_call_target
-            if t.startswith(("__cublas", "__cudnn", "__cusolver", "__gpu", "__triton")):
-                return 128
-        elif inst.opcode == "fusion" and "fusion_backend_config" in inst.attr_text:
-            return 128
-    return 64
+        layout = inst.shape.layout
+        if layout is not None and layout.tiles and inst.shape.is_array:
+            return True
+    return False
+
+
+def _alignment(df: Dataflow) -> int:
+    if _is_tpu(df):
+        return _TPU_ALIGNMENT
+    return 128 if compiled_for_gpu(df.module) else 64
 
 
 def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = None) -> HeapEstimate:
@@ -92,21 +104,30 @@ def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = No
                    and not in_allocation[buffer_of[v.id].id]]
     group_of, groups = _share_groups(df, temp_values, ranges, sharing)
     align = _alignment(df)
+    tuple_bytes = _TPU_TUPLE_BYTES if align == _TPU_ALIGNMENT else 0
     items = []
+    spans: dict[int, list[tuple[int, int]]] = {}
+    # XLA's GPU buffer assignment reuses the gaps in a buffer's life (a loop's state
+    # between the values that hold it: seen in a scan's dumps); its CPU one does not.
+    gaps = align == 128
     for g, vals in groups.items():
-        size = max(v.size for v in vals)
+        size = max(max(v.size, tuple_bytes) if v.shape.is_tuple else v.size for v in vals)
         if size <= 0:
             continue
         start = min(ranges[v.id][0] for v in vals)
         end = max(ranges[v.id][1] for v in vals)
         items.append((g, size, start, end))
-    bound = _live_bound(items, lr.end_time)
+        if gaps:
+            own = _merged(ranges[v.id] for v in vals)
+            if len(own) > 1:
+                spans[g] = own
+    bound = _live_bound(items, lr.end_time, spans)
     best: tuple[int, dict[int, int]] | None = None
     for key in (lambda it: (-it[1], -(it[3] - it[2]), it[0]),
                 lambda it: (-(it[3] - it[2]), -it[1], it[0])):
         if best is not None and best[0] <= bound:
             break
-        size, offsets = _best_fit(sorted(items, key=key), align, lr.end_time)
+        size, offsets = _best_fit(sorted(items, key=key), align, lr.end_time, spans)
         if best is None or size < best[0]:
             best = (size, offsets)
     size, offsets = best if best is not None else (0, {})
@@ -115,13 +136,27 @@ def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = No
     return HeapEstimate(size, align, buffers, value_offsets)
 
 
-def _live_bound(items: list[tuple[int, int, int, int]], end_time: int) -> int:
+def _merged(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Closed intervals merged where they overlap or touch."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(pairs):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _live_bound(items: list[tuple[int, int, int, int]], end_time: int,
+                spans: dict[int, list[tuple[int, int]]] | None = None) -> int:
     """The most bytes live at one step: no packing can use less (when the first packing
     reaches it, the second cannot do better and is skipped)."""
     diff = [0] * (end_time + 3)
-    for _g, size, start, end in items:
-        diff[start] += size
-        diff[end + 1] -= size
+    for g, size, start, end in items:
+        for lo, hi in (spans or {}).get(g, ((start, end),)):
+            diff[lo] += size
+            diff[hi + 1] -= size
     bound = live = 0
     for d in diff:
         live += d
@@ -230,9 +265,14 @@ class _Ranges:
         ends[j:k] = [hi]
 
 
-def _best_fit(items: list[tuple[int, int, int, int]], align: int,
-              end_time: int) -> tuple[int, dict[int, int]]:
+def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
+              spans: dict[int, list[tuple[int, int]]] | None = None
+              ) -> tuple[int, dict[int, int]]:
     """Place each (group, size, start, end) at the smallest aligned gap free over its lifetime.
+
+    A group whose values leave gaps in its lifetime (a loop's state, between the
+    values that hold it) is free in those gaps where `spans` lists its parts (on GPU,
+    as XLA's buffer assignment there does).
 
     Two segment trees over time find what is occupied during a lifetime: one
     holds each placed chunk at the nodes covering its lifetime (what is alive
@@ -258,27 +298,29 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int,
         r.add(lo, hi)
 
     for g, size, start, end in items:
+        own = (spans or {}).get(g) or ((start, end),)
         parts: list[_Ranges] = []
-        i = start + n
-        while i:
-            r = alive[i]
-            if r is not None:
-                parts.append(r)
-            i >>= 1
-        lo, hi = start + 1 + n, end + n + 1
-        while lo < hi:
-            if lo & 1:
-                r = born[lo]
+        for s_lo, s_hi in own:
+            i = s_lo + n
+            while i:
+                r = alive[i]
                 if r is not None:
                     parts.append(r)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                r = born[hi]
-                if r is not None:
-                    parts.append(r)
-            lo >>= 1
-            hi >>= 1
+                i >>= 1
+            lo, hi = s_lo + 1 + n, s_hi + n + 1
+            while lo < hi:
+                if lo & 1:
+                    r = born[lo]
+                    if r is not None:
+                        parts.append(r)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    r = born[hi]
+                    if r is not None:
+                        parts.append(r)
+                lo >>= 1
+                hi >>= 1
         if len(parts) == 1:
             busy = list(zip(parts[0].starts, parts[0].ends))
         else:
@@ -297,18 +339,19 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int,
         offsets[g] = best_off
         heap_size = max(heap_size, best_off + size)
         top = -(-(best_off + size) // align) * align
-        lo, hi = start + n, end + n + 1
-        while lo < hi:
-            if lo & 1:
-                put(alive, lo, best_off, top)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                put(alive, hi, best_off, top)
-            lo >>= 1
-            hi >>= 1
-        i = start + n
-        while i:
-            put(born, i, best_off, top)
-            i >>= 1
+        for s_lo, s_hi in own:
+            lo, hi = s_lo + n, s_hi + n + 1
+            while lo < hi:
+                if lo & 1:
+                    put(alive, lo, best_off, top)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    put(alive, hi, best_off, top)
+                lo >>= 1
+                hi >>= 1
+            i = s_lo + n
+            while i:
+                put(born, i, best_off, top)
+                i >>= 1
     return heap_size, offsets

@@ -9,12 +9,14 @@ cost time in proportion to their width, not its square.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._hlo._module import Computation, Instruction
 from ._dataflow import Value, operand_positions
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
 from ._passthrough import passes_through
 
-__all__ = ["ELEMENTWISE_OPCODES", "Sharing", "never_shares"]
+__all__ = ["ELEMENTWISE_OPCODES", "Sharing", "compiled_for_gpu", "never_shares"]
 
 ELEMENTWISE_OPCODES = frozenset({
     "abs", "round-nearest-afz", "round-nearest-even", "ceil", "count-leading-zeros", "convert",
@@ -34,6 +36,20 @@ _SHARING_OPCODES = ELEMENTWISE_OPCODES | {
 
 # Users with more operands than this have their operand positions looked up once (cached).
 _WIDE = 8
+
+
+def compiled_for_gpu(module: Any) -> bool:
+    """A module XLA compiled for a GPU: its instructions' backend configs name the stream
+    they run on (``"operation_queue_id"``), or it calls cuBLAS, cuDNN or Triton."""
+    for comp in module.computations:
+        for inst in comp.instructions[:5000]:
+            text = inst.attr_text
+            if '"operation_queue_id"' in text or "fusion_backend_config" in text:
+                return True
+            if inst.opcode == "custom-call" and inst.custom_call_target.startswith(
+                    ("__cublas", "__cudnn", "__cusolver", "__gpu", "__triton")):
+                return True
+    return False
 
 
 def never_shares(user: Instruction) -> bool:
@@ -58,7 +74,8 @@ class Sharing:
         self.in_place = InPlacePairs()
         self._positions: dict[int, dict[str, list[int]]] = {}
         self._params: dict[int, dict[int, Instruction]] = {}
-        self._elementwise: dict[int, bool] = {}
+        self._elementwise: dict[tuple[int, bool], bool] = {}
+        self._gpu_modules: dict[int, bool] = {}
 
     def positions(self, user: Instruction, name: str) -> list[int]:
         """Where `user` reads `name` among its operands (looked up once for wide users)."""
@@ -128,7 +145,17 @@ class Sharing:
         if not names or names[0] not in module._by_name:
             return False
         param = self._parameter(module.computation(names[0]), positions[0])
-        return param is not None and self._elementwise_uses_only(param)
+        # XLA's GPU reduction emitter computes the reduction before it writes any other
+        # output, so a reduce that reads the parameter does not stop the sharing there
+        # (xla/service/gpu/buffer_sharing.cc).
+        after_reduce = user.fusion_kind == "kInput" and self._gpu(module)
+        return param is not None and self._elementwise_uses_only(param, after_reduce)
+
+    def _gpu(self, module: Any) -> bool:
+        hit = self._gpu_modules.get(id(module))
+        if hit is None:
+            hit = self._gpu_modules[id(module)] = compiled_for_gpu(module)
+        return hit
 
     def _parameter(self, comp: Computation, number: int) -> Instruction | None:
         params = self._params.get(id(comp))
@@ -139,9 +166,12 @@ class Sharing:
                     params.setdefault(inst.parameter_number, inst)
         return params.get(number)
 
-    def _elementwise_uses_only(self, param: Instruction) -> bool:
-        """Does everything that reads `param` (through tuples) read it elementwise?"""
-        hit = self._elementwise.get(id(param))
+    def _elementwise_uses_only(self, param: Instruction, reduce_ok: bool = False) -> bool:
+        """Does everything that reads `param` (through tuples) read it elementwise?  With
+        `reduce_ok` (XLA's GPU rule), a reduce may read it too (what the reduce makes is not
+        followed), and bitcasts pass it on."""
+        key = (id(param), reduce_ok)
+        hit = self._elementwise.get(key)
         if hit is not None:
             return hit
         seen: set[int] = set()
@@ -153,11 +183,13 @@ class Sharing:
                 continue
             seen.add(id(cur))
             for user in cur.users:
-                if user.opcode != "tuple":
+                if reduce_ok and user.opcode == "reduce":
+                    continue
+                if user.opcode != "tuple" and not (reduce_ok and user.opcode == "bitcast"):
                     for i in operand_positions(user).get(cur.name, ()):
                         if not _elementwise_on(user, i):
                             ok = False
                 if id(user) not in seen:
                     stack.append(user)
-        self._elementwise[id(param)] = ok
+        self._elementwise[key] = ok
         return ok
