@@ -132,9 +132,7 @@ def _fidelity(r, temp_within=0.01):
     ("h100", None, 0.01),
     ("h100x8", {1: "data,None"}, 0.01),
     # FSDP: weights all-gathered and gradients reduce-scattered by async collectives.
-    # XLA puts two of the four reduce-scatter results in allocations of their own, which
-    # hloscope's heap packs with the temporaries: +2.5% (issue 17 keeps it open).
-    ("h100x8", {0: "data,None", 1: "data,None"}, 0.03),
+    ("h100x8", {0: "data,None", 1: "data,None"}, 0.01),
 ])
 def test_gpu_target_memory_matches_xla(target, shard, temp_within):
     """Peak equal to XLA's live-range peak and temp beside XLA's temp allocation, on one
@@ -159,7 +157,8 @@ def test_gpu_target_memory_matches_xla(target, shard, temp_within):
 @needs_gpu
 def test_gpu_fsdp_scan_step_from_the_readme():
     """The README's example: weights sharded over 8 H100s (FSDP) and a scan over layers;
-    async all-gathers and reduce-scatters; peak exact, temp within 1%."""
+    async all-gathers and reduce-scatters; peak exact, temp within 1% (and on one H100,
+    where the loop's state leaves gaps that XLA's GPU heap reuses)."""
     import jax
     import jax.numpy as jnp
 
@@ -169,10 +168,41 @@ def test_gpu_fsdp_scan_step_from_the_readme():
     fn = load_target(str(ROOT / "examples" / "train_step.py") + ":train_step")
     w = jax.ShapeDtypeStruct((8, 4096, 4096), jnp.bfloat16)
     x = jax.ShapeDtypeStruct((1024, 4096), jnp.bfloat16)
+    _fidelity(hloscope.inspect(fn, w, x, target="h100"))
     r = hloscope.inspect(fn, w, x, target="h100x8", shard={0: "None,data,None", 1: "data"})
     _fidelity(r)
     assert "all-reduce" in r.hlo_after or "reduce-scatter" in r.hlo_after
     assert "NVIDIA H100" in str(r) and "fits with" in str(r)
+    # What XLA made for the GPU: Triton matmuls, and async collectives overlapped with
+    # the compute between their two halves.
+    kinds = {k.kind: k.count for k in r.hardware.kernel_kinds}
+    assert kinds.get("Triton", 0) + kinds.get("cuBLAS", 0) >= 1
+    assert any(not a.exposed and a.between > 0 for a in r.hardware.async_pairs)
+    assert "GPU kernels by kind" in str(r) and "Async collectives" in str(r)
+    # The roofline uses the target's own peak rates.
+    assert r.roofline_device().flops["bf16"] == pytest.approx(989.17e12, rel=1e-3)
+
+
+@needs_gpu
+def test_sweep_and_compare_on_a_target():
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def f(x, n):
+        for _ in range(n):
+            x = jnp.tanh(x @ x)
+        return x
+
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16)
+    sw = hloscope.sweep(f, x, n=[1, 2], target="h100x8", shard={0: "data,None"})
+    assert [r.device["kind"] for r in sw.reports] == ["NVIDIA H100 80GB HBM3"] * 2
+    cmp = hloscope.compare({"one": (f, (x,), {"n": 1, "static_argnames": ("n",)}),
+                            "local": (f, (jnp.zeros((8, 8)),),
+                                      {"n": 1, "static_argnames": ("n",), "target": None})},
+                           target="h100")
+    assert cmp.reports["one"].target["chip"] == "h100" and cmp.reports["local"].target is None
 
 
 @needs_gpu
@@ -257,6 +287,26 @@ def test_tpu_attention_with_on_chip_memory_peak_is_xlas():
                                                                       2: "data"})
     assert "S(1)" in r.hlo_after
     assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    # The on-chip memory's peak (the most live at once) within XLA's VMEM allocation (color
+    # 1 of its buffer assignment), which adds what its packing leaves between buffers:
+    # equal on the scan step, 8% below on this one.
+    import re
+
+    vmem = [int(m.group(1)) for m in re.finditer(r"^allocation \d+: size (\d+), color 1,",
+                                                  r.buffer_assignment, re.M)]
+    spaces = {sp.space: sp.peak_bytes for sp in r.hardware.spaces}
+    assert vmem and 0.9 * vmem[0] <= spaces[1] <= vmem[0]
+
+
+@needs_tpu
+def test_a_program_xlas_tpu_compiler_refuses_for_memory_is_a_clear_answer():
+    script = str(ROOT / "examples" / "train_step.py") + ":train_step"
+    r = run_cli("inspect", script, "--target", "tpu-v5e", "--arg", "bf16[32,16384,16384]",
+                "--arg", "bf16[1024,16384]")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "train_step does not fit on tpu-v5e: XLA's compiler for it says: Ran out of " \
+           "memory on HBM" in r.stderr
+    assert "shard it over more devices" in r.stderr
 
 
 # -- the listing ------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._passthrough import passes_through
-from ._summary import COLLECTIVE_OPCODES, _wraps_collective
+from ._summary import COLLECTIVE_OPCODES, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 
@@ -269,7 +269,7 @@ def _category(inst: Instruction) -> str:
         return "fusion"
     if op == "custom-call":
         return "library call"
-    if op in _COLLECTIVES or (op == "async-start" and _wraps_collective(inst)):
+    if op in _COLLECTIVES or (op == "async-start" and wraps_collective(inst)):
         return "collective"
     if op in _HOST:
         return "host transfer"

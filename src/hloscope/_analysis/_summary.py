@@ -19,6 +19,7 @@ from ._check import shard_shape
 from ._passthrough import ANNOTATION_TARGETS
 
 __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
+           "fusion_kind_detail", "wraps_collective",
            "SUMMARY_SCHEMA"]
 
 SUMMARY_SCHEMA = "hloscope.summary/1"
@@ -180,7 +181,7 @@ def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # 
 _BACKEND_KIND = re.compile(r'"fusion_backend_config"\s*:\s*\{[^{}]*?"kind"\s*:\s*"([^"]{1,60})"')
 
 
-def _fusion_kind(inst: Instruction) -> str:
+def fusion_kind_detail(inst: Instruction) -> str:
     """XLA's fusion kind; a GPU's custom fusions say what they are: ``kCustom(__triton_gemm)``
     (a Triton matmul), ``kCustom(__cudnn$fusion)``, ..."""
     kind = inst.fusion_kind or "unknown"
@@ -205,14 +206,14 @@ def summarize(module: Module) -> ModuleSummary:
             op = inst.opcode
             opcodes[op] += 1
             if op == "fusion":
-                fusions[_fusion_kind(inst)] += 1
+                fusions[fusion_kind_detail(inst)] += 1
             elif op == "custom-call":
                 target = inst.custom_call_target
                 if target in ANNOTATION_TARGETS:
                     annotations[target] += 1
                 else:
                     custom[target or "?"] += 1
-            if op in COLLECTIVE_OPCODES or (op == "async-start" and _wraps_collective(inst)):
+            if op in COLLECTIVE_OPCODES or (op == "async-start" and wraps_collective(inst)):
                 collectives.append(CollectiveInfo(
                     inst.name, op, comp.name, str(inst.shape), _moved_bytes(inst),
                     inst.attr("replica_groups"), inst.metadata.op_name, _source(inst)))
@@ -257,7 +258,8 @@ def _by_count(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _wraps_collective(inst: Instruction) -> bool:
+def wraps_collective(inst: Instruction) -> bool:
+    """Whether an async-start runs a collective (a reduce-scatter-start, say)."""
     try:
         return any(i.opcode in COLLECTIVE_OPCODES
                    for c in inst.called_computations for i in c.instructions)

@@ -502,17 +502,20 @@ def inspect_cmd(
     width = text_width(wide)
     m = rep.module
     head = ""
+    device = None
     if rep.target:
-        from .._render._target_text import render_fit, render_target
+        from .._render._target_text import render_fit, render_hardware, render_target
 
+        hw = render_hardware(rep.hardware, str(rep.target.get("platform") or ""))
         head = render_target(rep.target) + "\n" + (
-            render_fit(rep.fit) + "\n" if rep.fit is not None else "")
+            render_fit(rep.fit) + "\n" if rep.fit is not None else "") + (hw + "\n" if hw else "")
+        device = rep.roofline_device()
     echo(rep.summary_line() + "\n" + head
          + "timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
          + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
          f"jax {rep.versions.get('jax')}\n\n"
-         + render_kernels(rep.kernels, scheduled=is_optimized(m), width=width) + "\n"
-         + render_memory(rep.memory, width=width) + "\n"
+         + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
+         + "\n" + render_memory(rep.memory, width=width) + "\n"
          + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
          width)
 

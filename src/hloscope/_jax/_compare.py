@@ -73,8 +73,11 @@ class Comparison:
                     f"{', '.join(self.reports)}; print() it for the table)")
 
 
-def compare(variants: Mapping[str, Any] | Iterable[Report]) -> Comparison:
-    """`{"name": (fn, args) or (fn, args, kwargs) or Report}`, or a list of reports."""
+def compare(variants: Mapping[str, Any] | Iterable[Report], *, target: str | None = None,
+            mesh: Any = None, shard: Any = None) -> Comparison:
+    """`{"name": (fn, args) or (fn, args, kwargs) or Report}`, or a list of reports.
+    `target`, `mesh` and `shard` (see `inspect`) compile every variant that does not name
+    its own for that GPU or TPU."""
     reports: dict[str, Report] = {}
     items = variants.items() if isinstance(variants, Mapping) else (
         (r.name, r) for r in variants)
@@ -82,7 +85,9 @@ def compare(variants: Mapping[str, Any] | Iterable[Report]) -> Comparison:
         if isinstance(v, Report):
             reports[str(name)] = v
         elif isinstance(v, tuple) and len(v) in (2, 3) and callable(v[0]):
-            kwargs = v[2] if len(v) == 3 else {}
+            kwargs = dict(v[2]) if len(v) == 3 else {}
+            if target is not None and "target" not in kwargs:
+                kwargs.update(target=target, mesh=mesh, shard=shard)
             reports[str(name)] = inspect(v[0], *v[1], **kwargs)
         else:
             raise HloscopeError(f"cannot compare {name!r}: give a Report or (fn, args[, kwargs])")
@@ -131,15 +136,19 @@ class Sweep:
                            for v, r in zip(self.values, self.reports)}).table()
 
 
-def sweep(fn: Any, *args: Any, **params: Iterable[Any]) -> Sweep:
+def sweep(fn: Any, *args: Any, target: str | None = None, mesh: Any = None, shard: Any = None,
+          **params: Iterable[Any]) -> Sweep:
     """`inspect(fn, *args, name=value)` for each value of one parameter (a static
-    keyword argument of `fn`): ``hloscope.sweep(f, x, n=range(1, 10))``."""
+    keyword argument of `fn`): ``hloscope.sweep(f, x, n=range(1, 10))``; with `target`
+    (and `mesh`, `shard`: see `inspect`) for that GPU or TPU."""
     if len(params) != 1:
         raise HloscopeError("sweep takes exactly one parameter to vary, as name=values",
                             hint="for example hloscope.sweep(f, x, n=range(1, 10))")
     (name, values), = params.items()
     values = tuple(values)
-    reports = tuple(inspect(fn, *args, static_argnames=(name,), **{name: v}) for v in values)
+    on = {"target": target, "mesh": mesh, "shard": shard} if target is not None else {}
+    reports = tuple(inspect(fn, *args, static_argnames=(name,), **on, **{name: v})
+                    for v in values)
     return Sweep(getattr(fn, "__name__", "f"), name, values, reports)
 
 

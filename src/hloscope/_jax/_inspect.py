@@ -132,6 +132,32 @@ class Report:
                                          self.memory_analysis)
         return self._cache["fit"]
 
+    @property
+    def hardware(self):  # type: ignore[no-untyped-def]
+        """Kernels by kind, async collectives, memory spaces and tile padding (see
+        `hardware_view`)."""
+        if "hardware" not in self._cache:
+            from .._analysis._hardware import hardware_view
+
+            df, lr = self._flow()
+            self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
+        return self._cache["hardware"]
+
+    def roofline_device(self):  # type: ignore[no-untyped-def]
+        """The target's peak rates per device as a roofline `Device` (None without a
+        target)."""
+        t = self.target
+        if not t or not isinstance(t.get("flops"), dict):
+            return None
+        from .._analysis._devices import Device
+
+        try:
+            return Device(str(t.get("chip") or t.get("name")),
+                          {str(k): float(v) for k, v in t["flops"].items()},
+                          float(t.get("bandwidth") or 0.0), str(t.get("source") or ""))
+        except (TypeError, ValueError):
+            return None
+
     # -- saving -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (the analyses are not stored: they are recomputed)."""
@@ -160,13 +186,16 @@ class Report:
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         if self.target:
-            from .._render._target_text import render_fit, render_target
+            from .._render._target_text import render_fit, render_hardware, render_target
 
             # Said first, at the top of the page: which hardware, and whether it fits.
             lines = [render_target(self.target)]
             if self.fit is not None:
                 lines.append(render_fit(self.fit))
                 data["fit"] = self.fit.to_dict()
+            hw = render_hardware(self.hardware, str(self.target.get("platform") or ""))
+            lines += [line for line in hw.split("\n") if line]
+            data["hardware"] = self.hardware.to_dict()
             data["target"] = self.target
             data["notes"] = [" ".join(t.split()) for t in lines] + list(data.get("notes") or [])
         return render_html(data)
@@ -200,11 +229,14 @@ class Report:
         dev = self.device
         lines = [self.summary_line()]
         if self.target:
-            from .._render._target_text import render_fit, render_target
+            from .._render._target_text import render_fit, render_hardware, render_target
 
             lines.append(render_target(self.target))
             if self.fit is not None:
                 lines.append(render_fit(self.fit))
+            hw = render_hardware(self.hardware, str(self.target.get("platform") or ""))
+            if hw:
+                lines.append(hw)
         if t or dev:
             lines.append("timings: " + (t or "-") + (
                 f"; {dev.get('count')} {dev.get('kind')} device(s)" if dev else "")
@@ -327,8 +359,20 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
-        with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
-            compiled = lowered.compile(compiler_options=options)
+        try:
+            with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
+                compiled = lowered.compile(compiler_options=options)
+        except Exception as e:
+            if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
+                # The answer to "does it fit?" when the target's compiler refuses it.
+                said = str(e).strip().splitlines()[0].replace("RESOURCE_EXHAUSTED: ", "")
+                raise HloscopeError(
+                    f"{name} does not fit on {prepared.target.name}: XLA's compiler for it "
+                    f"says: {said}",
+                    hint="shard it over more devices (a larger topology, with --shard), "
+                         "donate arguments (donate_argnums), or rematerialize "
+                         "(jax.checkpoint)") from None
+            raise
         timings["compile"] = time.perf_counter() - t0
 
         def newest(pattern: str) -> str:

@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._analysis._fit import HbmFit
+from .._analysis._hardware import HardwareView
 from .._units import format_bytes
 from ._term import safe
 from ._text import table
 
-__all__ = ["render_catalog", "render_fit", "render_target"]
+__all__ = ["render_catalog", "render_fit", "render_hardware", "render_target"]
 
 
 def render_target(info: Mapping[str, Any]) -> str:
@@ -65,3 +66,54 @@ def render_catalog(rows: list[Mapping[str, Any]], width: int | None = None) -> s
         "Google's Cloud TPU documentation (hloscope targets --json names each source).",
         "GPUs need pip install 'hloscope[gpu-target]', TPUs pip install 'hloscope[tpu-target]'."]
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def render_hardware(view: HardwareView, platform: str = "") -> str:
+    """Kernels by kind, async collectives and their overlap, memory spaces and tile
+    padding: a line or two each, only those the module has."""
+    lines: list[str] = []
+    if view.kernel_kinds:
+        parts = []
+        for k in view.kernel_kinds:
+            detail = ", ".join(f"{d} {n}" for d, n in k.detail[:3]) + (
+                ", ..." if len(k.detail) > 3 else "")
+            kind = k.kind + ("s" if k.count != 1 and k.kind in (
+                "XLA fusion", "collective", "library call") else "")
+            parts.append(f"{k.count} {kind} ({safe(detail)})")
+        title = {"gpu": "GPU kernels", "tpu": "TPU kernels"}.get(platform, "Kernels")
+        lines.append(f"{title} by kind: " + "; ".join(parts))
+    if view.async_pairs:
+        hidden = [a for a in view.async_pairs if not a.exposed]
+        exposed = [a for a in view.async_pairs if a.exposed]
+        line = f"Async collectives: {_count(len(view.async_pairs), 'pair')}"
+        if hidden:
+            line += ", overlapped: " + ", ".join(
+                f"{a.collective} {format_bytes(a.bytes)} with {_count(a.between, 'kernel')}"
+                for a in hidden[:4]) + (", ..." if len(hidden) > 4 else "")
+        if exposed:
+            line += "; exposed (nothing runs while they move data): " + ", ".join(
+                f"{safe(a.start)} {format_bytes(a.bytes)}"
+                + (" (synchronous)" if a.sync else "") for a in exposed[:4]) + (
+                ", ..." if len(exposed) > 4 else "")
+        lines.append(line)
+    if view.blocking:
+        lines.append(f"Collectives without an async form ({len(view.blocking)}), which the "
+                     "compute waits for: " + ", ".join(safe(b) for b in view.blocking[:5])
+                     + (", ..." if len(view.blocking) > 5 else ""))
+    for sp in view.spaces:
+        lines.append(f"{sp.name[:1].upper()}{sp.name[1:]}: peak {format_bytes(sp.peak_bytes)} "
+                     f"({_count(sp.values, 'buffer')} placed there); not in the HBM figures")
+    if view.peak_padding_bytes or view.padded:
+        line = (f"Tile padding: {format_bytes(view.peak_padding_bytes)} of the values live at "
+                "the peak is padding of tiled layouts")
+        lines.append(line)
+        for p in view.padded[:3]:
+            times = p.bytes / p.logical_bytes if p.logical_bytes else 0.0
+            lines.append(f"  {safe(p.value)} {safe(p.shape)}: {format_bytes(p.bytes)} for "
+                         f"{format_bytes(p.logical_bytes)} of elements (x{times:.1f})"
+                         + (f"  {safe(p.source)}" if p.source else ""))
+    return "\n".join(lines)
