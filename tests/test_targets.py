@@ -245,6 +245,23 @@ def test_cli_inspect_target_and_its_mistakes():
         assert "Traceback" not in bad.stderr
 
 
+@needs_gpu
+def test_the_cuda_plugin_on_a_machine_without_cuda_is_quiet_in_hloscopes_commands():
+    """With the gpu-target extra installed here (no GPU), JAX logs a plugin configuration
+    traceback whenever it starts; hloscope's own commands keep it and the native
+    no-driver lines out of their output."""
+    env_before = os.environ.pop("JAX_PLATFORMS", None)
+    try:
+        r = run_cli("run", str(ROOT / "tests" / "data" / "seeds" / "torch_xla_01_IrToHlo.11.hlo"))
+    finally:
+        if env_before is not None:
+            os.environ["JAX_PLATFORMS"] = env_before
+    assert r.returncode == 0, r.stderr
+    for noise in ("plugin configuration error", "Traceback", "cudart_stub",
+                  "absl::InitializeLog"):
+        assert noise not in r.stderr
+
+
 # -- compiling for a TPU --------------------------------------------------------------
 
 @needs_tpu

@@ -3,12 +3,14 @@
 With JAX's CUDA plugin or libtpu installed (the target extras) on a machine without a GPU
 or TPU, every start of JAX makes their C++ code print on file descriptor 2 that it found
 no CUDA driver or no TPU: true, expected, and in the way of hloscope's own output.
-`import_jax_quietly` starts JAX with those lines held back; anything else native code
-prints is passed on.
+`import_jax_quietly` starts JAX with those lines held back, and the traceback JAX logs
+when its CUDA plugin cannot load CUDA (one line instead where a GPU driver is present);
+anything else is passed on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -60,12 +62,43 @@ def quiet_native_stderr(replay: bool = True) -> Iterator[list[str]]:
                     sys.stderr.write("\n".join(keep) + "\n")
 
 
+class _NoCudaHere(logging.Filter):
+    """Drops JAX's "Jax plugin configuration error" for its CUDA plugin when CUDA cannot
+    be loaded: a traceback at every start on a machine without a GPU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "plugin configuration error" in message and "cuda" in message.lower():
+            self.dropped += 1
+            return False
+        return True
+
+
+@contextmanager
+def _no_cuda_traceback() -> Iterator[None]:
+    logger = logging.getLogger("jax._src.xla_bridge")
+    quiet = _NoCudaHere()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
+        if quiet.dropped and os.path.exists("/proc/driver/nvidia/version"):
+            # A GPU is here but CUDA would not load: that the user must hear, in one line.
+            sys.stderr.write("note: JAX's CUDA plugin could not load CUDA, so JAX runs on "
+                             "the CPU (JAX_PLATFORMS=cpu skips the attempt)\n")
+
+
 def import_jax_quietly() -> Any:
     """Import JAX without the plugins' no-hardware chatter on stderr.  JAX's backends are
     not started (XLA_FLAGS set later, for virtual CPU devices, still count)."""
     if "jax" in sys.modules:
         return sys.modules["jax"]
-    with quiet_native_stderr():
+    with quiet_native_stderr(), _no_cuda_traceback():
         import jax
     return jax
 
@@ -74,6 +107,6 @@ def start_jax_quietly() -> Any:
     """Import JAX and start its backends without that chatter (call it after XLA_FLAGS
     and jax.distributed are set up: backends start once)."""
     jax = import_jax_quietly()
-    with quiet_native_stderr():
+    with quiet_native_stderr(), _no_cuda_traceback():
         jax.devices()
     return jax
