@@ -42,6 +42,14 @@ def _core_objects() -> list[object]:
         hloscope.timer("repr-test"),
     ]
     objs += [graph.collectives[0], files, hloscope.xla_figures(files)]
+    from hloscope._analysis._dataflow import analyze_dataflow
+    from hloscope._analysis._fit import hbm_fit
+    from hloscope._analysis._hardware import hardware_view
+    from hloscope._analysis._liverange import compute_live_ranges
+
+    df = analyze_dataflow(spmd)
+    objs += [hbm_fit(mem, 80 << 30, "a device"),
+             hardware_view(spmd, df, compute_live_ranges(df), graph)]
     if m.stack_frames is not None:
         objs.append(m.stack_frames)
     loc = next(i.source for c in m.computations for i in c.instructions if i.source)

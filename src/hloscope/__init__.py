@@ -51,6 +51,8 @@ from ._jax._compare import compare as compare
 from ._jax._compare import plot_sweeps as plot_sweeps
 from ._jax._compare import sweep as sweep
 from ._jax._compare import use_cpu_devices as use_cpu_devices
+from ._analysis._fit import HbmFit as HbmFit
+from ._analysis._hardware import HardwareView as HardwareView
 from ._jax._inspect import Report as Report
 from ._jax._inspect import inspect as inspect
 from ._jax._inspect import load as load
@@ -75,5 +77,6 @@ from ._sources._xla_dumps import XlaMemoryFiles as XlaMemoryFiles
 from ._sources._xla_dumps import parse_buffer_assignment as parse_buffer_assignment
 from ._sources._xla_dumps import parse_live_range as parse_live_range
 from ._sources._xla_dumps import parse_memory_usage_report as parse_memory_usage_report
+from ._target._catalog import targets as targets
 
 __version__ = "0.1.0"

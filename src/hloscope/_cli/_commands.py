@@ -540,7 +540,7 @@ def targets(
     """List the GPUs and TPUs that inspect --target compiles for, with their memory and
     peak figures per device and where those come from."""
     from .._render._target_text import render_catalog
-    from .._target._catalog import catalog
+    from .._target._catalog import targets as catalog
 
     rows = catalog()
     if json_out:

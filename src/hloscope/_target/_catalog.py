@@ -26,7 +26,7 @@ from .._analysis._devices import DEVICES, Device
 from .._errors import HloscopeError
 from ._gpu_spec import gpu_figures, parse_textproto
 
-__all__ = ["CHIPS", "Chip", "Target", "catalog", "chip_device", "gpu_config_text",
+__all__ = ["CHIPS", "Chip", "Target", "chip_device", "gpu_config_text", "targets",
            "parse_target"]
 
 T = 1e12
@@ -196,9 +196,11 @@ def parse_target(text: str) -> Target:
     return Target(raw, chip, f"{chip.tpu_name}:{topo}", chips * slices, slices)
 
 
-def catalog() -> list[dict[str, object]]:
-    """Every chip with its figures (per chip; a TPU chip of v2, v3, v4 or 7x holds two
-    devices), for `hloscope targets`."""
+def targets() -> list[dict[str, object]]:
+    """The GPUs and TPUs that `inspect(..., target=NAME)` compiles for, one dict per chip:
+    `name` (and `aliases`), `platform`, `title`, `hbm_bytes`, `bf16_flops` and `bandwidth`
+    (bytes/s), all per chip (a TPU v2, v3, v4 or 7x chip holds two devices), an `example`
+    target name and the `source` of the figures.  What ``hloscope targets`` prints."""
     rows: list[dict[str, object]] = []
     for chip in CHIPS:
         device, hbm = chip_device(chip.key)
