@@ -184,6 +184,37 @@ def test_gpu_fsdp_scan_step_from_the_readme():
 
 
 @needs_gpu
+def test_a_function_jitted_for_real_devices_works_unchanged():
+    """Written for the 8 devices at hand (here: virtual CPUs), with in_shardings, a donated
+    argument and a bare PartitionSpec constraint: compiled for 8 H100s as it is, its
+    shardings and donation carried over to the target's mesh."""
+    from functools import partial
+
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import hloscope
+
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 virtual CPU devices (XLA_FLAGS from conftest)")
+    mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+
+    @partial(jax.jit, in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))),
+             donate_argnums=(0,))
+    def step(w, x):
+        x = jax.lax.with_sharding_constraint(x, P("data"))
+        return w - 0.1 * (x.T @ jnp.tanh(x @ w))
+
+    w, x = jnp.zeros((512, 512)), jnp.zeros((1024, 512))
+    r = hloscope.inspect(step, w, x, target="h100x8")
+    assert r.device["kind"] == "NVIDIA H100 80GB HBM3"
+    assert r.shardings["per_device_input_shapes"] == [[512, 512], [128, 512]]
+    assert "input_output_alias" in r.hlo_after  # the donation kept
+
+
+@needs_gpu
 def test_sweep_and_compare_on_a_target():
     import jax
     import jax.numpy as jnp

@@ -326,10 +326,15 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
                             hint=INSTALL_JAX) from None
     prepared = None
     if target is not None:
-        from ._target import abstract_args, prepare
+        from ._target import abstract_args, parse_spec, prepare, retarget_jit
 
         prepared = prepare(target, mesh)
-        args = tuple(abstract_args(args, prepared.mesh, shard))
+        # A function jitted for real devices: the same function, jitted for the target.
+        fn, own_specs = retarget_jit(fn, prepared.mesh)
+        given = shard if isinstance(shard, dict) else dict(enumerate(shard or ()))
+        specs = {**own_specs, **{int(k): parse_spec(v) for k, v in given.items()
+                                 if v is not None}}
+        args = tuple(abstract_args(args, prepared.mesh, specs))
     elif mesh is not None or shard is not None:
         raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
                             hint="give target= too, such as target='h100x8'")

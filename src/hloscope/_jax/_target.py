@@ -23,7 +23,7 @@ from .._target._catalog import Target, chip_device, gpu_config_text, parse_targe
 from .._target._gpu_spec import strip_fields
 from ._quiet import import_jax_quietly, quiet_native_stderr
 
-__all__ = ["Prepared", "abstract_args", "parse_mesh", "parse_spec", "prepare"]
+__all__ = ["Prepared", "abstract_args", "parse_mesh", "parse_spec", "prepare", "retarget_jit"]
 
 GPU_EXTRA = "pip install 'hloscope[gpu-target]'"
 TPU_EXTRA = "pip install 'hloscope[tpu-target]'"
@@ -273,6 +273,45 @@ def abstract_args(args: Sequence[Any], mesh: Any,
 
         out.append(jax.tree_util.tree_map(leaf, arg))
     return out
+
+
+def retarget_jit(fn: Any, mesh: Any) -> tuple[Any, dict[int, Any]]:
+    """A function `jax.jit`-ted for real devices, made again for `mesh`: the same static
+    and donated arguments, its `NamedSharding`s' partition specs laid on the target's mesh
+    (returned per argument, for `abstract_args`), its output shardings too.  Anything
+    else (not a jitted function, shardings of another kind, a JAX without these
+    attributes) comes back as it was."""
+    info = getattr(fn, "_jit_info", None)
+    wrapped = getattr(fn, "__wrapped__", None)
+    if info is None or wrapped is None:
+        return fn, {}
+    try:
+        import jax
+        from jax.sharding import NamedSharding
+
+        def specs(treedef: Any, leaves: Any) -> Any:
+            if not all(isinstance(leaf, NamedSharding) for leaf in leaves):
+                return None
+            return jax.tree_util.tree_unflatten(treedef, [leaf.spec for leaf in leaves])
+
+        in_specs = specs(info.in_shardings_treedef, info.in_shardings_leaves) \
+            if info.in_shardings_leaves else None
+        out_specs = specs(info.out_shardings_treedef, info.out_shardings_leaves) \
+            if info.out_shardings_leaves else None
+        kwargs: dict[str, Any] = {
+            "static_argnums": info.static_argnums, "static_argnames": info.static_argnames,
+            "donate_argnums": info.donate_argnums, "donate_argnames": info.donate_argnames}
+        if out_specs is not None:
+            kwargs["out_shardings"] = jax.tree_util.tree_map(
+                lambda spec: NamedSharding(mesh, spec), out_specs,
+                is_leaf=lambda x: isinstance(x, jax.sharding.PartitionSpec))
+        per_arg: dict[int, Any] = {}
+        if isinstance(in_specs, (tuple, list)):
+            per_arg = {i: spec for i, spec in enumerate(in_specs)
+                       if isinstance(spec, jax.sharding.PartitionSpec)}
+        return jax.jit(wrapped, **kwargs), per_arg
+    except Exception:  # noqa: BLE001  (JAX's private attributes differ between versions)
+        return fn, {}
 
 
 @dataclass
