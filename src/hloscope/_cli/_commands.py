@@ -501,15 +501,8 @@ def inspect_cmd(
     t = rep.timings
     width = text_width(wide)
     m = rep.module
-    head = ""
-    device = None
-    if rep.target:
-        from .._render._target_text import render_fit, render_hardware, render_target
-
-        hw = render_hardware(rep.hardware, str(rep.target.get("platform") or ""))
-        head = render_target(rep.target) + "\n" + (
-            render_fit(rep.fit) + "\n" if rep.fit is not None else "") + (hw + "\n" if hw else "")
-        device = rep.roofline_device()
+    head = "".join(line + "\n" for line in rep.target_lines())
+    device = rep.roofline_device()
     echo(rep.summary_line() + "\n" + head
          + "timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
          + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "

@@ -143,6 +143,25 @@ class Report:
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
 
+    def _tpu_without_temp(self) -> bool:
+        """A TPU target's deviceless compile reports a temp of 0 whatever the program
+        needs: not a figure to put beside hloscope's."""
+        return bool(self.target and self.target.get("platform") == "tpu"
+                    and not (self.memory_analysis or {}).get("temp_size_in_bytes"))
+
+    def target_lines(self) -> list[str]:
+        """What the report says about its target, as text: which hardware, whether the
+        program fits, and what XLA made for it (empty without a target)."""
+        if not self.target:
+            return []
+        from .._render._target_text import render_fit, render_hardware, render_target
+
+        lines = [render_target(self.target)]
+        if self.fit is not None:
+            lines.append(render_fit(self.fit))
+        hw = render_hardware(self.hardware, str(self.target.get("platform") or ""))
+        return lines + ([hw] if hw else [])
+
     def roofline_device(self):  # type: ignore[no-untyped-def]
         """The target's peak rates per device as a roofline `Device` (None without a
         target)."""
@@ -186,18 +205,13 @@ class Report:
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         if self.target:
-            from .._render._target_text import render_fit, render_hardware, render_target
-
             # Said first, at the top of the page: which hardware, and whether it fits.
-            lines = [render_target(self.target)]
-            if self.fit is not None:
-                lines.append(render_fit(self.fit))
-                data["fit"] = self.fit.to_dict()
-            hw = render_hardware(self.hardware, str(self.target.get("platform") or ""))
-            lines += [line for line in hw.split("\n") if line]
-            data["hardware"] = self.hardware.to_dict()
+            lines = [line for text in self.target_lines() for line in text.split("\n")]
+            data["notes"] = [" ".join(t.split()) for t in lines if t.strip()] + list(
+                data.get("notes") or [])
             data["target"] = self.target
-            data["notes"] = [" ".join(t.split()) for t in lines] + list(data.get("notes") or [])
+            data["fit"] = self.fit.to_dict() if self.fit is not None else None
+            data["hardware"] = self.hardware.to_dict()
         return render_html(data)
 
     def summary_line(self) -> str:
@@ -211,7 +225,7 @@ class Report:
                  f"temp {m.temp_estimate_bytes:,} B"
                  + (f" (XLA: {self.memory_analysis['temp_size_in_bytes']:,} B)"
                     if self.memory_analysis and "temp_size_in_bytes" in self.memory_analysis
-                    else "")]
+                    and not self._tpu_without_temp() else "")]
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)
@@ -228,15 +242,7 @@ class Report:
         t = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.timings.items())
         dev = self.device
         lines = [self.summary_line()]
-        if self.target:
-            from .._render._target_text import render_fit, render_hardware, render_target
-
-            lines.append(render_target(self.target))
-            if self.fit is not None:
-                lines.append(render_fit(self.fit))
-            hw = render_hardware(self.hardware, str(self.target.get("platform") or ""))
-            if hw:
-                lines.append(hw)
+        lines += self.target_lines()
         if t or dev:
             lines.append("timings: " + (t or "-") + (
                 f"; {dev.get('count')} {dev.get('kind')} device(s)" if dev else "")
@@ -332,8 +338,11 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         # A function jitted for real devices: the same function, jitted for the target.
         fn, own_specs = retarget_jit(fn, prepared.mesh)
         given = shard if isinstance(shard, dict) else dict(enumerate(shard or ()))
-        specs = {**own_specs, **{int(k): parse_spec(v) for k, v in given.items()
-                                 if v is not None}}
+        if any(not isinstance(k, int) or isinstance(k, bool) for k in given):
+            raise HloscopeError("shard= maps argument numbers to partition specs",
+                                hint="for example shard={0: 'data,None'} or a list, one "
+                                     "spec (or None) per argument")
+        specs = {**own_specs, **{k: parse_spec(v) for k, v in given.items() if v is not None}}
         args = tuple(abstract_args(args, prepared.mesh, specs))
     elif mesh is not None or shard is not None:
         raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
