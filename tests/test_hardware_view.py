@@ -87,8 +87,17 @@ def test_tpu_memory_spaces_and_tile_padding():
     assert v.padded[0].shape.startswith("f32[4096,3]") and v.padded[0].bytes == 4096 * 128 * 4
     assert v.padded[0].logical_bytes == 4096 * 3 * 4
     assert v.peak_padding_bytes > 0
+    # Each space over the schedule (p, cs, cd, n, r at steps 0-4), HBM beside the others:
+    # the parameter all along, the copy's 24-byte pointer table while it runs, then r; the
+    # copy's destination from its start, and n beside it while n is made.
+    mib2 = 2 * 2**20
+    assert spaces[0].name == "HBM, S(0)"
+    assert spaces[0].timeline == (mib2, mib2 + 24, mib2 + 24, mib2, 2 * mib2)
+    assert spaces[1].timeline == (0, mib2, mib2, 2 * mib2, mib2) and spaces[1].step == 3
+    assert spaces[2].timeline == (0, 4, 4, 0, 0)
     text = render_hardware(v, "tpu")
-    assert "On-chip memory (TPU VMEM), S(1): peak 4.00 MiB (2 buffers placed there)" in text
+    assert "  on-chip memory (TPU VMEM), S(1)  peak   4.00 MiB (2 buffers)  | ▄▄█▄|" in text
+    assert "  HBM, S(0)" in text
     assert "(x42.7)" in text
 
 

@@ -277,6 +277,37 @@ def test_cli_inspect_target_and_its_mistakes():
 
 
 @needs_gpu
+def test_bench_times_here_and_says_what_the_target_makes(tmp_path):
+    """`bench --target`: the runs are timed on this machine's devices (here 2 virtual CPU
+    devices), the report adds the program compiled for 8 H100s, and keeps it when saved."""
+    script = str(ROOT / "examples" / "train_step.py") + ":train_step"
+    out = tmp_path / "res"
+    r = run_cli("bench", script, "--arg", "bf16[2,256,256]", "--arg", "bf16[64,256]", "-n",
+                "2", "--warmup", "0", "--devices", "2", "--target", "h100x8", "--shard",
+                "0=None,data,None", "--shard", "1=data", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "target h100x8: 8 x NVIDIA H100 80GB HBM3" in r.stdout and "fits with" in r.stdout
+    md = next(out.glob("*.md")).read_text()
+    assert "## Target" in md and "HBM per device: needs" in md
+    assert "<h2>Target</h2>" in next(out.glob("*.html")).read_text()
+    import hloscope
+
+    [res] = hloscope.load_results(str(out))
+    assert res.metadata["device_count"] == 2  # timed here
+    assert res.target_report.target["name"] == "h100x8" and res.target_report.fit.fits
+    assert res.target_report.device["kind"] == "NVIDIA H100 80GB HBM3"
+    js = run_cli("bench", script, "--arg", "bf16[2,256,256]", "--arg", "bf16[64,256]", "-n",
+                 "2", "--warmup", "0", "--target", "h100", "--json")
+    assert js.returncode == 0, js.stderr
+    d = json.loads(js.stdout)
+    assert d["target"]["name"] == "h100" and d["target"]["fit"]["fits"] is True
+    assert "target_report" not in d and "report" not in d
+    bad = run_cli("bench", script, "--arg", "bf16[2,256,256]", "--arg", "bf16[64,256]",
+                  "--mesh", "data=8")
+    assert bad.returncode == 2 and "give --target too" in bad.stderr
+
+
+@needs_gpu
 def test_the_cuda_plugin_on_a_machine_without_cuda_is_quiet_in_hloscopes_commands():
     """With the gpu-target extra installed here (no GPU), JAX logs a plugin configuration
     traceback whenever it starts; hloscope's own commands keep it and the native
@@ -304,12 +335,21 @@ def test_the_cuda_plugin_on_a_machine_without_cuda_is_quiet_in_hloscopes_command
 ])
 def test_tpu_target_compiles(target, devices, kind, shard):
     """TPU modules: tiled layouts, memory spaces; the peak equals XLA's live-range peak
-    (values counted without tile padding, in every memory space, as XLA counts them)."""
+    (values counted without tile padding, in every memory space, as XLA counts them), and
+    the temp estimate XLA's temp allocation in HBM (async slices' and copies' pointer
+    tables each in a 16 KiB slot of their own, as XLA's TPU buffer assignment keeps them)."""
+    import re
+
     import hloscope
 
     step, params, x = _mlp_step()
     r = hloscope.inspect(step, params, x, target=target, shard=shard)
     assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    # TPU compiles without a device report a temp of 0 in memory_analysis(): XLA's buffer
+    # assignment's default-memory-space temp allocation is the reference.
+    temp = sum(int(m.group(1)) for m in re.finditer(
+        r"^allocation \d+: size (\d+), preallocated-temp", r.buffer_assignment, re.M))
+    assert abs(r.memory.temp_estimate_bytes - temp) <= 0.01 * temp
     assert r.device == {"kind": kind, "platform": "tpu", "count": devices}
     assert ":T(8,128)" in r.hlo_after  # TPU tiled layouts
     per_chip = r.target["devices_per_chip"]

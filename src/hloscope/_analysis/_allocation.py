@@ -284,12 +284,13 @@ class _Reusable:
 
 
 def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
-                       sharing: Sharing) -> bytearray:
+                       sharing: Sharing, *, tuples_in_heap: bool = False) -> bytearray:
     """XLA's first pass (see the module docstring).
 
     Returns, by buffer id, 1 for the temporary buffers that found room in an
     output (or donated parameter) allocation and so take no room in the temp
-    heap, else 0.
+    heap, else 0.  With `tuples_in_heap` (XLA's TPU buffer assignment) a temporary
+    tuple's pointer table never goes into another allocation.
     """
     ranges = lr.ranges
     entry = df.module.entry
@@ -322,6 +323,8 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
                 reusable.add(a)
             continue
         live_out = kind == "output"
+        if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
+            continue
         fits = _Fit(buf.size, live_out, vals, lr, sharing, df, alloc_of)
         tried: set[int] = set()
         placed = _operand_allocation(df, vals, alloc_of, tried, fits)

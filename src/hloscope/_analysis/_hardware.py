@@ -19,6 +19,7 @@ model and the analyses already made for it:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from .._hlo._module import Instruction, Module
@@ -61,10 +62,19 @@ class SpacePeak:
     peak_bytes: int
     step: int
     values: int
+    timeline: tuple[int, ...] = ()  # bytes its buffers hold at each step of the schedule
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, points: int | None = None) -> dict[str, Any]:
+        """With `points`, the timeline squeezed to at most that many buckets (the most of
+        each), as ``[first step, last step, bytes]``."""
+        tl: list[Any] = list(self.timeline)
+        if points is not None:
+            n, m = len(tl), min(len(tl), points)
+            tl = [[b * n // m, max(b * n // m + 1, (b + 1) * n // m) - 1,
+                   max(self.timeline[b * n // m:max(b * n // m + 1, (b + 1) * n // m)])]
+                  for b in range(m)]
         return {"space": self.space, "name": self.name, "peak_bytes": self.peak_bytes,
-                "step": self.step, "values": self.values}
+                "step": self.step, "values": self.values, "timeline": tl}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +139,10 @@ class HardwareView:
     async_pairs: tuple[AsyncPair, ...]
     blocking: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, points: int | None = None) -> dict[str, Any]:
+        """`points`: see `SpacePeak.to_dict`."""
         return {"kernel_kinds": [k.to_dict() for k in self.kernel_kinds],
-                "memory_spaces": [s.to_dict() for s in self.spaces],
+                "memory_spaces": [s.to_dict(points) for s in self.spaces],
                 "peak_padding_bytes": self.peak_padding_bytes,
                 "padded": [p.to_dict() for p in self.padded],
                 "async_collectives": [a.to_dict() for a in self.async_pairs],
@@ -189,31 +200,39 @@ def _kernel_kinds(module: Module, graph: KernelGraph) -> tuple[KindCount, ...]:
 # -- memory spaces ---------------------------------------------------------------------
 
 def _spaces(df: Dataflow, lr: LiveRanges, tpu: bool) -> tuple[SpacePeak, ...]:
-    """Per memory space, the most bytes its buffers hold at once (each buffer once, over
-    the span of the values that share it: an async copy's two halves are one buffer)."""
-    events: dict[int, list[tuple[int, int]]] = {}
+    """Per memory space, the bytes its buffers hold at each step and the most at once (each
+    buffer once, over the span of the values that share it: an async copy's two halves are
+    one buffer, at its allocated, tile-padded size).  The default space (HBM) is listed
+    beside the others when a module has any; a module with none gets nothing."""
+    if not any(buf.values and buf.values[0].memory_space for buf in df.buffers):
+        return ()
+    deltas: dict[int, list[int]] = {}
     counts: dict[int, int] = {}
+    steps = lr.end_time
     for buf in df.buffers:
         if not buf.values:
             continue
         space = buf.values[0].memory_space
         spans = [lr.ranges[v.id] for v in buf.values if v.id in lr.ranges]
-        if not space or not spans:
+        if not spans:
             continue
         start, end = min(s for s, _ in spans), max(e for _, e in spans)
-        events.setdefault(space, []).extend(((start, buf.size), (end + 1, -buf.size)))
+        diff = deltas.get(space)
+        if diff is None:
+            diff = deltas[space] = [0] * (steps + 2)
+        diff[min(start, steps + 1)] += buf.size
+        diff[min(end + 1, steps + 1)] -= buf.size
         counts[space] = counts.get(space, 0) + 1
     out = []
-    for space in sorted(events):
-        live = best = 0
-        when = 0
-        for t, delta in sorted(events[space]):
-            live += delta
-            if live > best:
-                best, when = live, t
+    for space in sorted(deltas):
+        timeline = list(accumulate(deltas[space][:steps]))
+        best = max(timeline, default=0)
+        when = timeline.index(best) if timeline else 0
         name = _SPACE_NAMES.get(space) if (tpu or space == 5) else None
+        if space == 0:
+            name = "HBM, S(0)" if tpu else "device memory, S(0)"
         out.append(SpacePeak(space, name or f"memory space S({space})", best, when,
-                             counts[space]))
+                             counts[space], tuple(timeline)))
     return tuple(out)
 
 

@@ -97,14 +97,14 @@ def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = No
     kinds = kinds if kinds is not None else classify_buffers(df)
     sharing = Sharing(lr.time_of)
     ranges = lr.ranges
-    in_allocation = assign_allocations(df, lr, kinds, sharing)
+    align = _alignment(df)
+    tuple_bytes = _TPU_TUPLE_BYTES if align == _TPU_ALIGNMENT else 0
+    in_allocation = assign_allocations(df, lr, kinds, sharing, tuples_in_heap=tuple_bytes > 0)
     buffer_of = df.buffer_of
     temp_values = [v for v in df.values if v.id in ranges and not v.memory_space
                    and kinds[buffer_of[v.id].id] == "temporary"
                    and not in_allocation[buffer_of[v.id].id]]
     group_of, groups = _share_groups(df, temp_values, ranges, sharing)
-    align = _alignment(df)
-    tuple_bytes = _TPU_TUPLE_BYTES if align == _TPU_ALIGNMENT else 0
     items = []
     spans: dict[int, list[tuple[int, int]]] = {}
     # XLA's GPU buffer assignment reuses the gaps in a buffer's life (a loop's state
@@ -114,8 +114,14 @@ def estimate_temp(df: Dataflow, lr: LiveRanges, kinds: Sequence[str] | None = No
         size = max(max(v.size, tuple_bytes) if v.shape.is_tuple else v.size for v in vals)
         if size <= 0:
             continue
-        start = min(ranges[v.id][0] for v in vals)
-        end = max(ranges[v.id][1] for v in vals)
+        if tuple_bytes and any(v.shape.is_tuple for v in vals):
+            # XLA's TPU buffer assignment keeps each tuple's pointer table in a slot of its
+            # own for the whole program (seen in every TPU dump: 26 async slices' tables at
+            # 26 distinct offsets though their lives do not overlap).
+            start, end = 0, lr.end_time
+        else:
+            start = min(ranges[v.id][0] for v in vals)
+            end = max(ranges[v.id][1] for v in vals)
         items.append((g, size, start, end))
         if gaps:
             own = _merged(ranges[v.id] for v in vals)

@@ -88,18 +88,25 @@ def read_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
 
 def _unique(results: list[BenchResult]) -> list[BenchResult]:
     """Drop a result seen twice (the same run in a folder's JSON and in its results.csv,
-    or one CSV copied into a merged one); distinct runs of one point are all kept."""
-    seen: set[str] = set()
-    out = []
+    or one CSV copied into a merged one); distinct runs of one point are all kept.  Of two
+    copies the one with the program's reports (the JSON) is kept, wherever it was found."""
+    seen: dict[str, int] = {}
+    out: list[BenchResult] = []
     for r in results:
         key = json.dumps([sorted((str(k), str(v)) for k, v in r.params.items()),
                           [round(x, 9) for x in r.times], round(r.first_run or 0.0, 9),
                           sorted((k, round(v, 9)) for k, v in r.summary.items()),
                           str(r.metadata.get("time", ""))])
         if key not in seen:
-            seen.add(key)
+            seen[key] = len(out)
             out.append(r)
+        elif _richness(r) > _richness(out[seen[key]]):
+            out[seen[key]] = r
     return out
+
+
+def _richness(r: BenchResult) -> int:
+    return (r.report is not None) + (r.target_report is not None)
 
 
 def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]

@@ -170,6 +170,10 @@ def bench_html(d: BenchReportData) -> str:
             [(c["name"], c["opcode"], c["shape"], f"{len(c['groups'])} of {c['group_size']}",
               f"{c['sent_per_device']:,}", f"{c['received_per_device']:,}")
              for c in d.collectives]) if d.collectives else "<p>None.</p>"))
+    if d.target:
+        out.append("<h2>Target</h2><p>The same program compiled ahead of time for the target "
+                   "(the times above are this machine's):</p><pre>"
+                   + _e("\n".join(d.target)) + "</pre>")
     if d.processes:
         out.append("<h2>Processes</h2>" + _table(
             ("Rank", "Min (ms)", "Median (ms)", "Max (ms)"),

@@ -132,6 +132,12 @@ def bench_markdown(d: BenchReportData) -> str:
                            for c in d.collectives])
         else:
             out.append("None: the program moves no data between devices.")
+    if d.target:
+        text = "\n".join(d.target)
+        f = _fence(text)
+        out += ["---", "## Target",
+                "The same program compiled ahead of time for the target (the times above are "
+                "this machine's):", f + "text", text, f]
     if d.processes:
         out += ["---", "## Processes",
                 "Each rank's own times; the Iteration Runs above take the slowest rank of "

@@ -99,7 +99,9 @@ def _guard(ranks: Ranks, phase: str, running: str, progress: list[float]) -> Ite
 
 def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
           min_time: float | None = None, static_argnums: int | tuple[int, ...] = (),
-          name: str | None = None, timeout: float = 60.0, **params: Any) -> BenchResult:
+          name: str | None = None, timeout: float = 60.0, target: str | None = None,
+          mesh: str | dict[str, int] | None = None,
+          shard: dict[int, Any] | list[Any] | None = None, **params: Any) -> BenchResult:
     """Time `fn(*args)` compiled.
 
     Trace, lower and compile are timed apart (by `inspect`, whose report is kept for the
@@ -121,6 +123,10 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     answering, and nothing can interrupt them: when no run finishes for `timeout`
     seconds, a watchdog prints the error and ends the process (exit status 2).  So with
     several processes `timeout` is also the longest one run may take.  See docs/bench.md.
+
+    `target` (with `mesh` and `shard`, as in `inspect`) also compiles the program for a GPU
+    or TPU that need not be here, before anything is timed: the result's `target_report`
+    says what XLA makes for it and whether it fits there (the times are this machine's).
     """
     import jax
 
@@ -129,6 +135,11 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     ranks = Ranks(timeout)
     ranks.phase("tracing and compiling")
     report = inspect(fn, *args, static_argnums=static_argnums)
+    target_report = None
+    if target is not None:
+        ranks.phase(f"compiling for {target}")
+        target_report = inspect(fn, *args, static_argnums=static_argnums, target=target,
+                                mesh=mesh, shard=shard)
     label = name or report.name
     compiled = report._cache["compiled"]
     dynamic = [a for i, a in enumerate(args)
@@ -190,4 +201,5 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
                        warmup=warmup, overhead=overhead, timings=dict(report.timings),
                        sizes=_sizes(report), checks=checks,
                        metadata=capture_metadata(fn, dynamic, report),
-                       ranks=per_rank if len(per_rank) > 1 else [], report=report)
+                       ranks=per_rank if len(per_rank) > 1 else [], report=report,
+                       target_report=target_report)

@@ -42,6 +42,7 @@ class BenchReportData:
     processes: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     metadata: list[tuple[str, str]] = field(default_factory=list)
     code: list[tuple[str, str, str]] = field(default_factory=list)  # (section, fence, text)
+    target: list[str] = field(default_factory=list)  # what the target report says, as text
     profiling_note: str = ""
     result: BenchResult | None = None
 
@@ -122,6 +123,9 @@ def bench_report_data(r: BenchResult, *, top: int = 12) -> BenchReportData:
         data.processes = [(k, {"min": min(x), "median": sorted(x)[len(x) // 2],
                                "max": max(x)}) for k, x in enumerate(r.ranks)]
     _program_sections(data, r, top)
+    if r.target_report is not None:
+        t = r.target_report
+        data.target = [t.summary_line(), *t.target_lines()]
     data.metadata = _metadata_rows(r.metadata)
     return data
 

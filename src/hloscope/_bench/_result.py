@@ -33,7 +33,8 @@ class BenchResult:
     and the first run excluded); with several processes they are the slowest rank's
     time per iteration and `ranks` keeps every rank's own series.  `summary` stands in
     for `times` when only summary figures are known (a jax-hpc-profiler CSV row).
-    `report` is the `inspect` report of the program when it was measured here.
+    `report` is the `inspect` report of the program when it was measured here;
+    `target_report` its report compiled for a target (``bench(..., target=)``), if asked.
     """
 
     name: str
@@ -50,6 +51,7 @@ class BenchResult:
     summary: dict[str, float] = field(default_factory=dict)
     source: str = "hloscope"
     report: Any = None
+    target_report: Any = None
 
     # -- statistics ---------------------------------------------------------------------
     @property
@@ -111,7 +113,9 @@ class BenchResult:
                 "ranks": self.ranks, "summary": self.summary,
                 "stats": {k: v for k, v in self.stats.items()
                           if k not in ("first_run", "warmup", "overhead_per_run")},
-                "report": self.report.to_dict() if self.report is not None else None}
+                "report": self.report.to_dict() if self.report is not None else None,
+                "target_report": (self.target_report.to_dict()
+                                  if self.target_report is not None else None)}
 
     def file_stem(self) -> str:
         """A file name for this result from its parameters (function, sizes, grid, ...)."""
@@ -172,11 +176,14 @@ class BenchResult:
                                 hint=f"pass a file written by hloscope bench (schema "
                                      f"{RESULT_SCHEMA})")
         f = Fields(d, path, what="benchmark result")
-        report = None
-        if f.has("report"):
+        report = target_report = None
+        if f.has("report") or f.has("target_report"):
             from .._jax._inspect import Report
 
-            report = Report(**report_fields(d["report"], path))
+            if f.has("report"):
+                report = Report(**report_fields(d["report"], path))
+            if f.has("target_report"):
+                target_report = Report(**report_fields(d["target_report"], path))
         params = f.obj("params") or {}
         for k, v in params.items():
             if not isinstance(v, (str, int, float, bool)) and v is not None:
@@ -188,4 +195,5 @@ class BenchResult:
                    timings=f.numbers("timings", minimum=0) or {}, sizes=f.sizes("sizes"),
                    checks=f.objects("checks"), metadata=f.obj("metadata") or {},
                    ranks=f.time_lists("ranks"), summary=f.numbers("summary") or {},
-                   source=f.text("source") or "hloscope", report=report)
+                   source=f.text("source") or "hloscope", report=report,
+                   target_report=target_report)

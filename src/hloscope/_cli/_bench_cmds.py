@@ -16,8 +16,8 @@ from .._jax._user import check_call
 from ._common import WIDE_HELP, command, echo, fail, fail_user, text_width
 from ._help import at_least
 from ._supervise import SUPERVISED
-from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
-                       static_kwargs)
+from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
+                       hardware_target, load_target, require_jax, static_hint, static_kwargs)
 
 
 def _exit_now_if_distributed(code: int) -> None:
@@ -69,6 +69,11 @@ def bench_cmd(
                                           "measured."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
                                        help="Run on N virtual CPU devices."),
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP
+                                  + " The times stay this machine's; the report adds what "
+                                  "XLA makes for the target and whether it fits there."),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
     distributed: bool = typer.Option(False, "--distributed", help="Call "
                                      "jax.distributed.initialize() first (cluster "
                                      "auto-detection or the three options below)."),
@@ -109,6 +114,7 @@ def bench_cmd(
         raise typer.Exit(code)
     try:
         require_jax("bench")
+        extra = hardware_target(hw, mesh, shard, None)  # --devices runs it here: both go
         if devices is not None:
             from .._jax._compare import use_cpu_devices
 
@@ -145,7 +151,7 @@ def bench_cmd(
         from .._bench._measure import bench
 
         result = bench(fn, *args, warmup=warmup, iterations=iterations, min_time=min_time,
-                       timeout=timeout, **params)
+                       timeout=timeout, **extra, **params)
         written = result.save(str(output)) if output is not None else []
         if jhp_csv is not None and not result.metadata.get("process_index", 0):
             from .._bench._output import append_jhp_csv
@@ -158,6 +164,10 @@ def bench_cmd(
     if as_json:
         d = result.to_dict()
         d.pop("report", None)
+        tr = d.pop("target_report", None)
+        if tr is not None:  # the target and its fit, not the whole report
+            d["target"] = {**(tr.get("target") or {}), "fit": result.target_report.fit.to_dict()
+                           if result.target_report.fit is not None else None}
         sys.stdout.write(json.dumps(d, indent=1, sort_keys=True) + "\n")
         return
     t = result.timings
@@ -168,6 +178,8 @@ def bench_cmd(
         lines.append(f"memory: argument {sizes.get('argument'):,} B, output "
                      f"{sizes.get('output'):,} B, temporary {sizes['temporary']:,} B, "
                      f"peak {sizes.get('peak') or 0:,} B")
+    if result.target_report is not None:
+        lines += result.target_report.target_lines()
     for c in result.checks:
         mark = "ok" if c["ok"] else "MISMATCH"
         lines.append(f"check {c['parameter']}: given {c['given']}, program "

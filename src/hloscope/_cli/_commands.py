@@ -8,7 +8,6 @@ Markdown report, a log, torch_xla's saved graphs) and the same ``--module`` /
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -23,8 +22,8 @@ from .._write import write_text
 from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
-from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
-                       static_kwargs)
+from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
+                       hardware_target, load_target, require_jax, static_hint, static_kwargs)
 
 _MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE_HELP)
 _FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
@@ -431,16 +430,9 @@ def inspect_cmd(
                                      "keyword argument (a Python literal); repeat."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
                                        help="Run on N virtual CPU devices."),
-    hw: str | None = typer.Option(None, "--target", metavar="NAME", help="Compile for a GPU "
-                                  "or TPU that need not be here: h100x8, a100-80:2x4x8, "
-                                  "tpu-v5e:2x4, ... (hloscope targets lists them)."),
-    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help="With --target: the "
-                                    "device mesh, data=8 or 2x4:data,model (default: one "
-                                    "axis 'data' over every device)."),
-    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help="With --target: "
-                                    "argument I's partition spec over the mesh axes, e.g. "
-                                    "0=data,None or 1=(data,model); repeat. Others are "
-                                    "replicated."),
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
                                        help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
@@ -459,21 +451,7 @@ def inspect_cmd(
 
     try:
         require_jax("inspect")
-        shards = _shard_options(shard)
-        if hw is not None:
-            if devices is not None:
-                raise _errors.HloscopeError("--devices sets virtual CPU devices; --target "
-                                            "compiles for the target's own devices",
-                                            hint="give one of them")
-            from .._target._catalog import parse_target
-
-            parse_target(hw)  # an unknown name fails before the user's file is read
-            os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
-            os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
-        elif mesh is not None or shards:
-            raise _errors.HloscopeError("--mesh and --shard lay the arguments on a target's "
-                                        "devices", hint="give --target too, such as "
-                                                        "--target h100x8")
+        extra = hardware_target(hw, mesh, shard, devices)
         if devices is not None:
             from .._jax._compare import use_cpu_devices
 
@@ -488,7 +466,6 @@ def inspect_cmd(
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         from .._jax._inspect import inspect as run_inspect
 
-        extra = {"target": hw, "mesh": mesh, "shard": shards} if hw is not None else {}
         rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
         if output is not None:
             write_text(output, rep.html())
@@ -511,18 +488,6 @@ def inspect_cmd(
          + "\n" + render_memory(rep.memory, width=width) + "\n"
          + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
          width)
-
-
-def _shard_options(items: list[str]) -> dict[int, str]:
-    """``--shard I=SPEC`` options as {argument index: spec text}."""
-    out: dict[int, str] = {}
-    for item in items:
-        index, eq, spec = item.partition("=")
-        if not eq or not index.strip().isdigit():
-            raise _errors.HloscopeError(f"--shard {item!r}: give ARGUMENT=SPEC such as "
-                                        "0=data,None (argument numbers start at 0)")
-        out[int(index)] = spec
-    return out
 
 
 @command()

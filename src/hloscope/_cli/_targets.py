@@ -1,6 +1,7 @@
 """What `hloscope inspect` and `hloscope bench` run: a function named FILE.py:FUNCTION
 or package.module:FUNCTION, its arguments from shapes (``--arg f32[128,2]``) or from
-a call (``--inputs 'make_input(128)'``), and static keyword arguments."""
+a call (``--inputs 'make_input(128)'``), static keyword arguments, and the hardware to
+compile for (``--target h100x8 --mesh data=8 --shard 0=data``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ from .._errors import HloscopeError
 from .._hlo._shape import NUMPY_DTYPES
 from .._jax._user import INSTALL_JAX, jax_missing, user_code
 
-__all__ = ["array_args", "call_inputs", "load_target", "require_jax",
-           "static_hint", "static_kwargs"]
+__all__ = ["HW_MESH_HELP", "HW_SHARD_HELP", "HW_TARGET_HELP", "array_args", "call_inputs",
+           "hardware_target", "load_target", "require_jax", "static_hint", "static_kwargs"]
+
+HW_TARGET_HELP = ("Compile for a GPU or TPU that need not be here: h100x8, a100-80:2x4x8, "
+                  "tpu-v5e:2x4, ... (hloscope targets lists them).")
+HW_MESH_HELP = ("With --target: the device mesh, data=8 or 2x4:data,model (default: one axis "
+                "'data' over every device).")
+HW_SHARD_HELP = ("With --target: argument I's partition spec over the mesh axes, e.g. "
+                 "0=data,None or 1=(data,model); repeat. Others are replicated.")
 
 _modules: dict[str, Any] = {}
 
@@ -188,3 +196,30 @@ def call_inputs(target: str, call: str) -> list[Any]:
     with user_code(f"calling --inputs {call}"):
         out = fn(*args, **kwargs)
     return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def hardware_target(hw: str | None, mesh: str | None, shard: list[str],
+                    devices: int | None) -> dict[str, Any]:
+    """``--target``, ``--mesh`` and ``--shard`` checked before the user's file is read, as
+    `inspect`'s keyword arguments (empty without ``--target``)."""
+    shards: dict[int, str] = {}
+    for item in shard:
+        index, eq, spec = item.partition("=")
+        if not eq or not index.strip().isdigit():
+            raise HloscopeError(f"--shard {item!r}: give ARGUMENT=SPEC such as 0=data,None "
+                                "(argument numbers start at 0)")
+        shards[int(index)] = spec
+    if hw is None:
+        if mesh is not None or shards:
+            raise HloscopeError("--mesh and --shard lay the arguments on a target's devices",
+                                hint="give --target too, such as --target h100x8")
+        return {}
+    if devices is not None:
+        raise HloscopeError("--devices sets virtual CPU devices; --target compiles for the "
+                            "target's own devices", hint="give one of them")
+    from .._target._catalog import parse_target
+
+    parse_target(hw)  # an unknown name fails before the user's file is read
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    return {"target": hw, "mesh": mesh, "shard": shards}

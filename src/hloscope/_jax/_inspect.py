@@ -127,9 +127,11 @@ class Report:
         if "fit" not in self._cache:
             from .._analysis._fit import hbm_fit
 
+            hbm = next((sp.peak_bytes for sp in self.hardware.spaces if sp.space == 0),
+                       None)
             self._cache["fit"] = hbm_fit(self.memory, t["hbm_bytes"],
                                          str(t.get("device_kind") or t.get("name")),
-                                         self.memory_analysis)
+                                         self._xla_allocation(), hbm_peak=hbm)
         return self._cache["fit"]
 
     @property
@@ -142,6 +144,16 @@ class Report:
             df, lr = self._flow()
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
+
+    def _xla_allocation(self) -> dict[str, Any] | None:
+        """XLA's `memory_analysis()`; where a TPU compile reports a temp of 0 there, the
+        temp of its buffer assignment in device memory instead (the same figure as XLA
+        allocates it)."""
+        ma = self.memory_analysis
+        xla = self.memory.xla
+        if ma and self._tpu_without_temp() and xla is not None and xla.temp_bytes:
+            return {**ma, "temp_size_in_bytes": xla.temp_bytes}
+        return ma
 
     def _tpu_without_temp(self) -> bool:
         """A TPU target's deviceless compile reports a temp of 0 whatever the program
@@ -197,7 +209,7 @@ class Report:
         """The page of `hloscope report` for this program."""
         from .._analysis._summary import summarize
         from .._render._html import render_html
-        from .._render._report_data import report_data
+        from .._render._report_data import TIMELINE_POINTS, report_data
 
         mem = self.memory
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
@@ -211,21 +223,24 @@ class Report:
                 data.get("notes") or [])
             data["target"] = self.target
             data["fit"] = self.fit.to_dict() if self.fit is not None else None
-            data["hardware"] = self.hardware.to_dict()
+            data["hardware"] = self.hardware.to_dict(points=TIMELINE_POINTS)
         return render_html(data)
 
     def summary_line(self) -> str:
         m = self.memory
+        ma = self.memory_analysis
         xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
         parts = [f"{self.name}: {nk} kernel{'' if nk == 1 else 's'}",
                  f"{nt} array{'' if nt == 1 else 's'} between kernels",
                  f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
-                 f"temp {m.temp_estimate_bytes:,} B"
-                 + (f" (XLA: {self.memory_analysis['temp_size_in_bytes']:,} B)"
-                    if self.memory_analysis and "temp_size_in_bytes" in self.memory_analysis
-                    and not self._tpu_without_temp() else "")]
+                 f"temp {m.temp_estimate_bytes:,} B" + (
+                     f" (XLA: {ma['temp_size_in_bytes']:,} B)"
+                     if ma and "temp_size_in_bytes" in ma and not self._tpu_without_temp()
+                     else f" (XLA's buffer assignment: {m.xla.temp_bytes:,} B)"
+                     if self._tpu_without_temp() and m.xla is not None and m.xla.temp_bytes
+                     else "")]
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)

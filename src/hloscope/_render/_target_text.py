@@ -8,6 +8,7 @@ from typing import Any
 from .._analysis._fit import HbmFit
 from .._analysis._hardware import HardwareView
 from .._units import format_bytes
+from ._memory_text import sparkline
 from ._term import safe
 from ._text import table
 
@@ -37,7 +38,8 @@ def render_fit(fit: HbmFit) -> str:
     """``HBM: needs 1.23 GiB of 79.11 GiB per device: fits with 77.88 GiB to spare``, or
     what is missing and the largest values at the peak."""
     what = ("XLA's allocation: " + " + ".join(f"{k} {format_bytes(v)}" for k, v in fit.parts)
-            if fit.basis == "xla" else "hloscope's peak of live values")
+            if fit.basis == "xla" else "hloscope's peak of the values in HBM, tiles padded"
+            if fit.basis == "hbm-peak" else "hloscope's peak of live values")
     head = (f"HBM per device: needs {format_bytes(fit.need_bytes)} ({what}) of "
             f"{format_bytes(fit.hbm_bytes)} on {safe(fit.device)}: ")
     if fit.fits:
@@ -104,9 +106,16 @@ def render_hardware(view: HardwareView, platform: str = "") -> str:
         lines.append(f"Collectives without an async form ({len(view.blocking)}), which the "
                      "compute waits for: " + ", ".join(safe(b) for b in view.blocking[:5])
                      + (", ..." if len(view.blocking) > 5 else ""))
-    for sp in view.spaces:
-        lines.append(f"{sp.name[:1].upper()}{sp.name[1:]}: peak {format_bytes(sp.peak_bytes)} "
-                     f"({_count(sp.values, 'buffer')} placed there); not in the HBM figures")
+    if view.spaces:
+        lines.append("Memory spaces (allocated sizes, tiles padded; each over the schedule):")
+        width = max(len(sp.name) for sp in view.spaces)
+        counts = [f"({_count(sp.values, 'buffer')})" for sp in view.spaces]
+        cwidth = max(len(c) for c in counts)
+        # The sparkline takes what is left of 96 columns (at least 16).
+        spark = max(16, 96 - (2 + width + 2 + 16 + cwidth + 2 + 2))
+        for sp, c in zip(view.spaces, counts):
+            lines.append(f"  {sp.name:<{width}}  peak {format_bytes(sp.peak_bytes):>10} "
+                         f"{c:<{cwidth}}  |{sparkline(sp.timeline, spark)}|")
     if view.peak_padding_bytes or view.padded:
         line = (f"Tile padding: {format_bytes(view.peak_padding_bytes)} of the values live at "
                 "the peak is padding of tiled layouts")

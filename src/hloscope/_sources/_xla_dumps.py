@@ -56,7 +56,8 @@ class AllocatedValue:
 @dataclass(frozen=True, slots=True)
 class Allocation:
     """One allocation: its index, size, what it is (parameter, output, constant,
-    thread-local, preallocated-temp) and the values placed in it."""
+    thread-local, preallocated-temp), the values placed in it, and its memory space
+    (`color`: 0 is device memory; a TPU's on-chip memory is 1)."""
 
     __repr__ = brief_repr
 
@@ -66,6 +67,7 @@ class Allocation:
     parameter: int | None
     maybe_live_out: bool
     values: tuple[AllocatedValue, ...]
+    color: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,10 @@ class BufferAssignmentDump:
 
     @property
     def temp_bytes(self) -> int:
-        return self.total("preallocated-temp")
+        """The temp allocation in device memory (color 0): a TPU's on-chip and scalar
+        memories have temp allocations of their own, not counted here."""
+        return sum(a.size for a in self.allocations
+                   if a.kind == "preallocated-temp" and a.color == 0)
 
     @property
     def value_sizes(self) -> dict[str, int]:
@@ -330,8 +335,10 @@ def _allocation(d: dict) -> Allocation:
         kind = "output"
     else:
         kind = "other"
+    cm = re.search(r"\bcolor (\d+)", rest)
     return Allocation(d["index"], d["size"], kind, int(pm.group(1)) if pm else None,
-                      "maybe-live-out" in rest, tuple(d["values"]))
+                      "maybe-live-out" in rest, tuple(d["values"]),
+                      int(cm.group(1)) if cm else 0)
 
 
 _SPACE_RE = re.compile(r"^Memory Space: (.*?) \(color=(\d+)\)\s*$")
