@@ -238,7 +238,17 @@ def kernels(
 def lint(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/2): "
+                                  "every group with its findings and savings."),
+    show_all: bool = typer.Option(False, "--all", help="Show every group of findings, not "
+                                  "the 10 that would save the most."),
+    min_share: float | None = typer.Option(None, "--min-share", metavar="FRACTION",
+                                           help="Keep the groups that would save at "
+                                           "least this share of the program's peak or "
+                                           "estimated time (default 0.01; 0 keeps every one)."),
+    device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate times "
+                                      "for this device (a100, h100, v100, tpu-v4, tpu-v5e, "
+                                      "tpu-v5p; default: assumed from the module)."),
     fail_on: list[str] = typer.Option([], "--fail-on", metavar="RULE", help="Exit with "
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
@@ -247,13 +257,15 @@ def lint(
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
 ) -> None:
-    """The advisor: what in the compiled program costs memory or time.
+    """The advisor: what in the compiled program costs memory or time, and how much.
 
-    Each finding comes with its evidence (instructions, op_name, source line) and
-    the change to try in your code.
+    Findings of one rule on one pattern (one per layer of a deep model) are grouped and
+    ranked by what acting on them would save (peak memory, memory traffic, kernels,
+    time); each comes with its places (op_name, source line) and the change to try.
     """
-    from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise
-    from .._render._kernels_text import render_findings
+    from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise_groups
+    from .._analysis._devices import device as find_device
+    from .._render._kernels_text import render_advice
 
     known = {r.id.lower(): r.id for r in RULES} | {r.name: r.id for r in RULES}
     wanted: set[str] = set()
@@ -266,18 +278,26 @@ def lint(
             fail(_errors.HloscopeError(
                 f"unknown rule {name!r} for --fail-on",
                 hint="rules: " + ", ".join(f"{r.id} ({r.name})" for r in RULES)))
+    if min_share is not None and not min_share >= 0:
+        fail(_errors.HloscopeError(f"--min-share {min_share}: give a share of 0 or more",
+                                   hint="0.01 keeps what saves 1% of the peak or time"))
+    try:
+        dev = find_device(device) if device is not None else None
+    except _errors.HloscopeError as e:
+        fail(e)
     m = pick_module(path, module, function)
     try:
-        findings = advise(m)
+        advice = advise_groups(m, device=dev, min_share=min_share)
     except _errors.HloscopeError as e:
         fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
-                "modules": [{"module": m.name, "findings": [f.to_dict() for f in findings]}]}
+                "modules": [{"module": m.name, **advice.to_dict()}]}
         sys.stdout.write(render_json(data))
     else:
-        echo(render_findings(m.name, findings, optimized=is_optimized(m), width=text_width(wide)))
-    if {f.rule for f in findings} & wanted:
+        echo(render_advice(m.name, advice, top=None if show_all else 10,
+                           width=text_width(wide)))
+    if {g.rule for g in advice.groups} & wanted:
         raise typer.Exit(1)
 
 
@@ -335,7 +355,7 @@ def report(
     live), the kernel graph (groups open on click, search, the HLO of each
     kernel) and the advisor's findings.
     """
-    from .._analysis._advisor import advise
+    from .._analysis._advisor import advise_groups
     from .._analysis._dataflow import analyze_dataflow
     from .._analysis._kernels import kernel_graph
     from .._analysis._liverange import compute_live_ranges
@@ -356,7 +376,7 @@ def report(
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
             data = report_data(m, summarize(m), graph_, memory_,
-                               advise(m, graph=graph_, df=df, lr=lr))
+                               advise_groups(m, graph=graph_, df=df, lr=lr))
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
@@ -446,7 +466,7 @@ def inspect_cmd(
     not be here, and whether it fits in that device's memory.
     """
     from .._jax._user import check_call
-    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     try:
@@ -486,7 +506,7 @@ def inspect_cmd(
          f"jax {rep.versions.get('jax')}\n\n"
          + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
          + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
+         + render_advice(m.name, rep.advice, width=width),
          width)
 
 
@@ -519,10 +539,10 @@ def demo(
     Shows what is in it, its kernels, its memory peak, and the advisor's
     findings: summary, kernels, memory and lint in turn.
     """
-    from .._analysis._advisor import advise
+    from .._analysis._advisor import advise_groups
     from .._analysis._kernels import kernel_graph
     from .._analysis._memory import analyze_memory
-    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     from .._sources._reader import read_text
@@ -544,8 +564,7 @@ def demo(
         ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m),
                                             width=width)),
         ("hloscope memory", render_memory(analyze_memory(m), top=5, width=width)),
-        ("hloscope lint", render_findings(m.name, advise(m), optimized=is_optimized(m),
-                                          width=width)),
+        ("hloscope lint", render_advice(m.name, advise_groups(m), width=width)),
     ]
     echo("".join(f"==> {title} {name}\n\n{text}\n" for title, text in parts), width)
     echo("This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a\n"
