@@ -40,7 +40,7 @@ from .._units import format_bytes
 from ._advisor import Finding, advise
 from ._dataflow import analyze_dataflow
 from ._kernels import Kernel, KernelGraph, kernel_graph
-from ._liverange import compute_live_ranges
+from ._liverange import LiveRanges, compute_live_ranges
 from ._memory import MemoryReport, analyze_memory
 
 __all__ = ["DIFF_SCHEMA", "KernelChange", "ModuleDiff", "diff_modules", "match_findings"]
@@ -441,7 +441,8 @@ def diff_modules(a: Module, b: Module, *,
                          "from": e.src if e else None, "src_kind": src_kind})
         return tuple(rows)
 
-    def peak_only(mine, theirs, op_mine, op_theirs) -> tuple[dict[str, Any], ...]:  # type: ignore[no-untyped-def]
+    def peak_only(mine: LiveRanges, theirs: LiveRanges, op_mine: Callable[[str], str],
+                  op_theirs: Callable[[str], str]) -> tuple[dict[str, Any], ...]:
         """The values live at `mine`'s peak with no value of the same shape, op_name (without
         the function's name) and size live at `theirs`'s: largest first."""
         left = Counter((str(v.shape), op_theirs(v.inst.metadata.op_name), v.size)

@@ -2,11 +2,11 @@
 
 `compare` puts several reports in one table (kernels, arrays between kernels,
 temp bytes, peak, flops, compile time); `diff` says what changed between two
-variants of a function (`diff_modules` on their optimized modules); `sweep` inspects a function for each
-value of one static parameter, and its `plot` draws a figure against the
-parameter, hloscope's and XLA's side by side (seed 004's "temporary memory vs
-n" for its FFT variants); `use_cpu_devices` sets up N virtual CPU devices, which
-must happen before JAX starts its backends.
+variants of a function (`diff_modules` on their optimized modules); `sweep`
+inspects a function for each value of one static parameter, and its `plot`
+draws a figure against the parameter, hloscope's and XLA's side by side (seed
+004's "temporary memory vs n" for its FFT variants); `use_cpu_devices` sets up N
+virtual CPU devices, which must happen before JAX starts its backends.
 """
 
 from __future__ import annotations
