@@ -53,6 +53,7 @@ from ._bench._timer import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep
 from ._jax._compare import compare as compare
+from ._jax._compare import diff as diff
 from ._jax._compare import plot_sweeps as plot_sweeps
 from ._jax._compare import sweep as sweep
 from ._jax._compare import use_cpu_devices as use_cpu_devices

@@ -23,7 +23,8 @@ from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
 from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
-                       hardware_target, load_target, require_jax, static_hint, static_kwargs)
+                       hardware_target, is_function_target, load_target, require_jax,
+                       static_hint, static_kwargs)
 
 _MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE_HELP)
 _FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
@@ -397,11 +398,15 @@ def report(
          f"kernel{'' if n == 1 else 's'})\n")
 
 
+_DIFF_SIDE = ("The first version: " + INPUT_HELP[0].lower() + INPUT_HELP[1:-1] + "; or a JAX "
+              "function, FILE.py:FUNCTION or package.module:FUNCTION (compiled with --arg).")
+
+
 @command()
 def diff(
-    a: Path = typer.Argument(..., metavar="A", help="The first version: "
-                                + INPUT_HELP[0].lower() + INPUT_HELP[1:]),
-    b: Path = typer.Argument(..., metavar="B", help="The second version, the same kinds."),
+    a: str = typer.Argument(..., metavar="A", help=_DIFF_SIDE),
+    b: str = typer.Argument(..., metavar="B", help="The second version, of the same kind: "
+                            "a file, or a function compiled with the same arguments."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Also "
                                        "write an HTML page with the two kernel graphs, "
@@ -409,31 +414,85 @@ def diff(
     module: str | None = typer.Option(None, "--module", "-m", metavar="NAME|INDEX",
                                       help=MODULE_HELP + " Applies to both inputs."),
     function: str | None = _FUNCTION,
+    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="With two functions: an "
+                                  "argument's shape, e.g. f32[128,2] (zeros of that shape); "
+                                  "repeat for each argument."),
+    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="With two "
+                                      "functions: a call in A's file that returns the "
+                                      "arguments, e.g. 'make_input(128)'; after any --arg."),
+    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
+                                     "functions: a static keyword argument (a Python "
+                                     "literal); repeat."),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
 
-    Kernels matched by what they compute, arrays between kernels, the memory
-    peak, collectives, flops, and the advisor's findings.
+    Kernels matched by what they compute, arrays between kernels, every memory
+    figure side by side and what is live at the peak on one side only,
+    collectives, flops, and the advisor's findings.  A and B are two files, or
+    two JAX functions (prog.py:attn prog.py:attn_f32 --arg bf16[128,64] ...)
+    compiled here with the same arguments.
     """
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
-    ma, mb = pick_module(a, module, function), pick_module(b, module, function)
     try:
-        result = diff_modules(ma, mb)
+        result = _diff_functions(a, b, arg, inputs, static, module, function)
+        if result is None:
+            if arg or inputs or static:
+                raise _errors.HloscopeError("--arg, --inputs and --static are for two "
+                                            "functions; A and B are files",
+                                            hint="give FILE.py:FUNCTION for A and B")
+            result = diff_modules(pick_module(Path(a), module, function),
+                                  pick_module(Path(b), module, function))
         if output is not None:
             from .._render._diff_html import render_diff_html
 
             write_text(output, render_diff_html(result))
     except _errors.HloscopeError as e:
         fail(e)
-    except OSError as e:
-        fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
     if json_out:
         sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
         return
     echo(render_diff(result, width=text_width(wide)))
+
+
+def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
+                    module: str | None, function: str | None):  # type: ignore[no-untyped-def]
+    """`hloscope diff` on two functions: both compiled with the same arguments and
+    compared with every memory figure; None when A and B are files."""
+    from .._jax._compare import diff as diff_functions
+    from .._jax._user import check_call
+
+    fa, fb = is_function_target(a), is_function_target(b)
+    for side, is_fn in ((a, fa), (b, fb)):
+        if not is_fn and side.endswith(".py") and not Path(side).is_dir():
+            raise _errors.HloscopeError(
+                f"{side} is a Python file, not HLO: name the function in it",
+                hint=f"hloscope diff {side}:FUNCTION OTHER.py:FUNCTION --arg SHAPE ...")
+    if not fa and not fb:
+        return None
+    if fa != fb:
+        fn, path = (a, b) if fa else (b, a)
+        raise _errors.HloscopeError(f"{fn} is a function and {path} a file: diff compares "
+                                    "two of a kind",
+                                    hint="give two functions (FILE.py:FUNCTION) or two HLO "
+                                         "files")
+    if module is not None or function is not None:
+        raise _errors.HloscopeError("--module and --function pick a module in a file; A and "
+                                    "B are functions")
+    require_jax("diff")
+    from .._jax._quiet import start_jax_quietly
+
+    start_jax_quietly()
+    kwargs = static_kwargs(static)
+    fns = [load_target(a), load_target(b)]
+    args = array_args(arg) + (call_inputs(a, inputs) if inputs else [])
+    for fn in fns:
+        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
+    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **kwargs)
 
 
 @command("inspect")
