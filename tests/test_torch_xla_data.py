@@ -146,3 +146,17 @@ def test_run_finds_a_wrong_output():
     r = run_cli("run", str(d / "program.hlo"), "--inputs", str(d / "inputs.npz"),
                 "--expect", str(TXLA / "conv_net" / "expected.npz"), "-n", "0")
     assert r.returncode == 1, r.stderr[-2000:]
+
+
+def test_torch_sources_in_tables_show_the_package_path_and_the_file():
+    """torch's frames live in site-packages: tables show torch/nn/functional.py:2901 (or
+    its end when the column is narrow), never /work/txla-venv/lib/python3.11/site-…."""
+    r = run_cli("kernels", str(TXLA / "encoder_layer" / "program.hlo"), columns=160)
+    assert r.returncode == 0
+    assert "torch/nn/functional.py:" in r.stdout and "site-packages" not in r.stdout
+    narrow = run_cli("kernels", str(TXLA / "encoder_layer" / "program.hlo")).stdout
+    assert "\u2026functional.py:2901" in narrow and "site-packages" not in narrow
+    wide = run_cli("kernels", "--wide", str(TXLA / "encoder_layer" / "program.hlo")).stdout
+    assert "/site-packages/torch/nn/functional.py:2901" in wide  # --wide: whole
+    listing = run_cli("summary", "--list", str(SAVED_HLO), columns=160).stdout
+    assert re.search(r"run_raw \(\S*make_torch_xla_data\.py:\d+\)", listing)
