@@ -30,7 +30,7 @@ def _modules() -> list:
     """Every HLO file of the data (the saved-tensors file holds four graphs)."""
     files = [TXLA / p / "program.hlo" for p in PROGRAMS]
     files += [TXLA / p / "partitioned.hlo" for p in SHARDED]
-    return [*files, SAVED_HLO, DUMP]
+    return [*files, SAVED_HLO, DUMP, STABLEHLO]
 
 
 def test_the_data_is_complete():
@@ -160,3 +160,52 @@ def test_torch_sources_in_tables_show_the_package_path_and_the_file():
     assert "/site-packages/torch/nn/functional.py:2901" in wide  # --wide: whole
     listing = run_cli("summary", "--list", str(SAVED_HLO), columns=160).stdout
     assert re.search(r"run_raw \(\S*make_torch_xla_data\.py:\d+\)", listing)
+
+
+def test_torch_xla_stablehlo_is_read_as_the_same_graph():
+    """xm.get_stablehlo's text (with torch_xla's pretty locations, which no MLIR parser
+    takes) is converted by XLA: the same parameters as program.hlo, in the same order."""
+    from hloscope._sources._stablehlo import is_stablehlo, parseable_stablehlo
+
+    text = STABLEHLO.read_text()
+    assert is_stablehlo(text) and not is_stablehlo((TXLA / "mlp_forward" / "program.hlo")
+                                                   .read_text())
+    clean = parseable_stablehlo(text)
+    assert clean.startswith("module @IrToHlo.24") and "#loc" not in clean
+    assert "[unknown]" not in clean and "aten__relu" not in clean
+    hf = hloscope.read(STABLEHLO)
+    assert hf.format == "stablehlo" and hf.module.name == "IrToHlo.24"
+    mine = sorted(hf.module.entry.parameters, key=lambda i: i.parameter_number)
+    inputs = np.load(TXLA / "mlp_forward" / "inputs.npz")
+    assert [list(p.shape.dims) for p in mine] == \
+        [list(inputs[f"p{k}"].shape) for k in range(len(mine))]
+    r = run_cli("summary", str(STABLEHLO))
+    assert r.returncode == 0 and "StableHLO, converted to HLO by XLA" in r.stdout
+
+
+def test_run_takes_stablehlo_and_reproduces_torch_xla(tmp_path):
+    inputs = np.load(TXLA / "mlp_forward" / "inputs.npz")
+    args = []
+    for k in inputs.files:
+        np.save(tmp_path / f"{k}.npy", inputs[k])
+        args += ["--input", f"{k[1:]}={tmp_path / f'{k}.npy'}"]
+    r = run_cli("run", str(STABLEHLO), "-n", "0", "--json", *args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)["outputs"][0]
+    want = np.load(TXLA / "mlp_forward" / "expected.npz")["o0"]
+    assert out["shape"] == list(want.shape)
+    np.testing.assert_allclose(out["first"], want.reshape(-1)[:len(out["first"])], rtol=1e-4)
+    np.testing.assert_allclose([out["min"], out["max"]], [want.min(), want.max()], rtol=1e-4)
+
+
+def test_stablehlo_from_jax_and_damaged_stablehlo(tmp_path):
+    jax = pytest.importorskip("jax")
+    p = tmp_path / "f.mlir"
+    p.write_text(jax.jit(lambda x: (x * 2).sum()).lower(np.ones((4, 3), np.float32)).as_text())
+    hf = hloscope.read(p)
+    assert hf.format == "stablehlo" and hf.module.name.startswith("jit_")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(p.read_text().replace("stablehlo.multiply", "stablehlo.frobnicate"))
+    r = run_cli("summary", str(bad))
+    assert r.returncode == 2 and "XLA cannot read this StableHLO" in r.stderr, r.stderr
+    assert "_get_xla_tensors_hlo" in r.stderr and "Traceback" not in r.stderr
