@@ -209,3 +209,60 @@ def test_stablehlo_from_jax_and_damaged_stablehlo(tmp_path):
     r = run_cli("summary", str(bad))
     assert r.returncode == 2 and "XLA cannot read this StableHLO" in r.stderr, r.stderr
     assert "_get_xla_tensors_hlo" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_torch_xla_memory_usage_report_format_is_read():
+    """torch_xla 2.9's XLA writes 'Total bytes used:' and 'Allocations sorted by size:'
+    (jaxlib 0.10's writes 'Memory Space:' and 'Total bytes:')."""
+    from hloscope._sources._xla_dumps import parse_memory_usage_report
+
+    f = next(DUMP.glob("*-memory-usage-report.txt"))
+    mu = parse_memory_usage_report(f.read_text(), filename=str(f))
+    assert mu.total_bytes == 102552 and len(mu.spaces) == 1
+    allocs = mu.allocations
+    assert len(allocs) == 28 and sum(a.bytes for a in allocs) == mu.total_bytes
+    top = allocs[0]
+    # 54.2KiB as printed; exact from where its last value ends (as the buffer assignment says)
+    assert (top.rank, top.index, top.bytes, top.description) == (1, 27, 55552,
+                                                                 "preallocated-temp")
+    assert len(top.offsets) == 7 and top.values == 12
+    p3 = next(a for a in allocs if a.index == 1)
+    assert p3.bytes == 8192 and p3.offsets == () and "parameter 3" in p3.description
+    assert "size 55552, preallocated-temp" in next(DUMP.glob("*-buffer-assignment.txt")) \
+        .read_text()
+    r = run_cli("memory", str(f))
+    assert r.returncode == 0 and "100.15 KiB (102,552 B), 28 allocations listed" in r.stdout
+    assert "54.25 KiB (55,552 B)" in r.stdout and "parameter 3, shape |f32[32,64]|" in r.stdout
+    data = json.loads(run_cli("memory", "--json", str(f)).stdout)
+    assert '"description": "preallocated-temp"' in json.dumps(data)
+
+
+def test_a_dump_folder_with_a_torch_xla_module_name_and_an_unreadable_file(tmp_path):
+    """SyncTensorsGraph.147's files are one module (the number is not a platform prefix);
+    a damaged file of the folder is skipped with a note and hides nothing."""
+    rows = json.loads(run_cli("summary", "--list", "--json", str(DUMP)).stdout)["modules"]
+    assert [(r["module"], r["phase"]) for r in rows] == [("SyncTensorsGraph.147", "optimized")]
+    inputs = hloscope.read_memory_inputs(DUMP)
+    [(m, figs)] = inputs.modules
+    assert figs is not None and figs.memory_usage is not None and figs.buffer_assignment
+    d = tmp_path / "dump"
+    d.mkdir()
+    for f in DUMP.iterdir():
+        (d / f.name).write_text(f.read_text())
+    bad = next(d.glob("*-memory-usage-report.txt"))
+    bad.write_text("Nothing XLA wrote\n")
+    (d / "module_0002.SyncTensorsGraph.9.cpu_after_optimizations-buffer-assignment.txt") \
+        .write_text("BufferAssignment:\nallocation 0: garbled\n")
+    inputs = hloscope.read_memory_inputs(d)
+    assert len(inputs.modules) == 1 and inputs.modules[0][1].memory_usage is None
+    assert any(bad.name in s for s in inputs.skipped), inputs.skipped
+    for command in ("memory", "report"):
+        args = [command, str(d)] + (["-o", str(tmp_path / "r.html")] if command == "report"
+                                    else [])
+        r = run_cli(*args)
+        assert r.returncode == 0, (command, r.stderr)
+        assert f"skipped {bad.name}" in r.stderr, (command, r.stderr)
+    for f in d.iterdir():
+        f.write_text("nothing\n")
+    r = run_cli("memory", str(d))
+    assert r.returncode == 2 and "no file of this dump folder could be read" in r.stderr
