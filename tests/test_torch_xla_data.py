@@ -107,6 +107,9 @@ def test_the_saved_graphs_are_four_of_which_three_are_one():
     assert [r["copies"] for r in rows] == [1, 3]
     assert rows[1]["graph_hash"] == "b81fe6dd80beb512dcd77f056b1a9419"
     assert re.match(r"run_raw \(.*make_torch_xla_data\.py:\d+\)", rows[1]["frame"])
+    r = run_cli("kernels", str(SAVED_HLO))
+    assert "holds 2 modules (4 saved, identical ones counted once); using 1:IrToHlo.147 " \
+        "(the largest)" in r.stderr
 
 
 @pytest.mark.parametrize("command", ["summary", "kernels", "memory", "lint", "report"])
@@ -266,3 +269,20 @@ def test_a_dump_folder_with_a_torch_xla_module_name_and_an_unreadable_file(tmp_p
         f.write_text("nothing\n")
     r = run_cli("memory", str(d))
     assert r.returncode == 2 and "no file of this dump folder could be read" in r.stderr
+
+
+def test_summary_of_a_saved_graph_shows_its_hash_and_frames():
+    r = run_cli("summary", "--module", "1", str(SAVED_HLO))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    k = lines.index("  torch_xla graph ScheduleSyncTensorsGraph, hash "
+                    "b81fe6dd80beb512dcd77f056b1a9419")
+    assert lines[k + 1] == "    at sync (torch_xla/torch_xla.py:87)"
+    assert re.match(r"    at run_raw \(\S*make_torch_xla_data\.py:\d+\)$", lines[k + 4])
+    s = json.loads(run_cli("summary", "--json", "--module", "0", str(SAVED_HLO)).stdout)
+    tx = s["modules"][0]["torch_xla"] if "modules" in s else s["torch_xla"]
+    assert tx["graph_hash"] == "1db2476f9847559f55924954e3b65716" and len(tx["frames"]) == 6
+    assert "/site-packages/torch_xla/torch_xla.py:87" in tx["frames"][0]  # JSON: whole paths
+    plain = json.loads(run_cli("summary", "--json", str(TXLA / "mlp_forward" / "program.hlo"))
+                       .stdout)
+    assert (plain["modules"][0] if "modules" in plain else plain)["torch_xla"] is None

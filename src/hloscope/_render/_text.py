@@ -83,6 +83,11 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         flags.append(f"{s.replica_count} replicas")
     out.append(f"Module {s.name}")
     out.append(f"  from {where} ({', '.join(flags)})")
+    if s.frames or s.graph_hash:
+        out.append(f"  torch_xla graph {s.torch_xla_graph or '-'}"
+                   + (f", hash {s.graph_hash}" if s.graph_hash else ""))
+        # The Python frames that made it, innermost first (as torch_xla saves them).
+        out.extend(f"    at {short_paths(f) if width is not None else f}" for f in s.frames)
     if not s.optimized:
         out.append("  " + optimized_note(False))
     out.append(f"  {s.computations} computations, {s.instructions} instructions, "
