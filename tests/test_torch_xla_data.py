@@ -286,3 +286,10 @@ def test_summary_of_a_saved_graph_shows_its_hash_and_frames():
     plain = json.loads(run_cli("summary", "--json", str(TXLA / "mlp_forward" / "program.hlo"))
                        .stdout)
     assert (plain["modules"][0] if "modules" in plain else plain)["torch_xla"] is None
+
+
+def test_the_saved_graphs_file_named_without_torch_xla_ordinal():
+    """XLA_SAVE_TENSORS_FILE=graphs.txt makes torch_xla write graphs.txt.0."""
+    r = run_cli("summary", str(SAVED_HLO)[: -len(".0")])
+    assert r.returncode == 2 and "No such file" in r.stderr
+    assert "device ordinal appended: pass " in r.stderr and "graphs.hlo.txt.0" in r.stderr

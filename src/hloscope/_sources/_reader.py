@@ -86,8 +86,12 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
     except HloSourceError:
         raise
     except OSError as e:
+        hint = "check the path and its permissions"
+        if not os.path.exists(p) and os.path.isfile(p + ".0"):
+            hint = (f"torch_xla writes XLA_SAVE_TENSORS_FILE with its device ordinal "
+                    f"appended: pass {p}.0")
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
-                             hint="check the path and its permissions") from None
+                             hint=hint) from None
     return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
 
 

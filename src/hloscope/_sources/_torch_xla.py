@@ -40,8 +40,9 @@ _LIBRARY_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\
                          r"|[/\\]torch_xla[/\\]|^<frozen ")
 
 TORCH_IR_HINT = ("this is torch_xla's IR text (XLA_SAVE_TENSORS_FMT=text, the default), not "
-                 "HLO: save HLO with XLA_SAVE_TENSORS_FMT=hlo XLA_SAVE_TENSORS_FILE=graphs.txt, "
-                 "or print torch_xla._XLAC._get_xla_tensors_hlo([tensor]) for one graph")
+                 "HLO: save HLO with XLA_SAVE_TENSORS_FMT=hlo XLA_SAVE_TENSORS_FILE=graphs.txt "
+                 "(torch_xla writes graphs.txt.0), or print "
+                 "torch_xla._XLAC._get_xla_tensors_hlo([tensor]) for one graph")
 
 
 @dataclass(frozen=True, slots=True)
