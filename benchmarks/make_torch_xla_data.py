@@ -255,7 +255,8 @@ def run_one(name: str, out: str) -> None:
             raise SystemExit(f"{name}: device data {k} is {v.dtype}{list(a.shape)} but "
                              f"parameter({k}) is {ptype}{pdims}")
         inputs[f"p{k}"] = a
-        pmeta.append({"parameter": k, "name": pname, "hlo_type": f"{ptype}[{','.join(map(str, pdims))}]",
+        hlo_type = f"{ptype}[{','.join(map(str, pdims))}]"
+        pmeta.append({"parameter": k, "name": pname, "hlo_type": hlo_type,
                       "npz_dtype": str(a.dtype), "tensor_id": int(ids[k])})
     torch_xla.sync()
     xm.wait_device_ops()
@@ -392,11 +393,12 @@ def main() -> None:
     env = dict(base, CPU_NUM_DEVICES="1")
     # Several graphs (setup sync, then three steps: the same graph each time), HLO format.
     subprocess.run([sys.executable, __file__, "--out", out, "--raw", "steps"], check=True,
-                   env=dict(env, XLA_SAVE_TENSORS_FILE=os.path.join(raw, "mlp_train.graphs.hlo.txt"),
-                            XLA_SAVE_TENSORS_FMT="hlo"))
+                   env=dict(env, XLA_SAVE_TENSORS_FMT="hlo",
+                            XLA_SAVE_TENSORS_FILE=os.path.join(raw, "mlp_train.graphs.hlo.txt")))
     # The same in torch_xla's default format (IR text).
     subprocess.run([sys.executable, __file__, "--out", out, "--raw", "steps"], check=True,
-                   env=dict(env, XLA_SAVE_TENSORS_FILE=os.path.join(raw, "mlp_train.graphs.ir.txt")))
+                   env=dict(env,
+                            XLA_SAVE_TENSORS_FILE=os.path.join(raw, "mlp_train.graphs.ir.txt")))
     subprocess.run([sys.executable, __file__, "--out", out, "--raw", "stablehlo"], check=True,
                    env=env)
     # XLA's own dump of the training steps (torch_xla's XLA version writes its own

@@ -86,7 +86,8 @@ def test_several_modules_one_is_picked_and_named(tmp_path):
     p.write_text("notes\n" + small + "\nmore notes\n" + big + "\n" + small)
     r = run("summary", "--json", str(p))
     assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_f"]
-    assert "holds 2 modules; using 1:jit_f (the largest, optimized)" in r.stderr
+    assert "holds 2 modules (3 in all, identical ones counted once); using 1:jit_f " \
+        "(the largest, optimized)" in r.stderr
     assert "0:jit_sigmoid.2" in r.stderr and "--module" in r.stderr
     r = run("summary", "--json", "--module", "jit_sigmoid.2", str(p))
     assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_sigmoid.2"]

@@ -108,7 +108,7 @@ def test_the_saved_graphs_are_four_of_which_three_are_one():
     assert rows[1]["graph_hash"] == "b81fe6dd80beb512dcd77f056b1a9419"
     assert re.match(r"run_raw \(.*make_torch_xla_data\.py:\d+\)", rows[1]["frame"])
     r = run_cli("kernels", str(SAVED_HLO))
-    assert "holds 2 modules (4 saved, identical ones counted once); using 1:IrToHlo.147 " \
+    assert "holds 2 modules (4 in all, identical ones counted once); using 1:IrToHlo.147 " \
         "(the largest)" in r.stderr
 
 

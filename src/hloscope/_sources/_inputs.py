@@ -155,7 +155,8 @@ class Inputs:
         more = f" and {len(others) - 8} more" if len(others) > 8 else ""
         phase = f", {chosen.phase}" if chosen.phase else ""
         saved = sum(e.copies for e in entries)
-        copies = f" ({saved} saved, identical ones counted once)" if saved > len(entries) else ""
+        copies = (f" ({saved} in all, identical ones counted once)"
+                  if saved > len(entries) else "")
         note = (f"{self.path} holds {len(entries)} modules{copies}; using {chosen.index}:"
                 f"{chosen.module.name} ({rule}{phase}); the others: {shown}{more}. Pick one "
                 "with --module NAME|INDEX (hloscope summary --list shows them all)")

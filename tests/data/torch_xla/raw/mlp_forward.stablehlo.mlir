@@ -3,9 +3,9 @@
 #loc3 = /work/txla-venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1775:0
 #loc4 = /work/txla-venv/lib/python3.11/site-packages/torch/nn/modules/container.py:250:0
 #loc5 = /work/wt-txla/benchmarks/make_torch_xla_data.py:171:0
-#loc6 = /work/wt-txla/benchmarks/make_torch_xla_data.py:346:0
-#loc7 = /work/wt-txla/benchmarks/make_torch_xla_data.py:375:0
-#loc8 = /work/wt-txla/benchmarks/make_torch_xla_data.py:419:0
+#loc6 = /work/wt-txla/benchmarks/make_torch_xla_data.py:347:0
+#loc7 = /work/wt-txla/benchmarks/make_torch_xla_data.py:376:0
+#loc8 = /work/wt-txla/benchmarks/make_torch_xla_data.py:421:0
 #loc11 = "forward"(#loc1)
 #loc12 = "_call_impl"(#loc2)
 #loc13 = "_wrapped_call_impl"(#loc3)
