@@ -384,7 +384,7 @@ def loop_varying_collective():
 
 # -- rematerialization (HS111) ---------------------------------------------------------
 
-def _rnn_step(remat: bool):  # type: ignore[no-untyped-def]
+def _rnn_step(remat: str):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 
     def cell(h, x, w, u):
@@ -393,29 +393,42 @@ def _rnn_step(remat: bool):  # type: ignore[no-untyped-def]
         return a * b
 
     def loss(w, u, xs, h):
-        body = lambda h, x: (cell(h, x, w, u),) * 2  # noqa: E731
-        if remat:
-            body = jax.checkpoint(body, policy=jax.checkpoint_policies.nothing_saveable)
-        h, hs = jax.lax.scan(body, h, xs)
-        return (hs ** 2).mean()
-    if remat:
-        inner = loss
-
-        def loss(w, u, xs, h):  # type: ignore[no-redef]
-            return jax.checkpoint(inner)(w, u, xs, h)
-    return _compiled(jax.grad(loss, argnums=(0, 1)), jnp.ones((256, 256)) * 0.01,
+        step = lambda h, x: (cell(h, x, w, u), None)  # noqa: E731
+        if remat == "step":
+            step = jax.checkpoint(step, policy=jax.checkpoint_policies.nothing_saveable)
+        if remat == "segments":  # 8 checkpointed segments of 16 steps
+            segment = jax.checkpoint(lambda h, xseg: (jax.lax.scan(step, h, xseg)[0], None))
+            h, _ = jax.lax.scan(segment, h, xs.reshape(8, 16, *xs.shape[1:]))
+        else:
+            h, _ = jax.lax.scan(step, h, xs)
+        return (h ** 2).mean()
+    fn = jax.checkpoint(loss) if remat == "whole" else loss
+    return _compiled(jax.grad(fn, argnums=(0, 1)), jnp.ones((256, 256)) * 0.01,
                      jnp.ones((256, 256)) * 0.01, jnp.ones((128, 64, 256)), jnp.ones((64, 256)))
 
 
 @case(("HS111",), "a scan of 128 RNN steps saves its activations for the backward pass: "
       "they hold most of the peak")
 def rnn_grad():
-    return _rnn_step(False)
+    return _rnn_step("none")
 
 
-@case((), "the same with the forward rematerialized (jax.checkpoint)")
-def rnn_grad_remat():
-    return _rnn_step(True)
+@case(("HS111",), "jax.checkpoint on the whole loss: the backward pass recomputes the "
+      "forward scan and holds its activations whole; checkpointing the scan body instead "
+      "recomputes one step at a time")
+def rnn_grad_remat_whole():
+    return _rnn_step("whole")
+
+
+@case(("HS111",), "jax.checkpoint on the scan body keeps each step's input, 128 carries: "
+      "still most of the peak, and checkpointing in segments cuts them")
+def rnn_grad_remat_step():
+    return _rnn_step("step")
+
+
+@case((), "8 checkpointed segments of 16 steps: one carry per segment is kept")
+def rnn_grad_remat_segments():
+    return _rnn_step("segments")
 
 
 @case((), "a forward pass saves nothing for a backward pass")

@@ -240,3 +240,34 @@ def test_every_array_passed_between_kernels_comes_from_a_kernel_or_the_loop(text
         if e.value in passed:
             assert e.src_kind in ("kernel", "loop state")
     assert len(g.to_dict()["kernels"]) == len(g.kernels)
+
+
+@pytest.mark.parametrize("labels, rhs, flops", [
+    # NHWC input, 3x3 HWIO kernel of 8 -> 16 features: 2 x output x (3 x 3 x 8)
+    ("b01f_01io->b01f", "f32[3,3,8,16]", 2 * (2 * 6 * 6 * 16) * 72),
+    # a matmul as TPU compiles it: dim_labels=bf_io->bf, 2 x output x contraction
+    ("bf_io->bf", "f32[8,16]", None),
+])
+def test_convolution_flops_read_dim_labels(labels, rhs, flops):
+    """dim_labels is LHS_RHS->OUT with one underscore: the kernel's output-feature label
+    is found in RHS (it was not, and every convolution counted its whole kernel per
+    output element: a TPU matmul's flops were 2^42 for 2^31)."""
+    if labels == "bf_io->bf":
+        text = f"""HloModule m
+ENTRY e {{
+  a = f32[32,8] parameter(0)
+  w = {rhs} parameter(1)
+  ROOT c = f32[32,16] convolution(a, w), dim_labels={labels}
+}}
+"""
+        flops = 2 * 32 * 16 * 8
+    else:
+        text = f"""HloModule m
+ENTRY e {{
+  a = f32[2,6,6,8] parameter(0)
+  w = {rhs} parameter(1)
+  ROOT c = f32[2,6,6,16] convolution(a, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels={labels}
+}}
+"""
+    (k,) = hloscope.kernel_graph(hloscope.parse(text)).kernels
+    assert k.flops == flops

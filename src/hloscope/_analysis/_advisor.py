@@ -23,7 +23,7 @@ from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
 from ._rules_memory import (donation_missing, donation_unused, f64, precision_upcast, remat,
-                            side_by_side)
+                            side_by_side, upcast_note)
 from ._walk import paused_gc
 
 __all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "Evidence", "Finding", "FindingGroup", "Rule",
@@ -52,8 +52,8 @@ RULES: tuple[Rule, ...] = (
     Rule("HS110", "donate", "updated arguments are not donated", donation_missing,
          before_optimization=True),
     Rule("HS111", "remat", "values saved for the backward pass dominate the peak", remat),
-    Rule("HS112", "upcast", "bf16/f16 values are upcast to f32 on the way to a matmul or "
-         "reduction", precision_upcast, before_optimization=True),
+    Rule("HS112", "upcast", "bf16/f16 values are upcast to f32 on the way to a matmul",
+         precision_upcast, before_optimization=True),
     Rule("HS113", "exposed-collective", "a collective is not overlapped with any compute",
          exposed_collective),
     Rule("HS114", "repeated-collective", "the same collective runs twice on the same data",
@@ -67,14 +67,15 @@ class Advice:
     """What `advise_groups` found: the groups worth a user's attention, ranked, and what
     the estimates are for (`device`: None on a CPU module, where no time is printed)."""
 
-    __slots__ = ("device", "groups", "optimized", "quiet")
+    __slots__ = ("device", "groups", "notes", "optimized", "quiet")
 
     def __init__(self, groups: list[FindingGroup], device: str | None, optimized: bool,
-                 quiet: int) -> None:
+                 quiet: int, notes: tuple[str, ...] = ()) -> None:
         self.groups = groups
         self.device = device
         self.optimized = optimized
         self.quiet = quiet  # findings left out as not worth it
+        self.notes = notes  # what is worth knowing though it saves nothing here
 
     def __repr__(self) -> str:
         n = sum(g.count for g in self.groups)
@@ -86,7 +87,7 @@ class Advice:
 
     def to_dict(self) -> dict[str, object]:
         return {"device": self.device, "optimized": self.optimized, "left_out": self.quiet,
-                "groups": [g.to_dict() for g in self.groups]}
+                "notes": list(self.notes), "groups": [g.to_dict() for g in self.groups]}
 
 
 def _optimized(module: Module) -> bool:
@@ -117,7 +118,8 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
         else:
             kept = [g for g in groups if g.share >= min_share]
         quiet = sum(g.count for g in groups) - sum(g.count for g in kept)
-        return Advice(kept, ctx.device_label, optimized, quiet)
+        notes = tuple(n for n in (upcast_note(ctx),) if n)
+        return Advice(kept, ctx.device_label, optimized, quiet, notes)
 
 
 def advise(module: Module, *, graph: KernelGraph | None = None, df: Dataflow | None = None,

@@ -14,7 +14,7 @@ from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, trip_count
 from ._findings import Evidence, Finding, place_key
-from ._hardware import hardware_view
+from ._hardware import done_of, hardware_view, is_collective_start
 from ._walk import gte_index, operand
 
 __all__ = ["exposed_collective", "loop_collective", "repeated_collective", "tile_padding"]
@@ -80,30 +80,64 @@ def _view(ctx: AdviceContext):  # type: ignore[no-untyped-def]
 
 
 def exposed_collective(ctx: AdviceContext) -> list[Finding]:
-    """On a GPU or TPU, an asynchronous collective with no kernel scheduled between its
-    start and its done: the compute waits for the whole transfer."""
+    """On a GPU or TPU, a collective whose transfer the compute does not hide: an
+    asynchronous one whose start and done enclose kernels that take less time than the
+    transfer (the rest of it is exposed), or a synchronous one (the compute waits for
+    all of it)."""
     if ctx.platform == "cpu":
         return []  # XLA's CPU backend runs every collective synchronously
+    moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
+    view = _view(ctx)
+    blocking = set(view.blocking)
     out = []
-    for pair in _view(ctx).async_pairs:
-        if pair.between or not pair.bytes:
-            continue
-        where = next((c for c in ctx.module.computations if pair.start in c.by_name), None)
-        inst = where.by_name[pair.start] if where is not None else None
-        ev = (ev_inst(inst, "collective"),) if inst is not None else (
-            Evidence(pair.start, "collective", "", pair.bytes, "", pair.source),)
-        runs = ctx.runs(where.name) if where is not None else 1
-        out.append(Finding(
-            "HS113", "a collective is not overlapped with any compute",
-            f"{pair.collective} {pair.start} moves {format_bytes(pair.bytes)} per device and "
-            f"no kernel runs between {pair.start} and {pair.done}: the device waits for it"
-            + (" (XLA made it synchronous)" if pair.sync else ""),
-            "give XLA independent work to overlap it with: gather the next layer's weights "
-            "while this layer computes (a lax.scan over layers lets XLA's scheduler pipeline "
-            "them), or reduce gradients as each layer's are ready rather than all at the end",
-            ev, ctx.saving(link_bytes=pair.bytes * runs),
-            place_key(ev[0].op_name, ev[0].source, pair.collective)))
+    for comp in ctx.module.computations:
+        order = {id(inst): n for n, inst in enumerate(comp.instructions)}
+        for inst in comp.instructions:
+            nbytes = moved.get(inst.name, 0)
+            if not nbytes:
+                continue
+            transfer = nbytes / ctx.link_bandwidth
+            if inst.name in blocking:
+                hidden, done, sync = 0.0, None, True
+            elif is_collective_start(inst):
+                done = done_of(inst)
+                if done is None or id(done) not in order:
+                    continue
+                between = [k for i in comp.instructions[order[id(inst)] + 1:order[id(done)]]
+                           if (k := ctx.kernel(i.name)) is not None and k.group == comp.name
+                           and not i.opcode.startswith("async-update")]
+                hidden = sum(k.roofline_seconds(ctx.device, _etype(k)) for k in between)
+                sync = '"is_sync":true' in inst.attr_text
+            else:
+                continue
+            exposed = max(0.0, transfer - hidden)
+            if exposed <= 0.0:
+                continue
+            runs = ctx.runs(comp.name)
+            what = inst.opcode.removesuffix("-start")
+            if what == "async":
+                wrapped = inst.called_computations
+                what = wrapped[0].root.opcode if wrapped and wrapped[0].instructions else what
+            how = ("it has no asynchronous form here: the compute waits for all of it"
+                   if done is None else
+                   f"the kernels between {inst.name} and {done.name} hide "
+                   f"{100 * hidden / transfer:.0f}% of it"
+                   + (" (XLA made it synchronous)" if sync else ""))
+            out.append(Finding(
+                "HS113", "a collective is not overlapped with compute",
+                f"{what} {inst.name} moves {format_bytes(nbytes)} per device; {how}",
+                "give XLA independent work to overlap it with: gather the next layer's "
+                "weights while this layer computes (a lax.scan over layers lets XLA's "
+                "scheduler pipeline them), reduce gradients as each layer's are ready, or "
+                "split a tensor-parallel matmul so its reduction overlaps the next part "
+                "(a collective matmul)",
+                (ev_inst(inst, "collective"),), ctx.saving(seconds=exposed * runs),
+                place_key(inst.metadata.op_name, str(inst.source or ""), what)))
     return out
+
+
+def _etype(k) -> str:  # type: ignore[no-untyped-def]
+    return k.shape.split("[", 1)[0].lstrip("(")
 
 
 def tile_padding(ctx: AdviceContext) -> list[Finding]:

@@ -160,10 +160,14 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
         if inst is None or not inst.operand_names:
             continue
         src = operand(inst, 0)
-        if src.shape.dims == inst.shape.dims and src.shape.layout == inst.shape.layout:
+        if not _moves_data(inst, src):
             continue
         if _space(src) != _space(inst):
             continue  # a move between memory spaces, not a layout change
+        if not k.op_name or "transpose(" in k.op_name:
+            # XLA's own (no trace to the user's code), or autodiff's layout for the
+            # backward pass: not a layout the user chose.
+            continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
         if not any(_is_library(x, ctx) for x in before + after):
@@ -181,6 +185,24 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             (ev_kernel(k),), ctx.saving(traffic=2 * k.bytes_out * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _moves_data(inst: Instruction, src: Instruction) -> bool:
+    """Whether a copy or transpose kernel moves elements: a transpose with a permutation
+    (even where the shapes print alike: NCHW to NHWC with C = H = W), a copy into another
+    layout; inside a fusion, any such transpose or copy.  (Transposes that keep every
+    element in place are bitcasts, which the kernel graph already leaves out.)"""
+    if src.shape.dims != inst.shape.dims or src.shape.layout != inst.shape.layout:
+        return True
+    for i in fused_instructions(inst):
+        if i.opcode == "transpose":
+            dims = i.dimensions
+            if dims != tuple(range(len(dims))):
+                return True
+        elif i.opcode == "copy" and i.operands and \
+                i.operands[0].shape.layout != i.shape.layout:
+            return True
+    return False
 
 
 def _space(inst: Instruction) -> int:

@@ -20,12 +20,14 @@ from ._kernels import launches_work
 from ._rules_kernels import fused_instructions
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
-           "side_by_side"]
+           "side_by_side", "upcast_note"]
 
 # HS106 compares at most this many of the largest values at the peak, pairwise.
 _MAX_SIDE_BY_SIDE = 16
 # HS111: residuals must hold at least this share of the peak to dominate it.
 REMAT_SHARE = 0.25
+# ... and 40% where the program uses jax.checkpoint already.
+CHECKPOINTED_SHARE = 0.4
 _NARROW = frozenset({"bf16", "f16"})
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 
@@ -41,8 +43,12 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
     only: without XLA's schedule which values overlap is not known."""
     if not ctx.module.is_scheduled or not ctx.peak:
         return []
+    bodies = {c.name for c in ctx.df.computations} - {ctx.module.entry.name}
+    # Values made inside a loop (a scan's stacked outputs written in place every step)
+    # are one recurrence's state: no schedule runs them one after another.
     big = [v for v in ctx.lr.peak_values if v.size >= ctx.peak // 8
-           and launches_work(v.inst) and ctx.value_kind(v) == "temporary"]
+           and launches_work(v.inst) and ctx.value_kind(v) == "temporary"
+           and _computation_of(ctx, v.inst) not in bodies]
     if len(big) < 2:
         return []
     big = big[:_MAX_SIDE_BY_SIDE]
@@ -70,6 +76,11 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         "backend in jax 0.10 does), so check the peak after the change",
         tuple(ev_kernel(k) for k in ks), ctx.saving(peak=saved),
         place_key(ks[0].op_name if ks else "", ks[0].source if ks else None))]
+
+
+def _computation_of(ctx: AdviceContext, inst: Instruction) -> str:
+    k = ctx.kernel(inst.name)
+    return k.group if k is not None else ctx.module.entry.name
 
 
 def _one_collective_reads_all(ctx: AdviceContext, values: list) -> bool:  # type: ignore[type-arg]
@@ -173,7 +184,7 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
         reads = _near(out)
         for name in list(free):
             p = free[name]
-            if name in reads and _same_form(p, out):
+            if name in reads and _same_form(p, out) and _updates(out, p):
                 pairs.append((p, out))
                 del free[name]
                 break
@@ -213,6 +224,41 @@ def _near(inst: Instruction) -> set[str]:
                         "async-start", "async-done", "custom-call"):
             stack.extend(o.operands)
     return seen
+
+
+_UPDATE_PATH = frozenset({"multiply", "divide", "convert", "bitcast", "copy", "reshape",
+                          "negate", "copy-start", "copy-done", "async-start", "async-done",
+                          "custom-call"})
+
+
+def _updates(out: Instruction, p: Instruction) -> bool:
+    """Whether `out` is `p` updated: its last operation (inside a fusion, the fused root)
+    adds to or subtracts from `p` (scaled at most: ``p - lr * g``, ``b1 * m + ...``), as
+    an optimizer or an integrator does; forces or gradients computed from `p` are not."""
+    root, args = out, list(out.operands)
+    if out.opcode == "fusion" and out.called_computations:
+        root = out.called_computations[0].root
+    while root.opcode in ("convert", "bitcast", "copy", "reshape") and root.operands:
+        root = root.operands[0]
+    if root.opcode not in ("add", "subtract"):
+        return False
+    stack = [(o, 0) for o in root.operands]
+    while stack:
+        i, depth = stack.pop()
+        if i.opcode == "parameter" and out.opcode == "fusion" and i is not root:
+            n = i.parameter_number
+            src = args[n] if n is not None and 0 <= n < len(args) else None
+            while src is not None and src is not p and src.opcode in _UPDATE_PATH \
+                    and src.operands:
+                src = src.operands[0]
+            if src is p:
+                return True
+            continue
+        if i is p:
+            return True
+        if depth < 2 and i.opcode in _UPDATE_PATH:
+            stack.extend((o, depth + 1) for o in i.operands)
+    return False
 
 
 def _same_form(p: Instruction, out: Instruction) -> bool:
@@ -255,9 +301,10 @@ def f64(ctx: AdviceContext) -> list[Finding]:
 # -- HS111 -----------------------------------------------------------------------------
 
 def remat(ctx: AdviceContext) -> list[Finding]:
-    """Values the forward pass made (op_name under ``jvp(``) that the backward pass
-    (``transpose(``) reads hold a quarter of the peak or more: rematerializing them
-    (jax.checkpoint) trades their memory for recomputing the forward."""
+    """Values the forward pass made (op_name under ``jvp(``, or a forward the backward
+    pass recomputes) that the backward pass (``transpose(``) reads hold a quarter of the
+    peak or more (40% where the program checkpoints already): rematerializing them (jax.checkpoint, per layer or per scan step) trades
+    their memory for recomputing the forward."""
     if not ctx.peak:
         return []
     residuals = []
@@ -267,13 +314,16 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
-        made = [w for w in buf.values if "jvp(" in w.inst.metadata.op_name
-                and "transpose(" not in w.inst.metadata.op_name]
-        if made and any("transpose(" in u.metadata.op_name
-                        for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
+        if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
+                _backward(u.metadata.op_name)
+                for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
             residuals.append(v)
     total = sum(v.size for v in residuals)
-    if total < REMAT_SHARE * ctx.peak:
+    # Where the program checkpoints already, what is left is what the checkpoints keep:
+    # worth a finding only where it still holds much of the peak.
+    checkpointed = any("rematted_computation" in i.metadata.op_name
+                       for i in ctx.module.instructions())
+    if total < (CHECKPOINTED_SHARE if checkpointed else REMAT_SHARE) * ctx.peak:
         return []
     loops = [w.inst for v in residuals for w in ctx.df.buffer_of[v.id].values
              if w.inst.opcode == "while"]
@@ -283,6 +333,33 @@ def remat(ctx: AdviceContext) -> list[Finding]:
     ev = [Evidence(v.label, "array", str(v.shape), v.size, v.inst.metadata.op_name,
                    str(v.inst.source) if v.inst.source else None)
           for v in sorted(residuals, key=lambda v: (-v.size, v.label))[:6]]
+    rematted = sum(v.size for v in residuals
+                   if "rematted_computation" in v.inst.metadata.op_name)
+    if rematted * 2 > total:
+        # jax.checkpoint is there, but XLA holds what it recomputes across the backward
+        # pass all the same (it recomputes every layer's forward before their backward).
+        return [Finding(
+            "HS111", "values saved for the backward pass dominate the peak",
+            f"{len(residuals)} value(s) that jax.checkpoint recomputes are held whole for "
+            f"the backward pass: {format_bytes(total)} at the peak "
+            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}",
+            "checkpoint at a finer grain: jax.checkpoint on the scan body, or on each layer "
+            "inside a lax.scan over the layers, so the backward pass recomputes one step at "
+            "a time (XLA may recompute an unrolled model's checkpointed layers all ahead of "
+            "their backward passes); or checkpoint in segments (nested scans)",
+            tuple(ev), ctx.saving(peak=total), "residuals")]
+    if checkpointed:
+        # The program checkpoints already: what is left is what each checkpoint keeps.
+        return [Finding(
+            "HS111", "values saved for the backward pass dominate the peak",
+            f"{len(residuals)} value(s) the forward pass keeps for the backward pass though "
+            f"the program uses jax.checkpoint hold {format_bytes(total)} at the peak "
+            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: what "
+            "each checkpoint keeps (its inputs, one per step)",
+            "checkpoint in segments: an outer lax.scan over segments of k steps with "
+            "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
+            "instead of one per step",
+            tuple(ev), ctx.saving(peak=total), "residuals")]
     return [Finding(
         "HS111", "values saved for the backward pass dominate the peak",
         f"{len(residuals)} value(s) the forward pass saves for the backward pass hold "
@@ -295,16 +372,22 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         tuple(ev), ctx.saving(peak=total), "residuals")]
 
 
+def _forward(op_name: str) -> bool:
+    """Made by the forward pass: under ``jvp(`` and not by the backward pass, or by a
+    forward the backward pass recomputes (``rematted_computation``)."""
+    return "jvp(" in op_name and ("transpose(" not in op_name
+                                  or "rematted_computation" in op_name)
+
+
+def _backward(op_name: str) -> bool:
+    return "transpose(" in op_name and "rematted_computation" not in op_name
+
+
 # -- HS112 -----------------------------------------------------------------------------
 
-def precision_upcast(ctx: AdviceContext) -> list[Finding]:
-    """The user's code converts bf16/f16 to f32 (op_name ``convert_element_type``) on the
-    way to a matmul, a convolution or a reduction: the f32 copy costs memory traffic, and
-    on a GPU or TPU the matmul runs at the f32 rate.  Quiet on a CPU module, where XLA
-    computes bf16 matmuls in f32 itself (compile for a target to see it)."""
-    if ctx.platform == "cpu":
-        return []  # XLA's CPU backend computes bf16 matmuls in f32 itself: nothing to save
-    out = []
+def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
+    """(kernel, the user's converts in it, whether it runs the matmul itself, the
+    matmul or reduction kernels that read its f32 result) for each upcast on the way."""
     for k in ctx.graph.kernels:
         inst = ctx.inst(k)
         if inst is None:
@@ -316,31 +399,107 @@ def precision_upcast(ctx: AdviceContext) -> list[Finding]:
                and c.metadata.op_name.endswith("convert_element_type")]
         if not ups:
             continue
-        heavy_here = any(i.opcode in ("dot", "convolution", "reduce") for i in inner)
-        readers = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
-        heavy_next = [r for r in readers if r is not None and (
-            r.opcode in ("dot", "convolution") or dict(r.fused).keys() & {"dot", "convolution",
-                                                                          "reduce"})]
-        if not heavy_here and not heavy_next:
+        # A matmul in this kernel that reads an upcast value; else the f32 value must leave
+        # the kernel (its output is f32) for a matmul that reads it.  An upcast for a
+        # reduction or a softmax is numerics the user chose (f32 sums), not a cost.
+        upcast = {c.name for c in ups}
+        matmul_here = any(i.opcode in ("dot", "convolution")
+                          and any(o.name in upcast or _from_upcast(o, upcast)
+                                  for o in i.operands) for i in inner)
+        heavy_next = []
+        if not matmul_here and _leaves_f32(k):
+            readers = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
+            heavy_next = [r for r in readers if r is not None and _f32_matmul(ctx, r, k.name)]
+        if matmul_here or heavy_next:
+            yield k, ups, matmul_here, heavy_next
+
+
+def _from_upcast(inst: Instruction, upcast: set[str], depth: int = 3) -> bool:
+    """Whether `inst` is an upcast seen through bitcasts, reshapes and transposes."""
+    for _ in range(depth):
+        if inst.opcode not in ("bitcast", "reshape", "transpose", "copy") or not inst.operands:
+            return False
+        inst = inst.operands[0]
+        if inst.name in upcast:
+            return True
+    return False
+
+
+_MOVES = frozenset({"bitcast", "reshape", "transpose", "copy", "get-tuple-element"})
+
+
+def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether kernel `k` runs a matmul or convolution whose f32 operand is kernel
+    `source`'s result as it is (moved or reshaped at most, not computed on: a softmax of
+    the upcast value is numerics the user chose, not an upcast for the matmul)."""
+    inst = ctx.inst(k)
+    if inst is None:
+        return False
+    for i in fused_instructions(inst):
+        if i.opcode not in ("dot", "convolution"):
             continue
+        for o in i.operands:
+            if o.shape.element_type != "f32":
+                continue
+            while o.opcode in _MOVES and o.operands:
+                o = o.operands[0]
+            if o.opcode == "parameter" and inst.opcode == "fusion":
+                n = o.parameter_number
+                o = inst.operands[n] if 0 <= n < len(inst.operands) else o
+                while o.opcode in _MOVES and o.operands:
+                    o = o.operands[0]
+            if o.name == source:
+                return True
+    return False
+
+
+def _leaves_f32(k) -> bool:  # type: ignore[no-untyped-def]
+    return k.shape.lstrip("(").startswith("f32[")
+
+
+def upcast_note(ctx: AdviceContext) -> str | None:
+    """On a CPU module, what HS112 would say elsewhere: a note, not a finding."""
+    if ctx.platform != "cpu":
+        return None
+    n = sum(1 for _ in _upcasts(ctx))
+    if not n:
+        return None
+    return (f"{n} place(s) convert bf16/f16 to f32 for a matmul (HS112): on the "
+            "CPU XLA computes bf16 matmuls in f32 itself, so nothing is saved here; on a GPU "
+            "or TPU it may cost time and memory (compile for a target: --target h100)")
+
+
+def precision_upcast(ctx: AdviceContext) -> list[Finding]:
+    """The user's code converts bf16/f16 to f32 (op_name ``convert_element_type``) on the
+    way to a matmul or a convolution: the f32 copy costs memory traffic, and on a GPU or
+    TPU the matmul runs at the f32 rate.  On a CPU module XLA computes bf16 matmuls in f32
+    itself: a note (`upcast_note`), not a finding."""
+    if ctx.platform == "cpu":
+        return []
+    out = []
+    dev = ctx.device
+    slow = (1 / dev.peak_flops("f32") - 1 / dev.peak_flops("bf16")
+            if dev.peak_flops("f32") and dev.peak_flops("bf16") else 0.0)
+    for k, ups, matmul_here, heavy_next in _upcasts(ctx):
         runs = ctx.runs(k.group)
         wide = sum(c.shape.total_byte_size for c in ups)
-        traffic = (wide + wide // 2) * runs if not heavy_here else 0
-        flops = sum(r.flops for r in heavy_next) + (k.flops if heavy_here else 0)
-        dev = ctx.device
-        extra = flops * (1 / dev.peak_flops("f32") - 1 / dev.peak_flops("bf16")) * runs \
-            if dev.peak_flops("f32") and dev.peak_flops("bf16") else 0.0
+        traffic = (wide + wide // 2) * runs if not matmul_here else 0
+        # Only a matmul that reads the f32 value runs at the f32 rate (a reduction never
+        # runs on the matrix units).
+        flops = sum(r.flops for r in heavy_next)
+        flops += k.flops if matmul_here else 0
         c = ups[0]
         out.append(Finding(
-            "HS112", "bf16/f16 values are upcast to f32 on the way to a matmul or reduction",
+            "HS112", "bf16/f16 values are upcast to f32 on the way to a matmul",
             f"{k.name} converts {c.operands[0].shape.element_type} {c.operands[0].shape} to "
             f"f32 ({format_bytes(wide)}) for "
-            + ("its own matmul or reduction" if heavy_here
+            + ("its own matmul" if matmul_here
                else ", ".join(r.name for r in heavy_next[:3])),
             "keep the operands in bf16 and ask for an f32 result instead: jnp.dot(a, b, "
-            "preferred_element_type=jnp.float32), or jnp.sum(x, dtype=jnp.float32) for a "
-            "reduction; the matmul then runs at the bf16 rate and no f32 copy is written",
+            "preferred_element_type=jnp.float32) (or jnp.einsum(..., "
+            "preferred_element_type=...)); the matmul then runs at the bf16 rate with f32 "
+            "accumulation, and no f32 copy is written",
             (ev_inst(c, "array"), ev_kernel(k)),
-            ctx.saving(traffic=traffic, seconds=max(0.0, extra)),
+            ctx.saving(traffic=traffic, seconds=max(0.0, flops * slow * runs)),
             place_key(c.metadata.op_name, str(c.source or ""), str(c.shape))))
     return out

@@ -142,6 +142,8 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
                    "donation, f64, upcasts); compile it for the others")
     if advice.device:
         out.append(f"  times estimated for {safe(advice.device)}")
+    for note in advice.notes:
+        out.append(f"  note: {safe(note)}")
     if advice.quiet:
         out.append(f"  {_n(advice.quiet, 'more place')} where a rule fired would save under 1% "
                    "of the program's peak or time: left out (--min-share 0 lists them)")
