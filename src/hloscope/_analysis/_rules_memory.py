@@ -101,8 +101,8 @@ def _reachability(ctx: AdviceContext, starts: list[str]) -> dict[str, set[str]]:
     for comp in ctx.module.computations:
         for inst in comp.instructions:
             if inst.opcode == "opt-barrier":
-                after = _kernels_after(ctx, inst)
-                for k in _kernels_before(ctx, inst):
+                after = _kernels_near(ctx, inst, after=True)
+                for k in _kernels_near(ctx, inst, after=False):
                     succ.setdefault(k, set()).update(after)
     out: dict[str, set[str]] = {}
     for n in dict.fromkeys(starts):
@@ -121,27 +121,17 @@ def _reachability(ctx: AdviceContext, starts: list[str]) -> dict[str, set[str]]:
 _PASS = frozenset({"tuple", "get-tuple-element", "bitcast", "opt-barrier"})
 
 
-def _kernels_before(ctx: AdviceContext, inst: Instruction) -> set[str]:
+def _kernels_near(ctx: AdviceContext, inst: Instruction, after: bool) -> set[str]:
+    """The kernels `inst` reads (or, `after`, that read it), through tuples,
+    get-tuple-elements, bitcasts and other barriers."""
     out: set[str] = set()
-    stack = list(inst.operands)
+    stack = list(inst.users if after else inst.operands)
     while stack:
         i = stack.pop()
         if ctx.kernel(i.name) is not None:
             out.add(i.name)
         elif i.opcode in _PASS:
-            stack.extend(i.operands)
-    return out
-
-
-def _kernels_after(ctx: AdviceContext, inst: Instruction) -> set[str]:
-    out: set[str] = set()
-    stack = list(inst.users)
-    while stack:
-        i = stack.pop()
-        if ctx.kernel(i.name) is not None:
-            out.add(i.name)
-        elif i.opcode in _PASS:
-            stack.extend(i.users)
+            stack.extend(i.users if after else i.operands)
     return out
 
 

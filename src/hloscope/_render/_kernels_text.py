@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 
 from .._analysis._advisor import Advice
 from .._analysis._figures import optimized_note
