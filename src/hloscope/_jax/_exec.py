@@ -277,15 +277,15 @@ def _child_env(n: int, platform: str) -> dict[str, str]:
     return env
 
 
-_FATAL = re.compile(r"^(?:F\d{4} [\d:.]+\s+\d+ \S+\]|Check failed|.*RET_CHECK failure).*$",
+_FATAL = re.compile(r"^(?:F\d{4} [\d:.]+\s+\d+ \S+\].*|.*Check failed.*|.*RET_CHECK failure.*)$",
                     re.M)
 
 
 def compile_in_child(m: Module, text: str, plan: Plan, platform: str,
                      timeout: float = 600.0) -> float:
-    """Compile once in a child process, so that an XLA CHECK failure kills the child and
-    not the caller: returns the child's compile seconds, or raises `CompileError` with
-    XLA's message (its fatal log line when the child was killed)."""
+    """Compile and run once (on zeros) in a child process, so that an XLA CHECK failure
+    kills the child and not the caller: returns the child's compile seconds, or raises
+    `CompileError` with XLA's message (its fatal log line when the child was killed)."""
     payload = json.dumps({"text": text, "plan": plan.to_dict(), "name": m.name})
     try:
         p = subprocess.run([sys.executable, "-m", "hloscope._jax._run_child"],
@@ -300,6 +300,8 @@ def compile_in_child(m: Module, text: str, plan: Plan, platform: str,
         d = json.loads(last[0])
         if d.get("ok"):
             return float(d["seconds"])
+        if not d.get("compile", True):  # the module is fine; the inputs or sizes are not
+            raise HloscopeError(d["error"], hint=d.get("hint") or "")
         err = CompileError(d["error"], hint=d.get("hint") or "")
         err.library = bool(d.get("library"))
         raise err
@@ -308,8 +310,8 @@ def compile_in_child(m: Module, text: str, plan: Plan, platform: str,
     line = line if isinstance(line, str) else line[0]
     how = (f"killed by signal {-p.returncode}" if p.returncode < 0
            else f"exit status {p.returncode}")
-    raise CompileError(f"{m.name}: XLA aborted while compiling the module ({how}, in a "
-                       f"child process; hloscope is unharmed): {line[:500]}",
+    raise CompileError(f"{m.name}: XLA aborted while compiling or running the module "
+                       f"({how}, in a child process; hloscope is unharmed): {line[:500]}",
                        hint="XLA stops on a CHECK when a module breaks one of its "
                             "assumptions; an optimized module made for another device or "
                             "XLA version is the usual cause: run the module before "
@@ -323,3 +325,69 @@ def compile_checked(client: Any, m: Module, text: str, plan: Plan, devices: list
     if isolate or (isolate is None and plan.needs_child):
         compile_in_child(m, text, plan, devices[0].platform)
     return compile_plan(client, m, text, plan, devices)
+
+
+def defuse(m: Module) -> str:
+    """The module's text with every fusion replaced by the instructions it fuses, and the
+    schedule dropped: XLA's passes can take this again and make their own fusions.  For
+    an optimized module whose fusions the backend cannot take as they are (a fusion's
+    backend config does not survive the trip through StableHLO, and XLA's CPU emitter
+    wants one for its custom fusions)."""
+    fused = {name for inst in m.instructions() if inst.opcode == "fusion"
+             for name in inst.called_computation_names}
+
+    def line(inst: Any, name: str, operands: list[str], root: bool) -> str:
+        if inst.literal is not None:
+            inner = inst.literal
+        elif inst.opcode == "parameter":
+            inner = str(inst.parameter_number)
+        else:
+            inner = ", ".join("%" + o for o in operands)
+        attrs = re.sub(r",?\s*backend_config=(\{.*\}|\"[^\"]*\")\s*$", "", inst.attr_text) \
+            if inst.opcode != "custom-call" else inst.attr_text
+        return (f"  {'ROOT ' if root else ''}%{name} = {inst.shape} "
+                f"{inst.sugar or inst.opcode}({inner})" + (f", {attrs}" if attrs else ""))
+
+    def expand(fusion: Any, outer: dict[str, str], root: bool, out: list[str]) -> None:
+        comp = m.computation(fusion.called_computation_names[0])
+        names: dict[str, str] = {}
+        for inst in comp.instructions:
+            if inst.opcode == "parameter":
+                names[inst.name] = outer[fusion.operand_names[inst.parameter_number]]
+        for inst in comp.instructions:
+            if inst.opcode == "parameter" and not inst.is_root:
+                continue
+            new = outer[fusion.name] if inst.is_root else f"{fusion.name}.{inst.name}"
+            if inst.opcode == "parameter":  # the fusion passes a parameter through
+                out.append(f"  {'ROOT ' if root else ''}%{new} = {inst.shape} "
+                           f"copy(%{names[inst.name]})")
+                continue
+            names.setdefault(inst.name, new)
+            names[inst.name] = new
+            if inst.opcode == "fusion":
+                expand(inst, {**names, inst.name: new}, root and inst.is_root, out)
+            else:
+                out.append(line(inst, new, [names[o] for o in inst.operand_names],
+                                root and inst.is_root))
+
+    parts = []
+    header = re.sub(r",?\s*is_scheduled=true", "", m.attr_text).strip().lstrip(",").strip()
+    parts.append(f"HloModule {m.name}" + (f", {header}" if header else ""))
+    if m.stack_frames_text():
+        parts.append(m.stack_frames_text())
+    for comp in m.computations:
+        if comp.origin or comp.name in fused:
+            continue
+        body: list[str] = []
+        ident = {inst.name: inst.name for inst in comp.instructions}
+        for inst in comp.instructions:
+            if inst.opcode == "fusion":
+                expand(inst, ident, inst.is_root, body)
+            else:
+                body.append(line(inst, inst.name, list(inst.operand_names), inst.is_root))
+        head = f"{'ENTRY ' if comp.is_entry else ''}%{comp.name}"
+        if comp.signature:
+            head += " " + comp.signature
+        parts.append(head + " {\n" + "\n".join(body) + "\n}"
+                     + (", " + comp.attr_text if comp.attr_text else ""))
+    return "\n\n".join(parts) + "\n"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import HloscopeError
@@ -156,12 +156,21 @@ def _place(host: list[Any], shardings: list[Any], devices: list[Any]) -> list[An
             for h, s in zip(host, shardings)]
 
 
-def _execute(exe: Any, args: list[Any]) -> list[list[Any]]:
+def _execute(exe: Any, args: list[Any], name: str = "the module") -> list[list[Any]]:
     """One run on placed inputs, waited for: each output's per-device arrays."""
     import jax
 
-    shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
-    jax.block_until_ready(shards)
+    from ._exec import CompileError
+
+    try:
+        shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        jax.block_until_ready(shards)
+    except Exception as e:  # noqa: BLE001  (XlaRuntimeError: a RET_CHECK while running)
+        msg = str(e).strip()
+        raise CompileError(f"{name}: XLA compiled the module but cannot run it: "
+                           + (msg.splitlines()[0][:500] if msg else type(e).__name__),
+                           hint="see XLA's message; hloscope's own commands (summary, "
+                                "memory, kernels) still read the module") from None
     return shards
 
 
@@ -268,7 +277,7 @@ def run_module(m: Module, *, partitions: int | None = None,
                iterations: int = 1, check: bool = False, tolerance: float | None = None,
                expect: Any = None, save_outputs: str | None = None,
                allow_lossy: bool = False, isolate: bool | None = None,
-               fallback: bool = True) -> RunResult:
+               fallback: bool = True, _plan: Plan | None = None) -> RunResult:
     """Compile `m` as it asks (SPMD-partitioned when it has sharding annotations, one
     program per device when it is already partitioned, without XLA's passes when they
     already ran), run it `iterations` times after a first run, and return its outputs.
@@ -289,11 +298,11 @@ def run_module(m: Module, *, partitions: int | None = None,
     except ImportError:
         raise HloscopeError("hloscope run needs JAX (jaxlib's PjRt runtime)",
                             hint="pip install 'hloscope[jax]'") from None
-    from ._exec import CompileError, compile_checked, plan_module
+    from ._exec import CompileError, compile_checked, defuse, plan_module
     from ._values import (check_sizes, describe_parameter, global_shape, memory_available)
 
     text = str(m)
-    plan = plan_module(m, partitions)
+    plan = _plan or plan_module(m, partitions)
     n = plan.partitions
     have = jax.devices()
     if n > len(have):
@@ -305,30 +314,45 @@ def run_module(m: Module, *, partitions: int | None = None,
     chosen, source = _resolve_inputs(m, inputs, input_files)
     dims = [global_shape(p, plan.partitioned) for p in params]
     client = devices[0].client
+    notes: list[str] = []
+    exe: Any = None
+    why = ""
     try:
         exe, compile_time = compile_checked(client, m, text, plan, devices, isolate=isolate)
     except CompileError as e:
-        if not plan.optimized or e.library:
+        if not plan.optimized or e.library or not fallback:
             raise
+        first, why = e.message, e.message.split(": ", 1)[-1][:200]
+        try:  # a second way: the fusions undone, XLA's passes on
+            undone, plan_undone = defuse(m), replace(plan, optimized=False)
+            exe, compile_time = compile_checked(client, m, undone, plan_undone, devices,
+                                                isolate=True)
+            notes.append(f"{m.name} is optimized, and XLA cannot take it as it is "
+                         f"({why}): compiled with its "
+                         "fusions undone (XLA's passes fuse it again)")
+            text, plan = undone, plan_undone
+        except CompileError:
+            exe = None
+    if exe is None:
         before = before_optimizations_file(m.filename)
-        if before is None or not fallback:
+        if before is None:
             raise HloscopeError(
-                e.message + ". The module is optimized (XLA's passes ran on it, for "
+                first + ". The module is optimized (XLA's passes ran on it, for "
                 "another device or XLA version)",
                 hint=("run the module before optimization instead: " + before if before else
                       "run the module before optimization: its dump's "
                       "*.before_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR), or "
                       "jax.jit(f).lower(...).as_text() rather than compiled.as_text()")) \
                 from None
-        from .._sources._reader import read_file
+        from .._sources._reader import read
 
-        result = run_module(read_file(before).module, partitions=partitions,
+        result = run_module(read(before).module, partitions=partitions,
                             inputs=inputs, input_files=input_files, iterations=iterations,
                             check=check, tolerance=tolerance, expect=expect,
                             save_outputs=save_outputs, allow_lossy=allow_lossy,
                             isolate=isolate, fallback=False)
-        result.notes.insert(0, f"{m.name} is optimized and XLA cannot compile it again "
-                            f"({e.message.split(': ', 1)[-1][:200]}): ran {before}, the same "
+        result.notes.insert(0, f"{m.name} is optimized, and XLA cannot take it as it is "
+                            f"({why}): ran {before}, the same "
                             "module before optimization")
         return result
     # Sizes before anything is made (after the compile, which allocates nothing and
@@ -350,7 +374,7 @@ def run_module(m: Module, *, partitions: int | None = None,
         host = [v.array for v in made]
         in_sh, out_sh = _shardings(plan, exe, m, len(leaves))
         args = _place(host, in_sh, devices)
-        shards = _execute(exe, args)
+        shards = _execute(exe, args, m.name)
         values = _assemble(shards, out_sh, leaves, devices, plan.partitioned)
         del host
         times: list[float] = []  # execution only: the inputs stay on the devices
@@ -375,7 +399,7 @@ def run_module(m: Module, *, partitions: int | None = None,
     result = RunResult(m.name, n, plan.spmd, described, outputs, times, compile_time,
                        partitioned, before, {**stats, "peak": after_peak},
                        collectives, values=values, plan=plan.to_dict(),
-                       how=plan.describe())
+                       how=plan.describe(), notes=notes)
     k = reduction_size(m)
     if check:
         from ._exec import Plan
