@@ -64,6 +64,7 @@ class Plan:
     optimized: bool
     propagate_to_output: tuple[bool, ...] = ()
     propagate_to_parameters: tuple[bool, ...] = ()
+    shardy: bool = False
 
     @property
     def needs_child(self) -> bool:
@@ -88,12 +89,14 @@ class Plan:
         return {"partitions": self.partitions, "spmd": self.spmd,
                 "partitioned": self.partitioned, "optimized": self.optimized,
                 "propagate_to_output": list(self.propagate_to_output),
-                "propagate_to_parameters": list(self.propagate_to_parameters)}
+                "propagate_to_parameters": list(self.propagate_to_parameters),
+                "shardy": self.shardy}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
         return cls(d["partitions"], d["spmd"], d["partitioned"], d["optimized"],
-                   tuple(d["propagate_to_output"]), tuple(d["propagate_to_parameters"]))
+                   tuple(d["propagate_to_output"]), tuple(d["propagate_to_parameters"]),
+                   bool(d.get("shardy")))
 
 
 def _bools(text: str | None) -> tuple[bool, ...]:
@@ -142,9 +145,15 @@ def plan_module(m: Module, partitions: int | None = None) -> Plan:
     cross = any(inst.opcode in _CROSS_PARTITION for inst in m.instructions())
     partitioned = n > 1 and (optimized or cross or m.entry.name.endswith("_spmd"))
     attrs = m.attributes
+    # JAX's modules before optimization carry Shardy's annotations (xla.sdy.* custom-calls
+    # and frontend attributes): Shardy partitions them.
+    shardy = "xla.sdy" in attrs.get("frontend_attributes", "") or any(
+        inst.opcode == "custom-call" and "xla.sdy." in (inst.attr("custom_call_target") or "")
+        for inst in m.instructions())
     return Plan(n, spmd and n > 1 and not partitioned, partitioned, optimized,
                 _bools(attrs.get("allow_spmd_sharding_propagation_to_output")),
-                _bools(attrs.get("allow_spmd_sharding_propagation_to_parameters")))
+                _bools(attrs.get("allow_spmd_sharding_propagation_to_parameters")),
+                shardy and not partitioned)
 
 
 def compile_options(plan: Plan, device_ids: list[int]) -> Any:
@@ -161,6 +170,8 @@ def compile_options(plan: Plan, device_ids: list[int]) -> Any:
     # PjRt's CPU client refuses several partitions without SPMD partitioning: an
     # already-partitioned module keeps the flag and loses the partitioner's passes.
     eb.use_spmd_partitioning = plan.partitions > 1
+    if plan.shardy:
+        eb.use_shardy_partitioner = True
     if plan.spmd:
         if plan.propagate_to_output:
             eb.allow_spmd_sharding_propagation_to_output = list(plan.propagate_to_output)

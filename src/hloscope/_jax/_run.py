@@ -303,6 +303,26 @@ def run_module(m: Module, *, partitions: int | None = None,
 
     text = str(m)
     plan = _plan or plan_module(m, partitions)
+    elided = [inst for inst in m.instructions()
+              if inst.opcode == "constant" and (inst.literal or "").strip() == "{...}"]
+    if elided:
+        before = before_optimizations_file(m.filename) if fallback else None
+        if before is None:
+            raise HloscopeError(
+                f"{m.name}: the values of constant {elided[0].name} ({elided[0].shape}) "
+                f"are not in the text (printed as {{...}}; {len(elided)} constant(s) in all)",
+                hint="dump the module with its constants: XLA_FLAGS='--xla_dump_to=DIR "
+                     "--xla_dump_large_constants', or run its before_optimizations file")
+        from .._sources._reader import read
+
+        result = run_module(read(before).module, partitions=partitions, inputs=inputs,
+                            input_files=input_files, iterations=iterations, check=check,
+                            tolerance=tolerance, expect=expect, save_outputs=save_outputs,
+                            allow_lossy=allow_lossy, isolate=isolate, fallback=False)
+        result.notes.insert(0, f"{m.name}: the values of constant {elided[0].name} are not "
+                            f"in the text (printed as {{...}}): ran {before}, the same "
+                            "module before optimization")
+        return result
     n = plan.partitions
     have = jax.devices()
     if n > len(have):
@@ -390,6 +410,10 @@ def run_module(m: Module, *, partitions: int | None = None,
             o["shards"] = [{"device": d.id, **_summary(s)}
                            for d, s in zip(devices, shards[k])] if n > 1 else []
             outputs.append(o)
+    if plan.partitioned and n > 1 and not m.entry.root.attr("sharding"):
+        notes.append("the module does not say how its outputs are split over the devices "
+                     "(its root has no sharding): each output is device 0's piece; every "
+                     "device's piece is under its shards")
     described = [{"parameter": p.parameter_number, "name": p.name, "shape": str(p.shape),
                   "input": spec if isinstance(spec, str) else f"{source}",
                   "conversion": v.conversion, "about": describe_parameter(p)}
