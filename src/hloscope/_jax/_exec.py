@@ -81,7 +81,7 @@ class Plan:
             how = f"{self.partitions} partition(s)"
         if self.optimized:
             how += "; optimized by XLA already, compiled without its passes"
-        if any(self.propagate_to_output):
+        if self.spmd and any(self.propagate_to_output):
             how += "; output sharding chosen by XLA (allow_spmd_sharding_propagation_to_output)"
         return how
 

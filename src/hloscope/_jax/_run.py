@@ -393,7 +393,14 @@ def run_module(m: Module, *, partitions: int | None = None,
         made = [_fill(spec, p, d, allow_lossy) for p, spec, d in zip(params, chosen, dims)]
         host = [v.array for v in made]
         in_sh, out_sh = _shardings(plan, exe, m, len(leaves))
-        args = _place(host, in_sh, devices)
+        try:
+            args = _place(host, in_sh, devices)
+        except Exception as e:  # noqa: BLE001  (RESOURCE_EXHAUSTED and friends)
+            msg = str(e).strip()
+            raise HloscopeError(f"{m.name}: the inputs cannot be placed on the devices: "
+                                + (msg.splitlines()[0][:400] if msg else type(e).__name__),
+                                hint="the devices' memory is the usual limit: run a smaller "
+                                     "version, or on more devices") from None
         shards = _execute(exe, args, m.name)
         values = _assemble(shards, out_sh, leaves, devices, plan.partitioned)
         del host
