@@ -319,6 +319,7 @@ def compile_in_child(m: Module, text: str, plan: Plan, platform: str,
     fatal = _FATAL.findall(p.stderr or "")
     line = fatal[0].strip() if fatal else (p.stderr or "").strip().splitlines()[-1:] or [""]
     line = line if isinstance(line, str) else line[0]
+    line = re.sub(r"^[FEW]\d{4} [\d:.]+\s+\d+ ", "", line.strip())  # glog's prefix
     how = (f"killed by signal {-p.returncode}" if p.returncode < 0
            else f"exit status {p.returncode}")
     raise CompileError(f"{m.name}: XLA aborted while compiling or running the module "

@@ -303,6 +303,9 @@ def run_module(m: Module, *, partitions: int | None = None,
 
     text = str(m)
     plan = _plan or plan_module(m, partitions)
+    again = dict(partitions=partitions, inputs=inputs, input_files=input_files,
+                 iterations=iterations, check=check, tolerance=tolerance, expect=expect,
+                 save_outputs=save_outputs, allow_lossy=allow_lossy, isolate=isolate)
     elided = [inst for inst in m.instructions()
               if inst.opcode == "constant" and (inst.literal or "").strip() == "{...}"]
     if elided:
@@ -313,16 +316,8 @@ def run_module(m: Module, *, partitions: int | None = None,
                 f"are not in the text (printed as {{...}}; {len(elided)} constant(s) in all)",
                 hint="dump the module with its constants: XLA_FLAGS='--xla_dump_to=DIR "
                      "--xla_dump_large_constants', or run its before_optimizations file")
-        from .._sources._reader import read
-
-        result = run_module(read(before).module, partitions=partitions, inputs=inputs,
-                            input_files=input_files, iterations=iterations, check=check,
-                            tolerance=tolerance, expect=expect, save_outputs=save_outputs,
-                            allow_lossy=allow_lossy, isolate=isolate, fallback=False)
-        result.notes.insert(0, f"{m.name}: the values of constant {elided[0].name} are not "
-                            f"in the text (printed as {{...}}): ran {before}, the same "
-                            "module before optimization")
-        return result
+        return _run_instead(before, f"{m.name}: the values of constant {elided[0].name} "
+                            "are not in the text (printed as {...})", **again)
     n = plan.partitions
     have = jax.devices()
     if n > len(have):
@@ -336,13 +331,13 @@ def run_module(m: Module, *, partitions: int | None = None,
     client = devices[0].client
     notes: list[str] = []
     exe: Any = None
-    why = ""
+    why = undone_why = ""
     try:
         exe, compile_time = compile_checked(client, m, text, plan, devices, isolate=isolate)
     except CompileError as e:
         if not plan.optimized or e.library or not fallback:
             raise
-        first, why = e.message, e.message.split(": ", 1)[-1][:200]
+        first, why = e.message, e.message.split(": ", 1)[-1][:300]
         try:  # a second way: the fusions undone, XLA's passes on
             undone, plan_undone = defuse(m), replace(plan, optimized=False)
             exe, compile_time = compile_checked(client, m, undone, plan_undone, devices,
@@ -351,30 +346,20 @@ def run_module(m: Module, *, partitions: int | None = None,
                          f"({why}): compiled with its "
                          "fusions undone (XLA's passes fuse it again)")
             text, plan = undone, plan_undone
-        except CompileError:
-            exe = None
+        except CompileError as e2:
+            exe, undone_why = None, e2.message.split(": ", 1)[-1][:300]
     if exe is None:
         before = before_optimizations_file(m.filename)
         if before is None:
             raise HloscopeError(
-                first + ". The module is optimized (XLA's passes ran on it, for "
-                "another device or XLA version)",
-                hint=("run the module before optimization instead: " + before if before else
-                      "run the module before optimization: its dump's "
-                      "*.before_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR), or "
-                      "jax.jit(f).lower(...).as_text() rather than compiled.as_text()")) \
+                first + ". The module is optimized (XLA's passes ran on it, for another "
+                f"device or XLA version); with its fusions undone: {undone_why}",
+                hint="run the module before optimization: its dump's "
+                     "*.before_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR), or "
+                     "jax.jit(f).lower(...).as_text() rather than compiled.as_text()") \
                 from None
-        from .._sources._reader import read
-
-        result = run_module(read(before).module, partitions=partitions,
-                            inputs=inputs, input_files=input_files, iterations=iterations,
-                            check=check, tolerance=tolerance, expect=expect,
-                            save_outputs=save_outputs, allow_lossy=allow_lossy,
-                            isolate=isolate, fallback=False)
-        result.notes.insert(0, f"{m.name} is optimized, and XLA cannot take it as it is "
-                            f"({why}): ran {before}, the same "
-                            "module before optimization")
-        return result
+        return _run_instead(before, f"{m.name} is optimized, and XLA cannot take it as it "
+                            f"is ({why})", **again)
     # Sizes before anything is made (after the compile, which allocates nothing and
     # gives a module it cannot take its own error): inputs and outputs on this machine,
     # XLA's figures per device on an accelerator.
@@ -463,6 +448,16 @@ def run_module(m: Module, *, partitions: int | None = None,
         except OSError as e:
             raise HloscopeError(f"--save-outputs {save_outputs}: cannot write ({e})") from None
         result.saved = str(save_outputs)
+    return result
+
+
+def _run_instead(before: str, why: str, **kwargs: Any) -> RunResult:
+    """`run_module` on the module before optimization at `before`, with a note that says
+    why the module asked for was not run."""
+    from .._sources._reader import read
+
+    result = run_module(read(before).module, fallback=False, **kwargs)
+    result.notes.insert(0, f"{why}: ran {before}, the same module before optimization")
     return result
 
 

@@ -129,8 +129,7 @@ def convert(arr: Any, dtype: Any, what: str, *, allow_lossy: bool) -> tuple[Any,
             if not np.all(np.isfinite(real)) or np.any(real != np.trunc(real)):
                 lost = "values that are not whole numbers are truncated"
         if not lost and dst in "iu" and src in "iuf":
-            info = np.iinfo(np.int64) if dtype.name in ("int4", "int2") else None
-            lo, hi = _int_range(dtype, info)
+            lo, hi = _int_range(dtype)
             real = np.real(arr)
             if real.min() < lo or real.max() > hi:
                 lost = f"values outside {lo}..{hi} wrap around"
@@ -152,7 +151,8 @@ def convert(arr: Any, dtype: Any, what: str, *, allow_lossy: bool) -> tuple[Any,
     return out, note
 
 
-def _int_range(dtype: Any, _: Any) -> tuple[int, int]:
+def _int_range(dtype: Any) -> tuple[int, int]:
+    """The smallest and largest value of an integer dtype (ml_dtypes' int4 and int2 too)."""
     import ml_dtypes
     import numpy as np
 
