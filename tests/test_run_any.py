@@ -289,3 +289,15 @@ def test_cli_takes_the_device_count_from_the_module(tmp_path):
     out = run_cli("run", str(SEEDS / "torch_xla_01_IrToHlo.11.hlo"), "-n", "0", "--input",
                   "p0.1=2.5", "--input", "p1.5=2")
     assert out.returncode == 0 and "first values 5" in out.stdout
+
+
+def test_cli_makes_as_many_cpu_devices_as_the_module_has_partitions(monkeypatch):
+    """Without --devices and without XLA_FLAGS, a 4-partition module gets 4 virtual CPU
+    devices; --devices overrides (too few is a clear error)."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    out = run_cli("run", str(RUN / "partitioned_allreduce.hlo"), "-n", "0")
+    assert out.returncode == 0, out.stderr
+    assert "one program per device on 4 devices" in out.stdout
+    assert "collectives in the per-device program: 1" in out.stdout
+    out = run_cli("run", str(RUN / "partitioned_allreduce.hlo"), "-n", "0", "--devices", "2")
+    assert out.returncode == 2 and "needs 4 devices, JAX has 2" in out.stderr

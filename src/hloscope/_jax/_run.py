@@ -12,6 +12,7 @@ user's own JAX setting is left alone.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -364,6 +365,8 @@ def run_module(m: Module, *, partitions: int | None = None,
     # gives a module it cannot take its own error): inputs and outputs on this machine,
     # XLA's figures per device on an accelerator.
     check_sizes(m, [(p.shape, d) for p, d in zip(params, dims)], memory_available())
+    before_inputs_bytes = sum(p.shape.byte_size * (math.prod(d) // max(1, math.prod(
+        p.shape.dims))) for p, d in zip(params, dims) if p.shape.is_array)
     stats = _memory_stats(exe)
     per_device = sum(v or 0 for k, v in stats.items() if k in ("argument", "output",
                                                                 "temporary"))
@@ -375,7 +378,13 @@ def run_module(m: Module, *, partitions: int | None = None,
     root = m.entry.root.shape
     leaves = [s for _, s in root.leaves()] if root.is_tuple else [root]
     with jax.enable_x64(True):  # s64, u64, f64, c128 pass unchanged; the user's setting stays
-        made = [_fill(spec, p, d, allow_lossy) for p, spec, d in zip(params, chosen, dims)]
+        try:
+            made = [_fill(spec, p, d, allow_lossy) for p, spec, d in zip(params, chosen, dims)]
+        except MemoryError:
+            raise HloscopeError(f"{m.name}: this machine ran out of memory making the inputs "
+                                f"(the module's parameters: {before_inputs_bytes:,} B)",
+                                hint="run it on a machine with more memory, or a smaller "
+                                     "version") from None
         host = [v.array for v in made]
         in_sh, out_sh = _shardings(plan, exe, m, len(leaves))
         try:
