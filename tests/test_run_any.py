@@ -178,9 +178,9 @@ def test_optimized_module_with_custom_fusions_runs_with_its_fusions_undone():
 
 
 def test_optimized_module_xla_cannot_run_takes_the_before_file_and_says_so(tmp_path):
-    opt = GEN / "f_fft3d.hlo"  # without passes, its FFT thunk wants another layout
+    opt = GEN / "f_fft3d.hlo"  # without passes, its output's layout is not the entry's
     r = run_module(hloscope.read(opt).module, iterations=0)
-    assert "IsMonotonicWithDim0Major" in r.notes[0] and "fusions undone" in r.notes[0]
+    assert "layouts disagree: output 0" in r.notes[0] and "fusions undone" in r.notes[0]
     before = run_module(hloscope.read(GEN / "f_fft3d.before.hlo").module, iterations=0)
     np.testing.assert_array_equal(r.values[0], before.values[0])
     r = run_module(hloscope.read(GEN / "f_numpy_constant.hlo").module, iterations=0)
@@ -203,6 +203,50 @@ def test_optimized_module_xla_cannot_run_takes_the_before_file_and_says_so(tmp_p
     assert before_optimizations_file(str(DUMP / "module_0030.jit_train_step."
                                          "cpu_after_optimizations.txt")).endswith(
         "module_0030.jit_train_step.before_optimizations.txt")
+
+
+TRANSPOSE = """HloModule m, is_scheduled=true, entry_computation_layout={(f32[2,3]{1,0})->%s}
+
+ENTRY %%e (p0.1: f32[2,3]) -> f32[3,2] {
+  %%p0.1 = f32[2,3]{1,0} parameter(0)
+  ROOT %%r = %s %s(f32[2,3]{1,0} %%p0.1)%s
+}
+"""
+
+
+@pytest.mark.parametrize("root", [
+    ("f32[3,2]{1,0}", "transpose", ", dimensions={1,0}"),  # logical: a transpose
+    ("f32[3,2]{0,1}", "bitcast", ""),  # the same memory read column-major: a transpose too
+])
+def test_optimized_modules_keep_their_layout_semantics(root):
+    """Through StableHLO the module's layouts are gone: a root transpose compiled without
+    XLA's passes came back laid out {0,1} and was read as {1,0} (a silent reshape); a
+    bitcast between layouts is a transpose in logical terms.  Both now give the
+    transpose."""
+    shape, op, attrs = root
+    m = hloscope.read_text(TRANSPOSE % (shape, shape, op, attrs)).module
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    r = run_module(m, inputs={"0": x}, iterations=0)
+    np.testing.assert_array_equal(r.values[0], x.T)
+    assert "layouts disagree: output 0" in r.notes[0]
+
+
+def test_a_bitcast_between_ranks_runs():
+    """torch_xla's optimized modules failed with "layout minor_to_major field contains 2
+    elements, but shape has 1 dimensions": a bitcast between ranks on the StableHLO
+    route.  Written as a reshape, it runs."""
+    m = hloscope.read_text("HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[2,3]) -> "
+                           "f32[6] {\n  %p = f32[2,3]{1,0} parameter(0)\n  ROOT %b = f32[6]{0} "
+                           "bitcast(f32[2,3]{1,0} %p)\n}\n").module
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    r = run_module(m, inputs={"0": x}, iterations=0)
+    np.testing.assert_array_equal(r.values[0], x.reshape(6))
+    assert r.notes == []
+    undone = defuse(m)  # with XLA's passes (the way that failed): a reshape
+    assert "bitcast(" not in undone and "reshape(%p)" in undone
+    r = run_module(hloscope.read_text(undone).module, inputs={"0": x}, iterations=0,
+                   _plan=replace(plan_module(m), optimized=False))
+    np.testing.assert_array_equal(r.values[0], x.reshape(6))
 
 
 def test_an_xla_check_failure_kills_a_child_not_the_process():

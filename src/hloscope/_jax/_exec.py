@@ -259,6 +259,10 @@ def compile_plan(client: Any, m: Module, text: str, plan: Plan,
         mlir = xc._xla.mlir.hlo_to_stablehlo(hm.as_serialized_hlo_module_proto())
         opts = compile_options(plan, [d.id for d in devices])
         exe = client.compile_and_load(mlir, xc.DeviceList(tuple(devices)), opts)
+        if plan.optimized:
+            where = boundary_mismatch(exe.hlo_modules()[0].to_string())
+            if where:
+                raise RuntimeError(f"without XLA's passes the layouts disagree: {where}")
     except Exception as e:  # noqa: BLE001  (XlaRuntimeError and friends)
         msg = str(e).strip()
         first = msg.splitlines()[0][:500] if msg else type(e).__name__
@@ -339,26 +343,105 @@ def compile_checked(client: Any, m: Module, text: str, plan: Plan, devices: list
     return compile_plan(client, m, text, plan, devices)
 
 
-def defuse(m: Module) -> str:
-    """The module's text with every fusion replaced by the instructions it fuses, and the
-    schedule dropped: XLA's passes can take this again and make their own fusions.  For
-    an optimized module whose fusions the backend cannot take as they are (a fusion's
-    backend config does not survive the trip through StableHLO, and XLA's CPU emitter
-    wants one for its custom fusions)."""
-    fused = {name for inst in m.instructions() if inst.opcode == "fusion"
-             for name in inst.called_computation_names}
+def _major_to_minor(shape: Any) -> tuple[int, ...]:
+    rank = len(shape.dims)
+    lay = shape.layout
+    if lay is None or len(lay.minor_to_major) != rank:
+        return tuple(range(rank))
+    return tuple(reversed(lay.minor_to_major))
 
-    def line(inst: Any, name: str, operands: list[str], root: bool) -> str:
+
+def _bitcast_lines(inst: Any, name: str, operand: str, root: bool) -> list[str] | None:
+    """A bitcast as the reshape, or the transposes and reshape, it is in logical terms
+    (None for one that changes the element type).  An optimized module's bitcast reads
+    its operand's memory in its own layout; StableHLO keeps no layouts, and XLA's way
+    back from it fails on a bitcast between ranks ("layout minor_to_major field contains
+    2 elements, but shape has 1 dimensions")."""
+    x, y = inst.operands[0].shape, inst.shape
+    if not (x.is_array and y.is_array) or x.element_type != y.element_type:
+        return None
+    xo, yo = _major_to_minor(x), _major_to_minor(y)
+    et = y.element_type
+    if xo == tuple(range(len(x.dims))) and yo == tuple(range(len(y.dims))):
+        return [f"  {'ROOT ' if root else ''}%{name} = {y} reshape(%{operand})"]
+    px = [x.dims[d] for d in xo]
+    py = [y.dims[d] for d in yo]
+    inverse = [yo.index(j) for j in range(len(yo))]
+    dims = ",".join
+    return [f"  %{name}.memory = {et}[{dims(map(str, px))}] transpose(%{operand}), "
+            f"dimensions={{{dims(map(str, xo))}}}",
+            f"  %{name}.reshaped = {et}[{dims(map(str, py))}] reshape(%{name}.memory)",
+            f"  {'ROOT ' if root else ''}%{name} = {y} transpose(%{name}.reshaped), "
+            f"dimensions={{{dims(map(str, inverse))}}}"]
+
+
+def _needs_rewrite(m: Module) -> bool:
+    """Whether `m` holds a bitcast to write in logical terms (see `_bitcast_lines`)."""
+    return any(inst.opcode == "bitcast" and inst.operands
+               and _bitcast_lines(inst, "x", "y", False) is not None
+               for inst in m.instructions())
+
+
+def boundary_mismatch(compiled_text: str) -> str:
+    """Where a module compiled without XLA's passes disagrees with its own entry layout
+    (its root or a parameter in another layout than the executable's): there, the
+    runtime would read the outputs (or write the inputs) in the wrong order.  The way
+    through StableHLO drops the module's layouts, and without layout assignment nothing
+    reconciles the root's new layout with the entry's.  Empty when they agree."""
+    from .._sources._reader import read_text
+
+    cm = read_text(compiled_text).module
+    ecl = cm.entry_computation_layout
+    if ecl is None:
+        return ""
+    params, result = ecl
+
+    def leaves(shape: Any) -> list[Any]:
+        return [x for _, x in shape.leaves()] if shape.is_tuple else [shape]
+
+    def lay(shape: Any) -> tuple[int, ...] | None:
+        return None if shape.layout is None else tuple(shape.layout.minor_to_major)
+
+    root = cm.entry.root
+    for k, (want, got) in enumerate(zip(leaves(result), leaves(root.shape))):
+        if got.is_array and len(got.dims) > 1 and lay(want) != lay(got):
+            return (f"output {k} is laid out as {got} in the compiled module and read as "
+                    f"{want}")
+    for p in cm.entry.parameters:
+        if p.parameter_number < len(params):
+            want = params[p.parameter_number]
+            if p.shape.is_array and len(p.shape.dims) > 1 and lay(want) != lay(p.shape):
+                return (f"parameter {p.parameter_number} is laid out as {p.shape} in the "
+                        f"compiled module and written as {want}")
+    return ""
+
+
+def rewrite(m: Module, *, unfuse: bool) -> str:
+    """The module's text with layout-dependent bitcasts made logical (transposes and a
+    reshape: the StableHLO route keeps no layouts), and with `unfuse` every fusion
+    replaced by the instructions it fuses and the schedule dropped, so that XLA's passes
+    can take it again and make their own fusions (a fusion's backend config does not
+    survive the trip through StableHLO, and XLA's CPU emitter wants one for its custom
+    fusions)."""
+    fused = {name for inst in m.instructions() if inst.opcode == "fusion"
+             for name in inst.called_computation_names} if unfuse else set()
+
+    def line(inst: Any, name: str, operands: list[str], root: bool) -> list[str]:
+        if inst.opcode == "bitcast" and len(operands) == 1:
+            lines = _bitcast_lines(inst, name, operands[0], root)
+            if lines is not None:
+                return lines
         if inst.literal is not None:
             inner = inst.literal
         elif inst.opcode == "parameter":
             inner = str(inst.parameter_number)
         else:
             inner = ", ".join("%" + o for o in operands)
-        attrs = re.sub(r",?\s*backend_config=(\{.*\}|\"[^\"]*\")\s*$", "", inst.attr_text) \
-            if inst.opcode != "custom-call" else inst.attr_text
-        return (f"  {'ROOT ' if root else ''}%{name} = {inst.shape} "
-                f"{inst.sugar or inst.opcode}({inner})" + (f", {attrs}" if attrs else ""))
+        attrs = inst.attr_text
+        if unfuse and inst.opcode != "custom-call":
+            attrs = re.sub(r",?\s*backend_config=(\{.*\}|\"[^\"]*\")\s*$", "", attrs)
+        return [f"  {'ROOT ' if root else ''}%{name} = {inst.shape} "
+                f"{inst.sugar or inst.opcode}({inner})" + (f", {attrs}" if attrs else "")]
 
     def expand(fusion: Any, outer: dict[str, str], root: bool, out: list[str]) -> None:
         comp = m.computation(fusion.called_computation_names[0])
@@ -374,17 +457,17 @@ def defuse(m: Module) -> str:
                 out.append(f"  {'ROOT ' if root else ''}%{new} = {inst.shape} "
                            f"copy(%{names[inst.name]})")
                 continue
-            names.setdefault(inst.name, new)
             names[inst.name] = new
             if inst.opcode == "fusion":
                 expand(inst, {**names, inst.name: new}, root and inst.is_root, out)
             else:
-                out.append(line(inst, new, [names[o] for o in inst.operand_names],
+                out.extend(line(inst, new, [names[o] for o in inst.operand_names],
                                 root and inst.is_root))
 
-    parts = []
-    header = re.sub(r",?\s*is_scheduled=true", "", m.attr_text).strip().lstrip(",").strip()
-    parts.append(f"HloModule {m.name}" + (f", {header}" if header else ""))
+    header = m.attr_text
+    if unfuse:
+        header = re.sub(r",?\s*is_scheduled=true", "", header).strip().lstrip(",").strip()
+    parts = [f"HloModule {m.name}" + (f", {header}" if header else "")]
     if m.stack_frames_text():
         parts.append(m.stack_frames_text())
     for comp in m.computations:
@@ -393,13 +476,26 @@ def defuse(m: Module) -> str:
         body: list[str] = []
         ident = {inst.name: inst.name for inst in comp.instructions}
         for inst in comp.instructions:
-            if inst.opcode == "fusion":
+            if inst.opcode == "fusion" and unfuse:
                 expand(inst, ident, inst.is_root, body)
             else:
-                body.append(line(inst, inst.name, list(inst.operand_names), inst.is_root))
+                body.extend(line(inst, inst.name, list(inst.operand_names), inst.is_root))
         head = f"{'ENTRY ' if comp.is_entry else ''}%{comp.name}"
         if comp.signature:
             head += " " + comp.signature
         parts.append(head + " {\n" + "\n".join(body) + "\n}"
                      + (", " + comp.attr_text if comp.attr_text else ""))
     return "\n\n".join(parts) + "\n"
+
+
+def defuse(m: Module) -> str:
+    """`rewrite` with the fusions undone."""
+    return rewrite(m, unfuse=True)
+
+
+def text_for(m: Module, plan: Plan) -> str:
+    """The text that compiles as `m` runs: for an optimized module, its layout-dependent
+    bitcasts made logical (the module as it is otherwise)."""
+    if plan.optimized and _needs_rewrite(m):
+        return rewrite(m, unfuse=False)
+    return str(m)

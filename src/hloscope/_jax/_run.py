@@ -299,11 +299,11 @@ def run_module(m: Module, *, partitions: int | None = None,
     except ImportError:
         raise HloscopeError("hloscope run needs JAX (jaxlib's PjRt runtime)",
                             hint="pip install 'hloscope[jax]'") from None
-    from ._exec import CompileError, compile_checked, defuse, plan_module
+    from ._exec import CompileError, compile_checked, defuse, plan_module, text_for
     from ._values import (check_sizes, describe_parameter, global_shape, memory_available)
 
-    text = str(m)
     plan = _plan or plan_module(m, partitions)
+    text = text_for(m, plan)
     again = dict(partitions=partitions, inputs=inputs, input_files=input_files,
                  iterations=iterations, check=check, tolerance=tolerance, expect=expect,
                  save_outputs=save_outputs, allow_lossy=allow_lossy, isolate=isolate)
