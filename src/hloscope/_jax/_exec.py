@@ -17,7 +17,11 @@ between modules is the compile options, chosen once by `plan_module`:
 - an optimized module (``compiled.as_text()``, ``*after_optimizations*`` dumps: scheduled,
   or holding fusions) is compiled with ``xla_disable_all_hlo_passes``: the passes that
   made it cannot take their own output again (XLA's CPU fusion emitter aborts the process
-  on a fusion it did not make), and the backend needs none of them.
+  on a fusion it did not make).  StableHLO keeps no layouts, so its bitcasts are first
+  written as the reshapes and transposes they are (`rewrite`), and a compile whose root
+  or parameters come back in another layout than the entry's is refused
+  (`boundary_mismatch`: the runtime would read them in the wrong order).  The caller
+  then tries `defuse` (the fusions undone, XLA's passes on).
 
 XLA reports some bad input with a CHECK that aborts the process.  `compile_checked` first
 compiles a module that can hit one (an optimized or already-partitioned module) in a child
