@@ -19,7 +19,7 @@ import pytest
 from conftest import run_cli
 
 import hloscope
-from hloscope._analysis._advisor import advise
+from hloscope._analysis._advisor import advise, advise_groups
 from hloscope._analysis._check import shard_shape
 from hloscope._analysis._dataflow import analyze_dataflow
 from hloscope._analysis._kernels import kernel_graph
@@ -29,7 +29,7 @@ from hloscope._analysis._summary import summarize
 from hloscope._hlo._sharding import Sharding
 from hloscope._render._graph_layout import layout_graph
 from hloscope._render._html import render_html
-from hloscope._render._kernels_text import render_findings, render_kernels
+from hloscope._render._kernels_text import render_advice, render_kernels
 from hloscope._render._memory_text import render_memory
 from hloscope._render._report_data import report_data
 from hloscope._render._svg import render_svg
@@ -165,9 +165,9 @@ def analyse_everything(text: str) -> None:
         render_kernels(g)
         mem = analyze_memory(m, df=df, lr=lr, top=1 << 30)
         render_memory(mem)
-        findings = advise(m, graph=g, df=df, lr=lr)
-        render_findings(m.name, findings)
-        render_html(report_data(m, s, g, mem, findings))
+        advice = advise_groups(m, graph=g, df=df, lr=lr, min_share=0)
+        render_advice(m.name, advice, top=None)
+        render_html(report_data(m, s, g, mem, advice))
 
 
 def check_consistent(m: hloscope.Module) -> None:

@@ -25,7 +25,7 @@ def test_summary_json_is_stable_and_documented():
     keys = ["module", "source", "is_scheduled", "optimized", "partitioned", "num_partitions",
             "replica_count", "entry_computation", "computation_count", "instruction_count",
             "opcodes", "fusions", "custom_calls", "collectives", "parameters", "outputs",
-            "argument_bytes", "output_bytes", "input_output_alias", "annotations"]
+            "argument_bytes", "output_bytes", "input_output_alias", "annotations", "torch_xla"]
     assert list(m) == keys
     doc = open("docs/json.md").read()
     for k in keys:
@@ -86,7 +86,8 @@ def test_several_modules_one_is_picked_and_named(tmp_path):
     p.write_text("notes\n" + small + "\nmore notes\n" + big + "\n" + small)
     r = run("summary", "--json", str(p))
     assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_f"]
-    assert "holds 2 modules; using 1:jit_f (the largest, optimized)" in r.stderr
+    assert "holds 2 modules (3 in all, identical ones counted once); using 1:jit_f " \
+        "(the largest, optimized)" in r.stderr
     assert "0:jit_sigmoid.2" in r.stderr and "--module" in r.stderr
     r = run("summary", "--json", "--module", "jit_sigmoid.2", str(p))
     assert [m["module"] for m in json.loads(r.stdout)["modules"]] == ["jit_sigmoid.2"]

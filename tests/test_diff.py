@@ -102,3 +102,286 @@ def test_diff_json_documented_and_bad_input(tmp_path):
     bad.write_text("HloModule m\n\nENTRY e {\n  ROOT x = f32[ parameter(0)\n}\n")
     r = run_cli("diff", str(bad), str(GENERATED / "f_stored.hlo"))
     assert r.returncode == 2 and "Traceback" not in r.stderr and ":4:" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# Variants of one function (issue 18): names inside op_names are not changes.
+
+VARIANTS = '''
+import jax
+import jax.numpy as jnp
+
+
+def attn(q, k, v):
+    s = q @ k.T / jnp.sqrt(q.shape[-1])
+    p = jax.nn.softmax(s, axis=-1)
+    return p @ v
+
+
+def attn_f32(q, k, v):
+    s = q @ k.T / jnp.sqrt(q.shape[-1])
+    p = jax.nn.softmax(s.astype(jnp.float32), axis=-1)
+    return p.astype(q.dtype) @ v
+
+
+def attn_tanh(q, k, v):
+    s = q @ k.T / jnp.sqrt(q.shape[-1])
+    p = jax.nn.softmax(jnp.tanh(s), axis=-1)
+    return p @ v
+
+
+def _step(w):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, h
+    return step
+
+
+def rnn(h, xs, w):
+    _, ys = jax.lax.scan(_step(w), h, xs)
+    return jnp.sum(ys ** 2)
+
+
+def rnn_remat(h, xs, w):
+    _, ys = jax.lax.scan(jax.checkpoint(_step(w)), h, xs)
+    return jnp.sum(ys ** 2)
+
+
+def times2(x):
+    return x * 2
+
+
+def double(x):
+    return x * 2
+
+
+def times3_plus1(x):
+    return x * 3 + 1
+
+
+def broken(x):
+    return x @ x
+'''
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory):
+    """The variants above as a module and as a file (for the CLI)."""
+    import importlib.util
+
+    path = tmp_path_factory.mktemp("variants") / "variants.py"
+    path.write_text(VARIANTS)
+    spec = importlib.util.spec_from_file_location("_hloscope_test_variants", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.PATH = path
+    return mod
+
+
+def _qkv(dtype="float32"):
+    import jax.numpy as jnp
+
+    q = jnp.zeros((128, 64), dtype)
+    return q, q, q
+
+
+def test_attention_and_one_more_operation_lists_only_that_kernel(variants):
+    d = hloscope.diff(variants.attn, variants.attn_tanh, *_qkv())
+    assert d.function_names == ("jit(attn)", "jit(attn_tanh)")
+    assert d.headline[0] == ("op_names compared without the function names "
+                             "jit(attn) / jit(attn_tanh)")
+    assert not d.removed and not d.added
+    assert [(c.gained, c.lost) for c in d.changed] == [((("tanh", 1),), ())]
+    assert d.matched == len(d.a.kernels) == len(d.b.kernels) == 5
+    assert d.op_name_changed == 0 and not d.peak_removed and not d.peak_added
+    assert not d.findings_gone and not d.findings_new and not d.findings_changed
+    assert d.math_gained == (("tanh", 1),) and not d.math_lost
+
+
+def test_rename_only_is_empty(variants):
+    x = _qkv()[0]
+    d = hloscope.diff(variants.times2, variants.double, x)
+    assert d.is_empty
+    assert d.headline == ("no difference but names: the same kernels, arrays, peak and "
+                          "collectives",
+                          "op_names compared without the function names jit(times2) / "
+                          "jit(double)")
+    assert d.to_dict()["function_names"] == {"a": "jit(times2)", "b": "jit(double)"}
+    # An f32 upcast of f32 values changes nothing but the name.
+    assert hloscope.diff(variants.attn, variants.attn_f32, *_qkv()).is_empty
+
+
+def test_one_operation_changed_and_memory_figures(variants):
+    x = _qkv()[0]
+    d = hloscope.diff(variants.times2, variants.times3_plus1, x)
+    assert len(d.changed) == 1 and not d.removed and not d.added
+    assert ("add", 1) in d.changed[0].gained
+    keys = [r["key"] for r in d.figures]
+    # hloscope's figures, XLA's from its dumps and memory_analysis(), the footprint.
+    for key in ("live_range_peak", "timeline_max", "arguments", "outputs", "constants",
+                "temp_estimate", "xla_live_range_peak", "xla_temp",
+                "memory_analysis.temp_size_in_bytes",
+                "memory_analysis.peak_memory_in_bytes", "device_footprint"):
+        assert key in keys, key
+    peak = next(r for r in d.figures if r["key"] == "live_range_peak")
+    assert (peak["a"], peak["b"], peak["change"]) == (65536, 65536, 0)
+    # The output is live at the peak on each side, made by another operation.
+    assert [(r["shape"], r["op_name"], r["bytes"]) for r in d.peak_removed] == [
+        ("f32[128,64]{1,0}", "jit(times2)/mul", 32768)]
+    assert [(r["shape"], r["op_name"], r["bytes"]) for r in d.peak_added] == [
+        ("f32[128,64]{1,0}", "jit(times3_plus1)/add", 32768)]
+    from hloscope._render._diff_html import render_diff_html
+
+    page = render_diff_html(d)
+    assert "<h2>Memory</h2>" in page and "temp_size_in_bytes" in page
+    assert "jit(times3_plus1)/add" in page and "B only" in page
+
+
+def test_bf16_attention_upcast_lists_only_kernels_with_other_work(variants):
+    d = hloscope.diff(variants.attn, variants.attn_f32, *_qkv("bfloat16"))
+    assert d.function_names == ("jit(attn)", "jit(attn_f32)")
+    assert d.changed and all(c.gained or c.lost for c in d.changed)
+    # XLA's temp (-32 KiB here) is reported beside the peak, which does not move.
+    moved = {r["key"]: r["change"] for r in d.figures if r["change"]}
+    assert "live_range_peak" not in moved
+    assert moved["temp_estimate"] < 0 and moved["memory_analysis.temp_size_in_bytes"] < 0
+    assert any(line.startswith("memory figures that moved: Temporaries") for line in d.headline)
+    gone = {f.rule for f in d.findings_gone}
+    assert not gone & {f.rule for f in d.findings_new}
+
+
+def test_rnn_and_rnn_remat(variants):
+    import jax
+    import jax.numpy as jnp
+
+    h, xs, w = jnp.zeros((8, 32)), jnp.zeros((16, 8, 32)), jnp.zeros((32, 32))
+    ra = hloscope.inspect(jax.grad(variants.rnn, argnums=2), h, xs, w)
+    rb = hloscope.inspect(jax.grad(variants.rnn_remat, argnums=2), h, xs, w)
+    d = hloscope.diff(ra, rb)
+    assert d.function_names == ("jit(rnn)", "jit(rnn_remat)")
+    # The matched dots in the loop body moved under checkpoint's op_name: counted only.
+    assert d.op_name_changed >= 1
+    assert all(c.gained or c.lost for c in d.changed)
+    fig = {r["key"]: r for r in d.figures}
+    assert fig["live_range_peak"]["change"] < 0 and fig["temp_estimate"]["change"] < 0
+    assert fig["memory_analysis.temp_size_in_bytes"]["a"] is not None
+    # What moved at the peak: the scan's stacked f32[16,8,32] residuals, with bytes.
+    assert sum(r["bytes"] for r in d.peak_removed) - sum(r["bytes"] for r in d.peak_added) \
+        == -fig["live_range_peak"]["change"]
+    assert any(r["shape"] == "f32[16,8,32]{2,1,0}" and r["bytes"] == 16384
+               for r in d.peak_removed)
+    # The same modules given as Modules: hloscope's figures alone.
+    dm = hloscope.diff(ra.module, rb.module)
+    assert not any(r["key"].startswith("memory_analysis.") for r in dm.figures)
+    assert dm.headline[0] == d.headline[0]
+
+
+def test_diff_of_bad_arguments(variants):
+    m = hloscope.read(GENERATED / "f_recalc.hlo").module
+    with pytest.raises(hloscope.HloscopeError, match="arguments only for two functions"):
+        hloscope.diff(m, m, 1)
+    with pytest.raises(hloscope.HloscopeError, match="cannot diff a int"):
+        hloscope.diff(1, 2)
+
+
+def _renamed(path, old: str, new: str, shift: int) -> hloscope.Module:
+    """The module of `path` with its function renamed in every op_name, its source lines
+    moved by `shift` and its instructions renamed."""
+    m = hloscope.read(path).module
+    text = _shuffle_names(m, 3).replace(old, new)
+    text = re.sub(r"source_line=(\d+)", lambda x: f"source_line={int(x.group(1)) + shift}", text)
+    return hloscope.parse(text)
+
+
+@pytest.mark.parametrize("new", ["jit(f_v2)", "pjit(g)", "jit(f_v2)/jit(main)"])
+def test_findings_are_matched_by_rule_and_place_not_by_names(new):
+    path = GENERATED / "f_sum_jax.hlo"
+    a = hloscope.read(path).module
+    b = _renamed(path, "jit(f)", new, 40)
+    assert {f.rule for f in hloscope.advise(a)} == {"HS101", "HS104"}
+    d = hloscope.diff_modules(a, b)
+    if new.endswith("jit(main)"):  # a nested jit(main) stays in the op_names: a change
+        assert d.function_names == ("jit(f)", "jit(f_v2)") and d.op_name_changed == 2
+        assert not d.findings_gone and not d.findings_new and not d.is_empty
+        return
+    assert d.function_names == ("jit(f)", new)
+    assert not d.findings_gone and not d.findings_new and not d.findings_changed
+    assert not d.changed and d.op_name_changed == 0 and d.is_empty, d.headline
+
+
+def test_match_findings_passes():
+    from hloscope._analysis._advisor import Evidence
+    from hloscope._analysis._diff import _without, match_findings
+
+    def f(rule, name, shape, op_name, source):
+        return hloscope.Finding(rule, "t", "m", "s",
+                                (Evidence(name, "kernel", shape, 4, op_name, source),))
+
+    a = [f("HS101", "fusion.3", "f32[8]", "jit(attn)/dot", "p.py:4"),
+         f("HS104", "fusion.1", "f32[8]", "jit(attn)/exp", "p.py:5"),
+         f("HS102", "fusion.2", "f32[8]", "jit(attn)/sin", "p.py:6")]
+    b = [f("HS101", "fusion.9", "f32[8]", "jit(attn_f32)/dot", "p.py:14"),  # moved code
+         f("HS104", "fusion.7", "f32[16]", "jit(attn_f32)/exp", "p.py:5"),  # other shape
+         f("HS103", "fusion.2", "f32[8]", "jit(attn_f32)/sin", "p.py:6")]   # other rule
+    gone, new, changed = match_findings(a, b, _without("jit(attn)"), _without("jit(attn_f32)"))
+    assert [x.rule for x in gone] == ["HS102"] and [x.rule for x in new] == ["HS103"]
+    assert [(x.evidence[0].shape, y.evidence[0].shape) for x, y in changed] == [
+        ("f32[8]", "f32[16]")]
+    # Without leaving the function names out, the moved HS101 is still matched by shapes.
+    gone, new, changed = match_findings(a[:1], b[:1])
+    assert not gone and not new and not changed
+
+
+def test_op_names_without_the_top_level_name():
+    from hloscope._analysis._diff import _without
+
+    strip = _without("jit(f)")
+    assert strip("jit(f)/jit(main)/dot") == "jit(main)/dot"
+    assert strip("jit(f)") == ""
+    assert strip("jit(ff)/dot") == "jit(ff)/dot"
+    assert strip("pjit(f)/dot") == "pjit(f)/dot"
+    assert _without("pjit(g)")("pjit(g)/transpose(jvp())/mul") == "transpose(jvp())/mul"
+
+
+def test_is_function_target(tmp_path):
+    from hloscope._cli._targets import is_function_target
+
+    hlo = tmp_path / "a:b"
+    hlo.write_text("x")
+    assert is_function_target("prog.py:attn") and is_function_target("pkg.mod:f")
+    assert not is_function_target(str(hlo))          # an existing path is a file
+    assert not is_function_target("prog.py") and not is_function_target("x.hlo")
+    assert not is_function_target("dump.txt/x:1")
+    assert not is_function_target("C:\\x\\y.hlo")
+
+
+def test_cli_diff_two_functions(variants):
+    prog = str(variants.PATH)
+    r = run_cli("diff", f"{prog}:times2", f"{prog}:times3_plus1", "--arg", "f32[64,128]")
+    assert r.returncode == 0, r.stderr
+    assert "op_names compared without the function names jit(times2) / jit(times3_plus1)" \
+        in r.stdout
+    assert "Kernels: 1 matched, 0 removed, 0 added, 1 changed" in r.stdout
+    assert "temp_size_in_bytes" in r.stdout and "Live at the peak in B only" in r.stdout
+    r = run_cli("diff", "--json", f"{prog}:times2", f"{prog}:double", "--arg", "f32[64,128]")
+    data = json.loads(r.stdout)
+    assert data["empty"] is True and data["function_names"]["b"] == "jit(double)"
+    assert any(x["key"] == "memory_analysis.temp_size_in_bytes" for x in data["figures"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["{prog}:times2", str(GENERATED / "f_stored.hlo")], "is a function and"),
+    (["{prog}", "{prog}:times2"], "is a Python file, not HLO"),
+    (["{prog}:times2", "{prog}:nope", "--arg", "f32[4]"], "has no 'nope'"),
+    (["{prog}:times2", "{prog}:times3_plus1"], "takes 1 argument"),
+    (["{prog}:times2", "{prog}:times2", "--arg", "f32[4]", "-m", "0"], "--module and --function"),
+    ([str(GENERATED / "f_recalc.hlo"), str(GENERATED / "f_stored.hlo"), "--arg", "f32[4]"],
+     "are for two functions"),
+    (["{prog}:times2", "{prog}:broken", "--arg", "f32[64,128]"], "TypeError: dot_general"),
+])
+def test_cli_diff_mistakes_are_the_users(variants, args, message):
+    prog = str(variants.PATH)
+    r = run_cli("diff", *[a.format(prog=prog) for a in args])
+    assert r.returncode == 2, r.stdout
+    assert message in r.stderr and "bug in hloscope" not in r.stderr
+    assert "Traceback" not in r.stderr

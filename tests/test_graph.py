@@ -95,7 +95,8 @@ def test_report_groups_never_show_more_than_a_chunk():
     lines.append("}")
     m = hloscope.parse("\n".join(lines) + "\n")
     g = hloscope.kernel_graph(m)
-    data = report_data(m, summarize(m), g, analyze_memory(m), [])
+    data = report_data(m, summarize(m), g, analyze_memory(m),
+                       hloscope.advise_groups(m, graph=g))
     groups = data["groups"]
     assert max(len(x["groups"]) + len(x["kernels"]) for x in groups) <= CHUNK
     assert groups[data["top"]]["size"] == len(g.kernels) == 2001

@@ -119,11 +119,13 @@ PAIRS = [
     ("HS103", GENERATED / "f_fft3d.hlo", GENERATED / "f_fft3d_transposed.hlo"),
     ("HS104", GENERATED / "f_recalc.hlo", GENERATED / "f_stored.hlo"),
     ("HS105", GENERATED / "f_for_loop.hlo", GENERATED / "f_for_unrolled.hlo"),
-    ("HS106", ADVISOR / "side_by_side_ffts.hlo", ADVISOR / "one_fft_chain.hlo"),
     ("HS107", ADVISOR / "donation_unused.hlo", ADVISOR / "donation_used.hlo"),
     ("HS108", ADVISOR / "f64_promoted.hlo", ADVISOR / "f32_only.hlo"),
     ("HS109", ADVISOR / "loop_invariant_collective.hlo", ADVISOR / "loop_varying_collective.hlo"),
+    ("HS114", ADVISOR / "repeated_all_reduce.hlo", ADVISOR / "two_all_reduces.hlo"),
 ]
+# The other rules fire on JAX programs compiled in tests/test_advisor_quality.py (each with
+# its fixed twin); these module files are read without JAX.
 
 
 @pytest.mark.parametrize("rule,trigger,clean", PAIRS, ids=[p[0] for p in PAIRS])
@@ -136,7 +138,10 @@ def test_rule_fires_on_its_trigger_and_stays_quiet_on_its_twin(rule, trigger, cl
 
 
 def test_every_rule_is_tested_and_documented():
-    assert {r.id for r in hloscope.RULES} == {p[0] for p in PAIRS}
+    from advisor_programs import CASES
+
+    fired = {p[0] for p in PAIRS} | {r for c in CASES for r in c.expect}
+    assert {r.id for r in hloscope.RULES} == fired
     doc = (ROOT / "docs" / "advisor.md").read_text()
     for r in hloscope.RULES:
         assert r.id in doc and r.name in doc
@@ -186,10 +191,13 @@ def test_kernels_and_lint_json_documented():
         assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
     r2 = run_cli("lint", "--json", str(GENERATED / "f_sum_jax.hlo"))
     data2 = json.loads(r2.stdout)
-    assert data2["schema"] == "hloscope.lint/1"
-    f = data2["modules"][0]["findings"][0]
-    for key in list(f) + list(f["evidence"][0]):
-        assert f"`{key}`" in doc
+    assert data2["schema"] == "hloscope.lint/2"
+    mod = data2["modules"][0]
+    g = mod["groups"][0]
+    f = g["findings"][0]
+    for key in (list(mod) + list(g) + list(g["places"][0]) + list(f) + list(f["evidence"][0])
+                + list(f["saving"])):
+        assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
     assert run_cli("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout == \
         run_cli("kernels", "--json", str(GENERATED / "f_sum_jax.hlo")).stdout
 
@@ -232,3 +240,34 @@ def test_every_array_passed_between_kernels_comes_from_a_kernel_or_the_loop(text
         if e.value in passed:
             assert e.src_kind in ("kernel", "loop state")
     assert len(g.to_dict()["kernels"]) == len(g.kernels)
+
+
+@pytest.mark.parametrize("labels, rhs, flops", [
+    # NHWC input, 3x3 HWIO kernel of 8 -> 16 features: 2 x output x (3 x 3 x 8)
+    ("b01f_01io->b01f", "f32[3,3,8,16]", 2 * (2 * 6 * 6 * 16) * 72),
+    # a matmul as TPU compiles it: dim_labels=bf_io->bf, 2 x output x contraction
+    ("bf_io->bf", "f32[8,16]", None),
+])
+def test_convolution_flops_read_dim_labels(labels, rhs, flops):
+    """dim_labels is LHS_RHS->OUT with one underscore: the kernel's output-feature label
+    is found in RHS (it was not, and every convolution counted its whole kernel per
+    output element: a TPU matmul's flops were 2^42 for 2^31)."""
+    if labels == "bf_io->bf":
+        text = f"""HloModule m
+ENTRY e {{
+  a = f32[32,8] parameter(0)
+  w = {rhs} parameter(1)
+  ROOT c = f32[32,16] convolution(a, w), dim_labels={labels}
+}}
+"""
+        flops = 2 * 32 * 16 * 8
+    else:
+        text = f"""HloModule m
+ENTRY e {{
+  a = f32[2,6,6,8] parameter(0)
+  w = {rhs} parameter(1)
+  ROOT c = f32[2,6,6,16] convolution(a, w), window={{size=3x3 pad=1_1x1_1}}, dim_labels={labels}
+}}
+"""
+    (k,) = hloscope.kernel_graph(hloscope.parse(text)).kernels
+    assert k.flops == flops

@@ -25,3 +25,23 @@ def test_core_without_jax():
                        timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+STABLEHLO_SCRIPT = r"""
+import sys
+sys.modules["jax"] = None
+sys.modules["jaxlib"] = None
+import hloscope
+try:
+    hloscope.read("tests/data/torch_xla/raw/mlp_forward.stablehlo.mlir")
+except hloscope.HloSourceError as e:
+    assert "JAX, which is not installed" in str(e) and "_get_xla_tensors_hlo" in e.hint, e
+    print("ok")
+"""
+
+
+def test_stablehlo_without_jax_says_what_to_do():
+    r = subprocess.run([sys.executable, "-c", STABLEHLO_SCRIPT], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"

@@ -132,7 +132,8 @@ def commands(block: Block) -> list[Command]:
 
 def needs_jax(block: Block) -> bool:
     if block.lang == "console":
-        return any(c.argv and c.argv[0] in JAX_COMMANDS for c in commands(block))
+        return any(c.argv and (c.argv[0] in JAX_COMMANDS or c.argv[0] == "diff" and any(
+            ".py:" in a for a in c.argv[1:])) for c in commands(block))
     return bool(re.search(r"^>>> (import|from) [^\n]*\bjax\b", block.text, re.M))
 
 

@@ -29,14 +29,16 @@ def _core_objects() -> list[object]:
     spmd = hloscope.read(Path(hloscope.__file__).parent / "_data" / "fft_pencil_4x2.hlo").module
     mem = hloscope.analyze_memory(m)
     graph = hloscope.kernel_graph(spmd)
-    findings = hloscope.advise(hloscope.read(GENERATED / "f_filter_with_temp.hlo").module)
+    advice = hloscope.advise_groups(hloscope.read(GENERATED / "f_fft3d.hlo").module)
+    findings = advice.findings
     dump = hloscope.read_memory_inputs(GENERATED / "f_for_loop.dump")
     files = dump.modules[0][1]
     objs: list[object] = [
         f, m, m.entry, inst, inst.shape, inst.shape.layout, inst.metadata,
         hloscope.parse_sharding("{devices=[2,2]0,1,2,3}"),
         mem, mem.peak_values[0], mem.figures, hloscope.analyze_memory(sharded).sharded,
-        graph, graph.kernels[0], graph.edges[0], findings[0],
+        graph, graph.kernels[0], graph.edges[0], findings[0], advice, advice.groups[0],
+        findings[0].saving, findings[0].evidence[0],
         next(iter(hloscope.DEVICES.values())),
         hloscope.diff_modules(m, spmd), hloscope.draw(m), dump,
         hloscope.timer("repr-test"),

@@ -406,3 +406,25 @@ def test_targets_command_lists_every_chip():
     data = json.loads(run_cli("targets", "--json").stdout)
     assert [t["name"] for t in data["targets"]] == [c.key for c in CHIPS]
     assert all(t["source"] for t in data["targets"])
+
+
+# -- the extras a target needs ------------------------------------------------------------
+
+@pytest.mark.parametrize("target, versions, says, fix", [
+    ("h100", {}, "needs JAX's CUDA plugin, which is not installed", "hloscope[gpu-target]"),
+    ("h100", {"jax-cuda12-plugin": "0.4.1"}, "jax-cuda12-plugin 0.4.1 does not match jax 9.9",
+     "jax-cuda12-plugin==9.9"),
+    ("h100", {"jax-cuda12-plugin": "9.9", "jax-cuda12-pjrt": "0.4.1"},
+     "jax-cuda12-pjrt 0.4.1 does not match jax 9.9", "jax-cuda12-pjrt==9.9"),
+    ("tpu-v5e", {}, "needs libtpu, which is not installed", "hloscope[tpu-target]"),
+])
+def test_missing_or_mismatched_extras_say_the_fix(monkeypatch, target, versions, says, fix):
+    """A missing plugin, or one whose version is not jax's, is one error with the install
+    line, before JAX is asked to compile anything."""
+    from hloscope._jax import _target
+
+    monkeypatch.setattr(_target, "_version", versions.get)
+    monkeypatch.setattr(_target.importlib.util, "find_spec", lambda name: object())
+    with pytest.raises(HloscopeError) as e:
+        _target.check_extras(parse_target(target), "9.9")
+    assert says in str(e.value) and fix in str(e.value) + str(e.value.hint)

@@ -182,6 +182,22 @@ def test_safe_escapes_what_a_terminal_acts_on():
     assert safe(safe("\x1b")) == safe("\x1b")
 
 
+def test_source_paths_are_written_from_their_package_or_the_project():
+    from hloscope._render._term import short_paths, tail
+
+    venv = "/home/u/venv/lib/python3.11/site-packages/torch/nn/functional.py:3458"
+    assert short_paths(venv) == "torch/nn/functional.py:3458"
+    assert short_paths("sync (/usr/lib/python3/dist-packages/torch_xla/torch_xla.py:87)") == \
+        "sync (torch_xla/torch_xla.py:87)"
+    assert short_paths("/proj/src/train.py:42", cwd="/proj") == "src/train.py:42"
+    assert short_paths("/elsewhere/train.py:42", cwd="/proj") == "/elsewhere/train.py:42"
+    assert tail("torch/nn/functional.py:3458", 19) == "\u2026functional.py:3458"
+    assert tail("a.py:1", 19) == "a.py:1"
+    rows = [["k", venv]]
+    assert "torch/nn/functional.py:3458" in table(["name", "source"], rows, width=80)
+    assert venv in table(["name", "source"], rows)  # --wide: whole
+
+
 def test_middle_keeps_start_and_end():
     assert middle("fusion.12_multiply.3", 20) == "fusion.12_multiply.3"
     assert middle("fusion.12.add.multiply.3", 20) == "fusion.12.…ultiply.3"

@@ -7,8 +7,13 @@ by the front end that compiles functions.
 """
 
 from ._analysis._advisor import RULES as RULES
+from ._analysis._advisor import Advice as Advice
+from ._analysis._advisor import Evidence as Evidence
 from ._analysis._advisor import Finding as Finding
+from ._analysis._advisor import FindingGroup as FindingGroup
+from ._analysis._advisor import Saving as Saving
 from ._analysis._advisor import advise as advise
+from ._analysis._advisor import advise_groups as advise_groups
 from ._analysis._devices import DEVICES as DEVICES
 from ._analysis._devices import Device as Device
 from ._analysis._diff import ModuleDiff as ModuleDiff
@@ -48,6 +53,7 @@ from ._bench._timer import timer as timer
 from ._jax._compare import Comparison as Comparison
 from ._jax._compare import Sweep as Sweep
 from ._jax._compare import compare as compare
+from ._jax._compare import diff as diff
 from ._jax._compare import plot_sweeps as plot_sweeps
 from ._jax._compare import sweep as sweep
 from ._jax._compare import use_cpu_devices as use_cpu_devices

@@ -9,18 +9,29 @@ never by name, in passes from strict to loose:
    inputs, fused operations, op_name and source line;
 2. the same but op_name and source line (the code moved);
 3. the same place, kind and shapes, whatever is fused inside: a *changed*
-   kernel, reported with the operations it gained and lost.
+   kernel when its fused operations differ, reported with the operations it
+   gained and lost (one whose op_name alone changed is only counted).
 
 What is left is removed (only in A) or added (only in B).  Arrays passed
 between kernels, the values live at the peak, collectives and the advisor's
 findings are compared the same way, by shapes and op_names.  Renaming alone
 gives an empty diff.
+
+Two variants of one function (``attn`` and ``attn_f32``) carry their names in
+every op_name (``jit(attn)/dot_general`` against ``jit(attn_f32)/dot_general``)
+and in the module's name: when the two sides' top-level names differ, op_names
+are compared without them (`ModuleDiff.function_names` says so), and the
+module names are never a change.  Every memory figure of `hloscope memory`
+(see `_figures`) is put side by side, with the values live at the peak on one
+side only.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._hlo._module import Module
@@ -29,9 +40,10 @@ from .._units import format_bytes
 from ._advisor import Finding, advise
 from ._dataflow import analyze_dataflow
 from ._kernels import Kernel, KernelGraph, kernel_graph
-from ._liverange import compute_live_ranges
+from ._liverange import LiveRanges, compute_live_ranges
+from ._memory import MemoryReport, analyze_memory
 
-__all__ = ["DIFF_SCHEMA", "KernelChange", "ModuleDiff", "diff_modules"]
+__all__ = ["DIFF_SCHEMA", "KernelChange", "ModuleDiff", "diff_modules", "match_findings"]
 
 DIFF_SCHEMA = "hloscope.diff/1"
 
@@ -88,6 +100,15 @@ class ModuleDiff:
     math_gained: tuple[tuple[str, int], ...]
     findings_gone: tuple[Finding, ...]
     findings_new: tuple[Finding, ...]
+    # Matched by rule and place whose evidence's shapes changed: (A's, B's).
+    findings_changed: tuple[tuple[Finding, Finding], ...] = ()
+    # Every memory figure side by side: key, label, source, a, b, change (see `_figure_rows`).
+    figures: tuple[dict[str, Any], ...] = ()
+    # The top-level names (``jit(attn)``, ``jit(attn_f32)``) left out of every op_name
+    # before comparing, when the two sides' differ; None when they were compared whole.
+    function_names: tuple[str, str] | None = None
+    # Kernels matched with the same work inside whose op_name changed (not listed).
+    op_name_changed: int = 0
 
     def __repr__(self) -> str:
         return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
@@ -111,6 +132,7 @@ class ModuleDiff:
                     or self.temporaries_added or self.peak_a != self.peak_b
                     or self.peak_removed or self.peak_added or self.collectives_removed
                     or self.collectives_added or self.findings_gone or self.findings_new
+                    or self.findings_changed or any(r["change"] for r in self.figures)
                     or self.flops[0] != self.flops[1]
                     or self.bytes_accessed[0] != self.bytes_accessed[1])
 
@@ -122,7 +144,8 @@ class ModuleDiff:
             "b": {"module": self.b.module, "file": self.b.file},
             "empty": self.is_empty, "headline": list(self.headline),
             "kernels": {"a": len(self.a.kernels), "b": len(self.b.kernels),
-                        "matched": self.matched, "removed": list(self.removed),
+                        "matched": self.matched, "op_name_changed": self.op_name_changed,
+                        "removed": list(self.removed),
                         "added": list(self.added),
                         "changed": [c.to_dict() for c in self.changed]},
             "temporaries": {"a_bytes": self.a.temporary_bytes, "b_bytes": self.b.temporary_bytes,
@@ -135,7 +158,12 @@ class ModuleDiff:
             "math": {"lost": dict(self.math_lost), "gained": dict(self.math_gained)},
             "flops": {"a": fa, "b": fb}, "bytes_accessed": {"a": ba, "b": bb},
             "findings": {"gone": [f.to_dict() for f in self.findings_gone],
-                         "new": [f.to_dict() for f in self.findings_new]},
+                         "new": [f.to_dict() for f in self.findings_new],
+                         "changed": [{"a": x.to_dict(), "b": y.to_dict()}
+                                     for x, y in self.findings_changed]},
+            "figures": list(self.figures),
+            "function_names": (None if self.function_names is None else
+                               {"a": self.function_names[0], "b": self.function_names[1]}),
         }
 
 
@@ -170,7 +198,8 @@ def _inputs(g: KernelGraph) -> dict[str, tuple[tuple[str, str], ...]]:
     return {k: tuple(sorted(v)) for k, v in acc.items()}
 
 
-def _keys(g: KernelGraph) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]:
+def _keys(g: KernelGraph, op: Callable[[str], str]
+          ) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]:
     places = _places(g)
     ins = _inputs(g)
     out = []
@@ -179,7 +208,7 @@ def _keys(g: KernelGraph) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any,
         base = (place, k.category, k.fusion_kind, k.target, k.shape, ins.get(k.name, ()))
         loose = base
         mid = (*base, k.fused)
-        strict = (*mid, k.op_name, k.source)
+        strict = (*mid, op(k.op_name), k.source)
         out.append((k, place, strict, mid, loose))
     return out
 
@@ -218,8 +247,107 @@ def _fused_total(g: KernelGraph) -> Counter[str]:
     return c
 
 
-def _finding_key(f: Finding) -> tuple[Any, ...]:
-    return (f.rule, tuple((e.what, e.shape) for e in f.evidence))
+_TOP = re.compile(r"((?:p?jit|pmap|xla_pmap)\([^()/]*\))(?:/|$)")
+
+
+def _top_name(m: Module) -> str | None:
+    """The outer ``jit(NAME)`` (or ``pjit(NAME)``, ``pmap(NAME)``) most of the module's
+    op_names start with; None when none does.  ``jit(f)/jit(main)/...`` gives ``jit(f)``."""
+    c: Counter[str] = Counter()
+    for comp in m.computations:
+        for inst in comp.instructions:
+            hit = _TOP.match(inst.metadata.op_name)
+            if hit:
+                c[hit.group(1)] += 1
+    return c.most_common(1)[0][0] if c else None
+
+
+def _without(top: str | None) -> Callable[[str], str]:
+    """op_name -> the op_name without the leading `top` (everything after it kept)."""
+    if top is None:
+        return lambda op_name: op_name
+    n = len(top)
+
+    def strip(op_name: str) -> str:
+        if op_name.startswith(top) and (len(op_name) == n or op_name[n] == "/"):
+            return op_name[n + 1:]
+        return op_name
+
+    return strip
+
+
+def _function_names(a: Module, b: Module) -> tuple[str, str] | None:
+    """The two top-level names to leave out of op_names, when both sides have one and
+    they differ."""
+    ta, tb = _top_name(a), _top_name(b)
+    return (ta, tb) if ta is not None and tb is not None and ta != tb else None
+
+
+def match_findings(fa: Sequence[Finding], fb: Sequence[Finding],
+                   op_a: Callable[[str], str] = str, op_b: Callable[[str], str] = str,
+                   ) -> tuple[list[Finding], list[Finding], list[tuple[Finding, Finding]]]:
+    """Pair the advisor's findings of two versions by rule and place, never by kernel or
+    instruction names (XLA renumbers them): in passes from strict to loose, the rule with
+    each evidence item's kind, shape, op_name (through `op_a`/`op_b`, which leave out the
+    function's name) and source line; without the source line (the code moved); the rule
+    and the evidence's shapes alone; and last the rule and the evidence's op_names alone,
+    a finding whose shapes *changed*.  Returns (gone, new, changed pairs).  Reads only
+    `rule` and the evidence's `what`, `shape`, `op_name` and `source`."""
+    def key(f: Finding, op: Callable[[str], str], level: int) -> tuple[Any, ...]:
+        items = []
+        for e in f.evidence:
+            if level == 0:
+                items.append((e.what, e.shape, op(e.op_name), e.source or ""))
+            elif level == 1:
+                items.append((e.what, e.shape, op(e.op_name)))
+            elif level == 2:
+                items.append((e.what, e.shape))
+            else:
+                items.append((e.what, op(e.op_name), e.source or ""))
+        return (f.rule, tuple(sorted(items)))
+
+    rest_a, rest_b = list(fa), list(fb)
+    pairs_by_level: list[list[tuple[Finding, Finding]]] = []
+    for level in range(4):
+        pool: dict[Any, deque[Finding]] = {}
+        for f in rest_b:
+            pool.setdefault(key(f, op_b, level), deque()).append(f)
+        pairs, left = [], []
+        for f in rest_a:
+            cands = pool.get(key(f, op_a, level))
+            if cands:
+                pairs.append((f, cands.popleft()))
+            else:
+                left.append(f)
+        used = {id(y) for _, y in pairs}
+        rest_a, rest_b = left, [f for f in rest_b if id(f) not in used]
+        pairs_by_level.append(pairs)
+    return rest_a, rest_b, pairs_by_level[3]
+
+
+def _figure_rows(a: MemoryReport, b: MemoryReport) -> tuple[dict[str, Any], ...]:
+    """Every labelled memory figure of A and B side by side (A's order, then B's others):
+    ``key``, ``label``, ``source``, ``a``, ``b`` (bytes; None where a side has none) and
+    ``change`` (b - a; None unless both are known)."""
+    fa = {f.key: f for f in a.figures.figures}
+    fb = {f.key: f for f in b.figures.figures}
+    keys = list(fa) + [k for k in fb if k not in fa]
+    rows = []
+    for k in keys:
+        x, y = fa.get(k), fb.get(k)
+        f = x if x is not None else y
+        assert f is not None
+        va = x.bytes if x is not None else None
+        vb = y.bytes if y is not None else None
+        rows.append({"key": k, "label": f.label, "source": f.source, "a": va, "b": vb,
+                     "change": vb - va if va is not None and vb is not None else None})
+    return tuple(rows)
+
+
+def _two(a: int, b: int) -> tuple[str, str]:
+    """Two sizes in words, exact where the rounded words would read the same."""
+    x, y = format_bytes(a), format_bytes(b)
+    return (f"{a:,} B", f"{b:,} B") if x == y and a != b else (x, y)
 
 
 def _plural(n: int, word: str) -> str:
@@ -250,26 +378,34 @@ def _where(module: Module, kernel: str, opcode: str) -> str:
 _HELPER_OPS = frozenset({"broadcast", "constant", "parameter", "bitcast", "reshape"})
 
 
-def diff_modules(a: Module, b: Module) -> ModuleDiff:
-    """Compare two versions of a program (see the module docstring)."""
+def diff_modules(a: Module, b: Module, *,
+                 memory: tuple[MemoryReport, MemoryReport] | None = None) -> ModuleDiff:
+    """Compare two versions of a program (see the module docstring).  `memory`: the two
+    modules' memory reports when already made (`Report.memory` has XLA's own figures
+    beside hloscope's); else they are computed here, hloscope's figures alone."""
+    names = _function_names(a, b)
+    op_a, op_b = (_without(names[0]), _without(names[1])) if names else (str, str)
     analyses = []
-    for m in (a, b):
+    for i, m in enumerate((a, b)):
         df = analyze_dataflow(m)
         lr = compute_live_ranges(df)
         g = kernel_graph(m, df=df, lr=lr)
-        analyses.append((g, lr, advise(m, graph=g, df=df, lr=lr)))
-    (ga, lra, fa), (gb, lrb, fb) = analyses
+        mem = memory[i] if memory is not None else analyze_memory(m, df=df, lr=lr, top=0)
+        analyses.append((g, lr, advise(m, graph=g, df=df, lr=lr), mem))
+    (ga, lra, fa, mem_a), (gb, lrb, fb, mem_b) = analyses
 
-    ka, kb = _keys(ga), _keys(gb)
+    ka, kb = _keys(ga, op_a), _keys(gb, op_b)
     p1, ra, rb = _match(ka, kb, 2)
     p2, ra, rb = _match(ra, rb, 3)
     p3, ra, rb = _match(ra, rb, 4)
     changed = []
+    relabelled = 0
     for x, y in p2 + p3:
         kx, ky = x[0], y[0]
         lost, gained = _counter_diff(Counter(dict(kx.fused)), Counter(dict(ky.fused)))
-        if not lost and not gained and kx.op_name == ky.op_name:
-            continue  # only the source line moved
+        if not lost and not gained:  # the same work: only its op_name or source line moved
+            relabelled += op_a(kx.op_name) != op_b(ky.op_name)
+            continue
         changed.append(KernelChange(
             kx.name, ky.name, x[1], tuple(sorted(Counter(gained).items())),
             tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
@@ -305,40 +441,55 @@ def diff_modules(a: Module, b: Module) -> ModuleDiff:
                          "from": e.src if e else None, "src_kind": src_kind})
         return tuple(rows)
 
-    def peak_key(lr) -> Counter[tuple[str, str]]:  # type: ignore[no-untyped-def]
-        return Counter((str(v.shape), v.inst.metadata.op_name) for v in lr.peak_values)
+    def peak_only(mine: LiveRanges, theirs: LiveRanges, op_mine: Callable[[str], str],
+                  op_theirs: Callable[[str], str]) -> tuple[dict[str, Any], ...]:
+        """The values live at `mine`'s peak with no value of the same shape, op_name (without
+        the function's name) and size live at `theirs`'s: largest first."""
+        left = Counter((str(v.shape), op_theirs(v.inst.metadata.op_name), v.size)
+                       for v in theirs.peak_values)
+        rows = []
+        for v in mine.peak_values:
+            k = (str(v.shape), op_mine(v.inst.metadata.op_name), v.size)
+            if left[k]:
+                left[k] -= 1
+            else:
+                rows.append({"shape": k[0], "op_name": v.inst.metadata.op_name,
+                             "bytes": v.size})
+        rows.sort(key=lambda r: (-r["bytes"], r["shape"], r["op_name"]))
+        return tuple(rows)
 
-    pk_removed, pk_added = _counter_diff(peak_key(lra), peak_key(lrb))
+    def coll_key(g: KernelGraph, op: Callable[[str], str]
+                 ) -> Counter[tuple[str, str, int, str]]:
+        return Counter((c.opcode, c.shape, c.sent_per_device, op(c.op_name))
+                       for c in g.collectives)
 
-    def coll_key(g: KernelGraph) -> Counter[tuple[str, str, int, str]]:
-        return Counter((c.opcode, c.shape, c.sent_per_device, c.op_name) for c in g.collectives)
-
-    c_removed, c_added = _counter_diff(coll_key(ga), coll_key(gb))
+    c_removed, c_added = _counter_diff(coll_key(ga, op_a), coll_key(gb, op_b))
     m_lost, m_gained = _counter_diff(_fused_total(ga), _fused_total(gb))
-    fkeys_a = Counter(_finding_key(f) for f in fa)
-    fkeys_b = Counter(_finding_key(f) for f in fb)
-    gone = [f for f in fa if fkeys_b[_finding_key(f)] == 0]
-    new = [f for f in fb if fkeys_a[_finding_key(f)] == 0]
+    gone, new, f_changed = match_findings(fa, fb, op_a, op_b)
 
     d = ModuleDiff(
         ga, gb, (), removed, added, tuple(changed), matched,
         temp_rows(t_removed, ga, by_value_a), temp_rows(t_added, gb, by_value_b),
         lra.peak_bytes, lrb.peak_bytes,
-        tuple({"shape": s, "op_name": o} for s, o in pk_removed),
-        tuple({"shape": s, "op_name": o} for s, o in pk_added),
+        peak_only(lra, lrb, op_a, op_b), peak_only(lrb, lra, op_b, op_a),
         tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
               for o, s, b, n in c_removed),
         tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
               for o, s, b, n in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
-        tuple(gone), tuple(new))
+        tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,
+        relabelled)
     return _with_headline(d, a, b)
 
 
 def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     lines: list[str] = []
+    if d.function_names is not None:
+        lines.append("op_names compared without the function names "
+                     f"{d.function_names[0]} / {d.function_names[1]}")
     if d.is_empty:
-        lines.append("no difference but names: the same kernels, arrays, peak and collectives")
+        lines.insert(0, "no difference but names: the same kernels, arrays, peak and "
+                        "collectives")
         return _replace_headline(d, lines)
     a, b = d.a, d.b
     loops_a = [g for g in a.groups if g.kind == "while body"]
@@ -371,10 +522,12 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
         lines.append(f"{_plural(len(d.temporaries_added), 'new array')} between kernels ({format_bytes(total)}): "
                      + ", ".join(f"{e['value']} {e['shape']}" for e in d.temporaries_added[:4]))
     if d.peak_a != d.peak_b and d.peak_a is not None and d.peak_b is not None:
-        pa, pb = format_bytes(d.peak_a), format_bytes(d.peak_b)
-        if pa == pb:
-            pa, pb = f"{d.peak_a:,} B", f"{d.peak_b:,} B"
+        pa, pb = _two(d.peak_a, d.peak_b)
         lines.append(f"the memory peak goes from {pa} to {pb} ({d.peak_b - d.peak_a:+,} B)")
+    others = [r for r in d.figures if r["change"] and r["key"] != "live_range_peak"]
+    if others:
+        lines.append("memory figures that moved: " + ", ".join(
+            f"{r['label']} {' -> '.join(_two(r['a'], r['b']))}" for r in others))
     lost = [(op, n) for op, n in d.math_lost if op not in _HELPER_OPS]
     gained = [(op, n) for op, n in d.math_gained if op not in _HELPER_OPS]
     if lost or gained:
@@ -402,10 +555,12 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
         lines.append(f"advisor: {f.rule} ({f.title}) no longer fires")
     for f in d.findings_new:
         lines.append(f"advisor: {f.rule} ({f.title}) now fires")
+    for x, y in d.findings_changed:
+        lines.append(f"advisor: {x.rule} ({x.title}) fires at the same place on other shapes: "
+                     + ", ".join(e.shape for e in x.evidence[:2]) + " became "
+                     + ", ".join(e.shape for e in y.evidence[:2]))
     return _replace_headline(d, lines)
 
 
 def _replace_headline(d: ModuleDiff, lines: list[str]) -> ModuleDiff:
-    from dataclasses import replace
-
     return replace(d, headline=tuple(lines))

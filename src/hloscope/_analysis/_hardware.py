@@ -30,8 +30,8 @@ from ._liverange import LiveRanges
 from ._shapes import logical_byte_size
 from ._summary import COLLECTIVE_OPCODES, fusion_kind_detail, wraps_collective
 
-__all__ = ["AsyncPair", "HardwareView", "KindCount", "PaddedValue", "SpacePeak",
-           "hardware_view"]
+__all__ = ["AsyncPair", "HardwareView", "KindCount", "PaddedValue", "SpacePeak", "done_of",
+           "hardware_view", "is_collective_start"]
 
 _SPACE_NAMES = {1: "on-chip memory (TPU VMEM), S(1)", 2: "scalar memory (TPU SMEM), S(2)",
                 5: "host memory, S(5)"}
@@ -259,13 +259,13 @@ def _padding(df: Dataflow, lr: LiveRanges, top: int) -> tuple[int, tuple[PaddedV
 
 # -- async collectives -----------------------------------------------------------------
 
-def _is_collective_start(inst: Instruction) -> bool:
+def is_collective_start(inst: Instruction) -> bool:
     op = inst.opcode
     return op in ("all-gather-start", "all-reduce-start", "collective-permute-start") or (
         op == "async-start" and wraps_collective(inst))
 
 
-def _done_of(start: Instruction) -> Instruction | None:
+def done_of(start: Instruction) -> Instruction | None:
     inst = start
     for _ in range(64):
         nxt = [u for u in inst.users if u.opcode.endswith("-done") or u.opcode == "async-update"]
@@ -292,9 +292,9 @@ def _async_pairs(module: Module, graph: KernelGraph) -> tuple[tuple[AsyncPair, .
                     and inst.opcode not in ("send", "recv") and comp.name not in wrapped \
                     and (comp.name, inst.name) in kernels:
                 blocking.append(inst.name)
-            if not _is_collective_start(inst):
+            if not is_collective_start(inst):
                 continue
-            done = _done_of(inst)
+            done = done_of(inst)
             if done is None or id(done) not in order:
                 continue
             lo, hi = order[id(inst)], order[id(done)]

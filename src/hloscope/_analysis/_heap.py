@@ -26,7 +26,8 @@ from ._allocation import assign_allocations
 from ._dataflow import Dataflow, Value
 from ._liverange import LiveRanges
 from ._passthrough import passes_through
-from ._sharing import ELEMENTWISE_OPCODES, Sharing, compiled_for_gpu, never_shares
+from ._sharing import (ELEMENTWISE_OPCODES, Sharing, compiled_for_gpu, compiled_for_tpu,
+                       never_shares)
 
 __all__ = ["ELEMENTWISE_OPCODES", "HeapEstimate", "classify_buffers", "estimate_temp"]
 
@@ -77,17 +78,8 @@ _TPU_ALIGNMENT = 16384
 _TPU_TUPLE_BYTES = 512
 
 
-def _is_tpu(df: Dataflow) -> bool:
-    """A TPU module: its arrays have tiled layouts (``{1,0:T(8,128)}``)."""
-    for inst in df.module.entry.instructions:
-        layout = inst.shape.layout
-        if layout is not None and layout.tiles and inst.shape.is_array:
-            return True
-    return False
-
-
 def _alignment(df: Dataflow) -> int:
-    if _is_tpu(df):
+    if compiled_for_tpu(df.module):
         return _TPU_ALIGNMENT
     return 128 if compiled_for_gpu(df.module) else 64
 

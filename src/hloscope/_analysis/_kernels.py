@@ -301,8 +301,9 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         return 2 * out * k, 0
     if op == "convolution" and len(inst.operand_names) >= 2:
         rhs = operand(inst, 1).shape
-        labels = inst.attr("dim_labels") or ""
-        kernel = labels.split("_")[1] if labels.count("_") >= 2 else ""
+        # dim_labels=LHS_RHS->OUT, e.g. b01f_01io->b01f: the kernel's labels are RHS.
+        lhs_rhs = (inst.attr("dim_labels") or "").split("->", 1)[0]
+        kernel = lhs_rhs.split("_", 1)[1] if "_" in lhs_rhs else ""
         o_pos = kernel.find("o")
         out_features = rhs.dims[o_pos] if 0 <= o_pos < len(rhs.dims) else 1
         per_output = elements(rhs) // max(out_features, 1)

@@ -16,7 +16,8 @@ from ._dataflow import Value, operand_positions
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
 from ._passthrough import passes_through
 
-__all__ = ["ELEMENTWISE_OPCODES", "Sharing", "compiled_for_gpu", "never_shares"]
+__all__ = ["ELEMENTWISE_OPCODES", "Sharing", "compiled_for_gpu", "compiled_for_tpu",
+           "never_shares"]
 
 ELEMENTWISE_OPCODES = frozenset({
     "abs", "round-nearest-afz", "round-nearest-even", "ceil", "count-leading-zeros", "convert",
@@ -49,6 +50,15 @@ def compiled_for_gpu(module: Any) -> bool:
             if inst.opcode == "custom-call" and inst.custom_call_target.startswith(
                     ("__cublas", "__cudnn", "__cusolver", "__gpu", "__triton")):
                 return True
+    return False
+
+
+def compiled_for_tpu(module: Any) -> bool:
+    """A module XLA compiled for a TPU: its arrays have tiled layouts (``{1,0:T(8,128)}``)."""
+    for inst in module.entry.instructions:
+        layout = inst.shape.layout
+        if layout is not None and layout.tiles and inst.shape.is_array:
+            return True
     return False
 
 

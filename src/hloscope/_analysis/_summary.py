@@ -106,6 +106,11 @@ class ModuleSummary:
     outputs: tuple[ValueInfo, ...]
     input_output_alias: tuple[tuple[str, int, str, str], ...]
     annotations: tuple[tuple[str, int], ...] = ()  # custom-calls to `ANNOTATION_TARGETS`
+    # A graph torch_xla saved (XLA_SAVE_TENSORS_FILE): its name, hash and the Python
+    # frames that made it, innermost first, as "function (file:line)".
+    torch_xla_graph: str = ""
+    graph_hash: str = ""
+    frames: tuple[str, ...] = ()
 
     @property
     def argument_bytes(self) -> int:
@@ -142,6 +147,9 @@ class ModuleSummary:
                 for o, p, pi, k in self.input_output_alias
             ],
             "annotations": dict(self.annotations),
+            "torch_xla": {"graph": self.torch_xla_graph, "graph_hash": self.graph_hash,
+                          "frames": list(self.frames)} if self.frames or self.graph_hash
+            else None,
         }
 
 
@@ -250,7 +258,16 @@ def summarize(module: Module) -> ModuleSummary:
         custom_calls=_by_count(custom),
         collectives=tuple(collectives), parameters=params, outputs=tuple(outputs),
         input_output_alias=alias, annotations=_by_count(annotations),
+        **_torch_xla_provenance(module),
     )
+
+
+def _torch_xla_provenance(module: Module) -> dict[str, Any]:
+    prov = module.provenance
+    frames = prov.get("frames") or ()
+    return {"torch_xla_graph": str(prov.get("torch_xla_graph") or ""),
+            "graph_hash": str(prov.get("graph_hash") or ""),
+            "frames": tuple(f"{fn} ({file}:{line})" for fn, file, line in frames)}
 
 
 def _by_count(counts: Counter[str]) -> tuple[tuple[str, int], ...]:

@@ -23,7 +23,8 @@ from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
 from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
-                       hardware_target, load_target, require_jax, static_hint, static_kwargs)
+                       hardware_target, is_function_target, load_target, require_jax,
+                       static_hint, static_kwargs)
 
 _MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE_HELP)
 _FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
@@ -238,7 +239,17 @@ def kernels(
 def lint(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/1)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/2): "
+                                  "every group with its findings and savings."),
+    show_all: bool = typer.Option(False, "--all", help="Show every group of findings, not "
+                                  "the 10 that would save the most."),
+    min_share: float | None = typer.Option(None, "--min-share", metavar="FRACTION",
+                                           help="Keep the groups that would save at "
+                                           "least this share of the program's peak or "
+                                           "estimated time (default 0.01; 0 keeps every one)."),
+    device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate times "
+                                      "for this device (a100, h100, v100, tpu-v4, tpu-v5e, "
+                                      "tpu-v5p; default: assumed from the module)."),
     fail_on: list[str] = typer.Option([], "--fail-on", metavar="RULE", help="Exit with "
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
@@ -247,13 +258,15 @@ def lint(
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
 ) -> None:
-    """The advisor: what in the compiled program costs memory or time.
+    """The advisor: what in the compiled program costs memory or time, and how much.
 
-    Each finding comes with its evidence (instructions, op_name, source line) and
-    the change to try in your code.
+    Findings of one rule on one pattern (one per layer of a deep model) are grouped and
+    ranked by what acting on them would save (peak memory, memory traffic, kernels,
+    time); each comes with its places (op_name, source line) and the change to try.
     """
-    from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise
-    from .._render._kernels_text import render_findings
+    from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise_groups
+    from .._analysis._devices import device as find_device
+    from .._render._kernels_text import render_advice
 
     known = {r.id.lower(): r.id for r in RULES} | {r.name: r.id for r in RULES}
     wanted: set[str] = set()
@@ -266,18 +279,26 @@ def lint(
             fail(_errors.HloscopeError(
                 f"unknown rule {name!r} for --fail-on",
                 hint="rules: " + ", ".join(f"{r.id} ({r.name})" for r in RULES)))
+    if min_share is not None and not min_share >= 0:
+        fail(_errors.HloscopeError(f"--min-share {min_share}: give a share of 0 or more",
+                                   hint="0.01 keeps what saves 1% of the peak or time"))
+    try:
+        dev = find_device(device) if device is not None else None
+    except _errors.HloscopeError as e:
+        fail(e)
     m = pick_module(path, module, function)
     try:
-        findings = advise(m)
+        advice = advise_groups(m, device=dev, min_share=min_share)
     except _errors.HloscopeError as e:
         fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
-                "modules": [{"module": m.name, "findings": [f.to_dict() for f in findings]}]}
+                "modules": [{"module": m.name, **advice.to_dict()}]}
         sys.stdout.write(render_json(data))
     else:
-        echo(render_findings(m.name, findings, optimized=is_optimized(m), width=text_width(wide)))
-    if {f.rule for f in findings} & wanted:
+        echo(render_advice(m.name, advice, top=None if show_all else 10,
+                           width=text_width(wide)))
+    if {g.rule for g in advice.groups} & wanted:
         raise typer.Exit(1)
 
 
@@ -335,7 +356,7 @@ def report(
     live), the kernel graph (groups open on click, search, the HLO of each
     kernel) and the advisor's findings.
     """
-    from .._analysis._advisor import advise
+    from .._analysis._advisor import advise_groups
     from .._analysis._dataflow import analyze_dataflow
     from .._analysis._kernels import kernel_graph
     from .._analysis._liverange import compute_live_ranges
@@ -356,7 +377,7 @@ def report(
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
             data = report_data(m, summarize(m), graph_, memory_,
-                               advise(m, graph=graph_, df=df, lr=lr))
+                               advise_groups(m, graph=graph_, df=df, lr=lr))
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
@@ -377,11 +398,15 @@ def report(
          f"kernel{'' if n == 1 else 's'})\n")
 
 
+_DIFF_SIDE = ("The first version: " + INPUT_HELP[0].lower() + INPUT_HELP[1:-1] + "; or a JAX "
+              "function, FILE.py:FUNCTION or package.module:FUNCTION (compiled with --arg).")
+
+
 @command()
 def diff(
-    a: Path = typer.Argument(..., metavar="A", help="The first version: "
-                                + INPUT_HELP[0].lower() + INPUT_HELP[1:]),
-    b: Path = typer.Argument(..., metavar="B", help="The second version, the same kinds."),
+    a: str = typer.Argument(..., metavar="A", help=_DIFF_SIDE),
+    b: str = typer.Argument(..., metavar="B", help="The second version, of the same kind: "
+                            "a file, or a function compiled with the same arguments."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Also "
                                        "write an HTML page with the two kernel graphs, "
@@ -389,31 +414,85 @@ def diff(
     module: str | None = typer.Option(None, "--module", "-m", metavar="NAME|INDEX",
                                       help=MODULE_HELP + " Applies to both inputs."),
     function: str | None = _FUNCTION,
+    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="With two functions: an "
+                                  "argument's shape, e.g. f32[128,2] (zeros of that shape); "
+                                  "repeat for each argument."),
+    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="With two "
+                                      "functions: a call in A's file that returns the "
+                                      "arguments, e.g. 'make_input(128)'; after any --arg."),
+    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
+                                     "functions: a static keyword argument (a Python "
+                                     "literal); repeat."),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
 
-    Kernels matched by what they compute, arrays between kernels, the memory
-    peak, collectives, flops, and the advisor's findings.
+    Kernels matched by what they compute, arrays between kernels, every memory
+    figure side by side and what is live at the peak on one side only,
+    collectives, flops, and the advisor's findings.  A and B are two files, or
+    two JAX functions (prog.py:attn prog.py:attn_f32 --arg bf16[128,64] ...)
+    compiled here with the same arguments.
     """
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
-    ma, mb = pick_module(a, module, function), pick_module(b, module, function)
     try:
-        result = diff_modules(ma, mb)
+        result = _diff_functions(a, b, arg, inputs, static, module, function)
+        if result is None:
+            if arg or inputs or static:
+                raise _errors.HloscopeError("--arg, --inputs and --static are for two "
+                                            "functions; A and B are files",
+                                            hint="give FILE.py:FUNCTION for A and B")
+            result = diff_modules(pick_module(Path(a), module, function),
+                                  pick_module(Path(b), module, function))
         if output is not None:
             from .._render._diff_html import render_diff_html
 
             write_text(output, render_diff_html(result))
     except _errors.HloscopeError as e:
         fail(e)
-    except OSError as e:
-        fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
     if json_out:
         sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
         return
     echo(render_diff(result, width=text_width(wide)))
+
+
+def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
+                    module: str | None, function: str | None):  # type: ignore[no-untyped-def]
+    """`hloscope diff` on two functions: both compiled with the same arguments and
+    compared with every memory figure; None when A and B are files."""
+    from .._jax._compare import diff as diff_functions
+    from .._jax._user import check_call
+
+    fa, fb = is_function_target(a), is_function_target(b)
+    for side, is_fn in ((a, fa), (b, fb)):
+        if not is_fn and side.endswith(".py") and not Path(side).is_dir():
+            raise _errors.HloscopeError(
+                f"{side} is a Python file, not HLO: name the function in it",
+                hint=f"hloscope diff {side}:FUNCTION OTHER.py:FUNCTION --arg SHAPE ...")
+    if not fa and not fb:
+        return None
+    if fa != fb:
+        fn, path = (a, b) if fa else (b, a)
+        raise _errors.HloscopeError(f"{fn} is a function and {path} a file: diff compares "
+                                    "two of a kind",
+                                    hint="give two functions (FILE.py:FUNCTION) or two HLO "
+                                         "files")
+    if module is not None or function is not None:
+        raise _errors.HloscopeError("--module and --function pick a module in a file; A and "
+                                    "B are functions")
+    require_jax("diff")
+    from .._jax._quiet import start_jax_quietly
+
+    start_jax_quietly()
+    kwargs = static_kwargs(static)
+    fns = [load_target(a), load_target(b)]
+    args = array_args(arg) + (call_inputs(a, inputs) if inputs else [])
+    for fn in fns:
+        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
+    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **kwargs)
 
 
 @command("inspect")
@@ -446,7 +525,7 @@ def inspect_cmd(
     not be here, and whether it fits in that device's memory.
     """
     from .._jax._user import check_call
-    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     try:
@@ -486,7 +565,7 @@ def inspect_cmd(
          f"jax {rep.versions.get('jax')}\n\n"
          + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
          + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_findings(m.name, list(rep.findings), optimized=is_optimized(m), width=width),
+         + render_advice(m.name, rep.advice, width=width),
          width)
 
 
@@ -519,10 +598,10 @@ def demo(
     Shows what is in it, its kernels, its memory peak, and the advisor's
     findings: summary, kernels, memory and lint in turn.
     """
-    from .._analysis._advisor import advise
+    from .._analysis._advisor import advise_groups
     from .._analysis._kernels import kernel_graph
     from .._analysis._memory import analyze_memory
-    from .._render._kernels_text import render_findings, render_kernels
+    from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     from .._sources._reader import read_text
@@ -544,8 +623,7 @@ def demo(
         ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m),
                                             width=width)),
         ("hloscope memory", render_memory(analyze_memory(m), top=5, width=width)),
-        ("hloscope lint", render_findings(m.name, advise(m), optimized=is_optimized(m),
-                                          width=width)),
+        ("hloscope lint", render_advice(m.name, advise_groups(m), width=width)),
     ]
     echo("".join(f"==> {title} {name}\n\n{text}\n" for title, text in parts), width)
     echo("This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a\n"

@@ -18,7 +18,8 @@ from .._hlo._shape import NUMPY_DTYPES
 from .._jax._user import INSTALL_JAX, jax_missing, user_code
 
 __all__ = ["HW_MESH_HELP", "HW_SHARD_HELP", "HW_TARGET_HELP", "array_args", "call_inputs",
-           "hardware_target", "load_target", "require_jax", "static_hint", "static_kwargs"]
+           "hardware_target", "is_function_target", "load_target", "require_jax", "static_hint",
+           "static_kwargs"]
 
 HW_TARGET_HELP = ("Compile for a GPU or TPU that need not be here: h100x8, a100-80:2x4x8, "
                   "tpu-v5e:2x4, ... (hloscope targets lists them).")
@@ -82,6 +83,19 @@ def _functions(module: Any) -> list[str]:
         if home in (module.__name__, None):
             out.append(key)
     return sorted(out)
+
+
+def is_function_target(arg: str) -> bool:
+    """Whether a command-line argument names a function (FILE.py:FUNCTION or
+    package.module:FUNCTION) rather than a file: an existing path is always a file; else
+    it is a function when it ends in ``:NAME`` (a Python name) after a ``.py`` path or a
+    dotted module name."""
+    if os.path.exists(arg):
+        return False
+    where, sep, name = arg.rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        return False
+    return where.endswith(".py") or all(p.isidentifier() for p in where.split("."))
 
 
 def load_target(target: str) -> Any:

@@ -107,7 +107,8 @@
     var ul = el("ul", {"class": "findings"}, null, box);
     D.findings.forEach(function (f) {
       var li = el("li", {}, null, ul);
-      el("b", {}, f.rule + " " + f.title, li);
+      el("b", {}, f.rule + " " + f.title + (f.count > 1 ? " (x" + f.count + ")" : ""), li);
+      el("div", {"class": "saving"}, "saves " + f.saving, li);
       el("div", {}, f.message, li);
       el("div", {"class": "try"}, "try: " + f.suggestion, li);
     });

@@ -1,11 +1,12 @@
 """Comparing variants of a program, sweeping a parameter, and virtual CPU devices.
 
 `compare` puts several reports in one table (kernels, arrays between kernels,
-temp bytes, peak, flops, compile time); `sweep` inspects a function for each
-value of one static parameter, and its `plot` draws a figure against the
-parameter, hloscope's and XLA's side by side (seed 004's "temporary memory vs
-n" for its FFT variants); `use_cpu_devices` sets up N virtual CPU devices, which
-must happen before JAX starts its backends.
+temp bytes, peak, flops, compile time); `diff` says what changed between two
+variants of a function (`diff_modules` on their optimized modules); `sweep`
+inspects a function for each value of one static parameter, and its `plot`
+draws a figure against the parameter, hloscope's and XLA's side by side (seed
+004's "temporary memory vs n" for its FFT variants); `use_cpu_devices` sets up N
+virtual CPU devices, which must happen before JAX starts its backends.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._analysis._diff import ModuleDiff, diff_modules
 from .._errors import HloscopeError
+from .._hlo._module import Module
 from .._repr import clip
 from ._inspect import Report, inspect
 
-__all__ = ["Comparison", "Sweep", "compare", "plot_sweeps", "sweep", "use_cpu_devices"]
+__all__ = ["Comparison", "Sweep", "compare", "diff", "plot_sweeps", "sweep", "use_cpu_devices"]
 
 COLUMNS = ("kernels", "arrays between kernels", "temp bytes (hloscope)", "temp bytes (XLA)",
            "peak bytes", "flops", "compile s")
@@ -92,6 +95,32 @@ def compare(variants: Mapping[str, Any] | Iterable[Report], *, target: str | Non
         else:
             raise HloscopeError(f"cannot compare {name!r}: give a Report or (fn, args[, kwargs])")
     return Comparison(reports)
+
+
+def diff(a: Any, b: Any, *args: Any, **kwargs: Any) -> ModuleDiff:
+    """What changed between two variants of a program: ``hloscope.diff(attn, attn_f32, q,
+    k, v)`` compiles both functions with `inspect` (`args` and `kwargs` are `inspect`'s,
+    the same for both) and compares their optimized modules, with every memory figure
+    (XLA's `memory_analysis()` fields among them) side by side.  Also takes two `Report`s
+    or two `Module`s (then no other argument).  See `diff_modules`."""
+    def side(x: Any) -> Report | Module:
+        if isinstance(x, (Report, Module)):
+            if args or kwargs:
+                raise HloscopeError("diff takes arguments only for two functions",
+                                    hint="give two functions and their arguments, or two "
+                                         "Reports or Modules alone")
+            return x
+        if callable(x):
+            return inspect(x, *args, **kwargs)
+        raise HloscopeError(f"cannot diff a {type(x).__name__}: give two functions, two "
+                            "Reports or two Modules")
+
+    ra, rb = side(a), side(b)
+    if isinstance(ra, Report) and isinstance(rb, Report):
+        return diff_modules(ra.module, rb.module, memory=(ra.memory, rb.memory))
+    ma = ra.module if isinstance(ra, Report) else ra
+    mb = rb.module if isinstance(rb, Report) else rb
+    return diff_modules(ma, mb)
 
 
 @dataclass(frozen=True, slots=True)

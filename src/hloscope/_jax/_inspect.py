@@ -108,14 +108,23 @@ class Report:
         return self._cache["kernels"]
 
     @property
-    def findings(self):  # type: ignore[no-untyped-def]
-        """The advisor's findings (see `advise`)."""
-        if "findings" not in self._cache:
-            from .._analysis._advisor import advise
+    def advice(self):  # type: ignore[no-untyped-def]
+        """The advisor's findings, grouped and ranked (see `advise_groups`); times
+        estimated for the target's chip where the report has one."""
+        if "advice" not in self._cache:
+            from .._analysis._advisor import advise_groups
 
             df, lr = self._flow()
-            self._cache["findings"] = advise(self.module, graph=self.kernels, df=df, lr=lr)
-        return self._cache["findings"]
+            dev = self.roofline_device()
+            self._cache["advice"] = advise_groups(
+                self.module, graph=self.kernels, df=df, lr=lr, device=dev,
+                device_label=f"{dev.name} ({self.target.get('name')})" if dev else None)
+        return self._cache["advice"]
+
+    @property
+    def findings(self):  # type: ignore[no-untyped-def]
+        """The advisor's findings, the most valuable first (see `advise`)."""
+        return self.advice.findings
 
     @property
     def fit(self):  # type: ignore[no-untyped-def]
@@ -213,7 +222,7 @@ class Report:
 
         mem = self.memory
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
-                           list(self.findings))
+                           self.advice)
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         if self.target:

@@ -62,6 +62,19 @@ def render_diff_html(d: ModuleDiff) -> str:
     if rows:
         parts.append("<h2>Arrays between kernels</h2>" + _table(
             ["array", "shape", "bytes", ""], rows))
+    if d.figures:
+        parts.append("<h2>Memory</h2>" + _table(
+            ["figure", "A", "B", "change"],
+            [[r["label"], "-" if r["a"] is None else format_bytes(r["a"]),
+              "-" if r["b"] is None else format_bytes(r["b"]),
+              "-" if r["change"] is None else f"{r['change']:+,} B"] for r in d.figures]))
+    rows = [[r["shape"], r["op_name"] or "-", format_bytes(r["bytes"]), "A only"]
+            for r in d.peak_removed]
+    rows += [[r["shape"], r["op_name"] or "-", format_bytes(r["bytes"]), "B only"]
+             for r in d.peak_added]
+    if rows:
+        parts.append("<h2>Live at the peak on one side only</h2>" + _table(
+            ["shape", "op_name", "bytes", ""], rows))
     if len(d.a.kernels) <= MAX_PICTURE_KERNELS and len(d.b.kernels) <= MAX_PICTURE_KERNELS:
         changed_a = {f"k:{c.a}": CHANGED for c in d.changed}
         changed_b = {f"k:{c.b}": CHANGED for c in d.changed}

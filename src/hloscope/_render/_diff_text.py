@@ -10,7 +10,7 @@ from ._kernels_text import format_count
 from ._term import fit, safe
 from ._text import format_bytes, table
 
-__all__ = ["render_diff"]
+__all__ = ["memory_lines", "render_diff"]
 
 
 def _side(label: str, g: KernelGraph) -> str:
@@ -34,6 +34,56 @@ def _ops(items: tuple[tuple[str, int], ...]) -> str:
     return ", ".join(f"{op} {n}" if n > 1 else op for op, n in items) or "-"
 
 
+def _change(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n == 0:
+        return "="
+    exact = f"{n:+,} B"
+    words = ("+" if n > 0 else "-") + format_bytes(abs(n))
+    return exact if words.replace(",", "") == exact.replace(",", "") else f"{words} ({exact})"
+
+
+def _peak_rows(rows: tuple[dict[str, Any], ...]) -> list[list[str]]:
+    """Values at the peak on one side only, one row per shape and op_name, with a count."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for r in rows:
+        groups.setdefault((r["shape"], r["op_name"]), []).append(r["bytes"])
+    return [[s + (f" x{len(b)}" if len(b) > 1 else ""), o or "-", format_bytes(sum(b))]
+            for (s, o), b in groups.items()]
+
+
+def memory_lines(d: ModuleDiff, width: int | None) -> list[str]:
+    """Every memory figure of `hloscope memory` for A and B and the change, then the values
+    live at the peak on one side only (what moved)."""
+    out = []
+    if d.figures:
+        # memory_analysis()'s host_* fields at 0 on both sides in one row, as hloscope
+        # memory shows them.
+        zero_host = [r for r in d.figures if r["label"].startswith("host_")
+                     and r["key"].startswith("memory_analysis.") and not r["a"] and not r["b"]]
+        rows = []
+        for r in d.figures:
+            if r in zero_host:
+                if r is zero_host[0]:
+                    rows.append([f"host_*_in_bytes (all {len(zero_host)})", "0 B", "0 B", "="])
+                continue
+            rows.append([r["label"], "-" if r["a"] is None else format_bytes(r["a"]),
+                         "-" if r["b"] is None else format_bytes(r["b"]), _change(r["change"])])
+        out.append("Memory (the figures of hloscope memory)")
+        out.append(table(["figure", "A", "B", "change"], rows, right=(1, 2, 3), width=width))
+    elif d.peak_a is not None and d.peak_b is not None:
+        out.append(f"Memory peak: {format_bytes(d.peak_a)} -> {format_bytes(d.peak_b)} "
+                   f"({d.peak_b - d.peak_a:+,} B)")
+    for title, rows in (("Live at the peak in A only", d.peak_removed),
+                        ("Live at the peak in B only", d.peak_added)):
+        if rows:
+            out.append(f"{title} ({format_bytes(sum(r['bytes'] for r in rows))})")
+            out.append(table(["shape", "op_name", "bytes"], _peak_rows(rows), right=(2,),
+                             width=width))
+    return out
+
+
 def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
     """`hloscope diff` as text, in `width` columns (None: every line whole)."""
     out = ["Diff", _side("A", d.a), _side("B", d.b), "", "In words"]
@@ -41,8 +91,10 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
     if d.is_empty:
         return fit("\n".join(out) + "\n", width)
     out.append("")
-    out.append(f"Kernels: {d.matched} matched, {len(d.removed)} removed, {len(d.added)} added, "
-               f"{len(d.changed)} changed")
+    out.append(f"Kernels: {d.matched} matched"
+               + (f" ({d.op_name_changed} with the same work under another op_name)"
+                  if d.op_name_changed else "")
+               + f", {len(d.removed)} removed, {len(d.added)} added, {len(d.changed)} changed")
     for title, rows in (("removed (only in A)", d.removed), ("added (only in B)", d.added)):
         if rows:
             out.append(f"  {title}")
@@ -70,15 +122,7 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                              [[r["value"], r["from"] or "-", r["shape"], format_bytes(r["bytes"])]
                               for r in rows], right=(3,), width=width))
     out.append("")
-    pa, pb = d.peak_a, d.peak_b
-    if pa is not None and pb is not None:
-        out.append(f"Memory peak: {format_bytes(pa)} -> {format_bytes(pb)} ({pb - pa:+,} B)")
-    for title, rows in (("  no longer live at the peak", d.peak_removed),
-                        ("  newly live at the peak", d.peak_added)):
-        if rows:
-            out.append(title + ": " + ", ".join(
-                safe(r["shape"]) + (f" ({safe(r['op_name'])})" if r["op_name"] else "")
-                for r in rows[:6]))
+    out.extend(memory_lines(d, width))
     for title, rows in (("Collectives gone", d.collectives_removed),
                         ("Collectives new", d.collectives_added)):
         if rows:
@@ -94,4 +138,7 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                       ("Advisor findings new", d.findings_new)):
         if fs:
             out.append(f"{title}: " + "; ".join(safe(f"{f.rule} {f.title}") for f in fs))
+    if d.findings_changed:
+        out.append("Advisor findings at the same place on other shapes: " + "; ".join(
+            safe(f"{x.rule} {x.title}") for x, _y in d.findings_changed))
     return fit("\n".join(out) + "\n", width)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
-from .._analysis._advisor import Finding
+from .._analysis._advisor import Advice
 from .._analysis._figures import optimized_note
 from .._analysis._devices import Device
 from .._analysis._kernels import KernelGraph, ratio
 from ._term import fit, safe
 from ._text import format_bytes, table
 
-__all__ = ["format_count", "render_findings", "render_kernels"]
+__all__ = ["format_count", "render_advice", "render_kernels"]
 
 
 def format_count(n: int) -> str:
@@ -124,22 +124,46 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     return fit("\n".join(out).rstrip("\n") + "\n", width)
 
 
-def render_findings(module: str, findings: Sequence[Finding], *, optimized: bool = True,
-                    width: int | None = None) -> str:
-    """`hloscope lint`: each finding with its evidence and what to try, in `width` columns
-    (None: every line whole); a module XLA has not optimized says so first."""
-    out = [f"Module {safe(module)}: {_n(len(findings), 'finding')}"]
-    if not optimized:
+def render_advice(module: str, advice: Advice, *, top: int | None = 10,
+                  width: int | None = None) -> str:
+    """`hloscope lint`: the groups of findings, the largest saving first (the `top` ones;
+    None for all), each with what it would save, its places and what to try, in `width`
+    columns (None: every line whole); a module XLA has not optimized says so first."""
+    groups = advice.groups
+    n = sum(g.count for g in groups)
+    shown = groups if top is None else groups[:top]
+    head = f"Module {safe(module)}: {_n(len(groups), 'finding')}"
+    if n != len(groups):
+        head += f" ({n} places)"
+    out = [head + (", ranked by what acting on each would save" if groups else "")]
+    if not advice.optimized:
         out.append("  " + optimized_note(False))
-        out.append("  the findings below are about the module as written; XLA's passes may "
-                   "remove their cause")
-    for f in findings:
+        out.append("  only the rules about what survives compilation ran (constants, "
+                   "donation, f64, upcasts); compile it for the others")
+    if advice.device:
+        out.append(f"  times estimated for {safe(advice.device)}")
+    for note in advice.notes:
+        out.append(f"  note: {safe(note)}")
+    if advice.quiet:
+        out.append(f"  {_n(advice.quiet, 'more place')} where a rule fired would save under 1% "
+                   "of the program's peak or time: left out (--min-share 0 lists them)")
+    for rank, g in enumerate(shown, 1):
+        f = g.first
         out.append("")
-        out.append(safe(f"{f.rule} {f.title}"))
+        out.append(safe(f"{rank}. {g.rule} {g.title}" + (f" (x{g.count})" if g.count > 1 else "")))
+        out.append(f"  saves {g.saving.describe(advice.device)} ({100 * g.share:.1f}% of the "
+                   f"program's {g.basis})")
         out.append(f"  {safe(f.message)}")
-        for e in f.evidence[:6]:
-            where = ", ".join(safe(x) for x in (e.op_name, e.source) if x)
-            out.append(f"  - {e.what} {safe(e.name)} {safe(e.shape)} ({format_bytes(e.bytes)})"
-                       + (f": {where}" if where else ""))
+        for op_name, source, count in g.places[:3]:
+            where = ", ".join(safe(x) for x in (op_name, source) if x) or "-"
+            out.append(f"  at {where}" + (f" (x{count})" if count > 1 else ""))
+        if len(g.places) > 3:
+            out.append(f"  and {_n(len(g.places) - 3, 'more place')}")
+        for e in f.evidence[:4]:
+            out.append(f"  - {e.what} {safe(e.name)} {safe(e.shape)} ({format_bytes(e.bytes)})")
         out.append(f"  try: {safe(f.suggestion)}")
+    if top is not None and len(groups) > top:
+        out.append("")
+        out.append(f"{_n(len(groups) - top, 'more finding')} with smaller savings: --all "
+                   "shows every one")
     return fit("\n".join(out) + "\n", width)

@@ -210,7 +210,7 @@ def _memory_usage(mu: MemoryUsageReport, top: int, width: int | None) -> list[st
                    f"{len(sp.allocations)} allocations listed (XLA's memory-usage report)")
         rows = []
         for a in sp.allocations[:top]:
-            first = a.offsets[0].shapes if a.offsets else "-"
+            first = a.offsets[0].shapes if a.offsets else (a.description or "-")
             rows.append([a.rank, _exact(a.bytes), a.values, len(a.offsets), first])
         if rows:
             out.append(table(["#", "bytes", "values", "offsets", "largest at one offset"],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .._analysis._advisor import Finding
+from .._analysis._advisor import Advice
 from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
 from .._analysis._memory import MemoryReport, XlaFigures
@@ -168,14 +168,14 @@ def _computation_groups(tree: _Groups, graph: KernelGraph, top: int, entry: str,
 
 
 def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
-                findings: list[Finding]) -> dict[str, Any]:
+                advice: Advice) -> dict[str, Any]:
     """Everything the page shows, as plain data (see the module docstring)."""
     with paused_gc():
-        return _report_data(module, summary, graph, memory, findings)
+        return _report_data(module, summary, graph, memory, advice)
 
 
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
-                 memory: MemoryReport, findings: list[Finding]) -> dict[str, Any]:
+                 memory: MemoryReport, advice: Advice) -> dict[str, Any]:
     notes: list[str] = []
     shown = graph.kernels[:MAX_KERNELS]
     if len(graph.kernels) > MAX_KERNELS:
@@ -270,9 +270,12 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "timeline": _timeline(memory), "values": live_values,
         },
         "xla": _xla(memory.xla),
-        "findings": [{"rule": f.rule, "title": f.title, "message": f.message,
-                      "suggestion": f.suggestion,
-                      "evidence": [e.name for e in f.evidence]} for f in findings],
+        "findings": [{"rule": g.rule, "title": g.title, "count": g.count,
+                      "message": g.first.message, "suggestion": g.first.suggestion,
+                      "saving": f"{g.saving.describe(advice.device)} ({100 * g.share:.1f}% "
+                                f"of the program's {g.basis})",
+                      "places": [[o, s or "", n] for o, s, n in g.places[:5]],
+                      "evidence": [e.name for e in g.first.evidence]} for g in advice.groups],
         "kernels": kernels, "edges": edges, "groups": groups, "top": top,
         "notes": notes,
     }

@@ -27,12 +27,13 @@ Lengths are counted in code points: HLO names, shapes and paths are ASCII.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Collection, Sequence
 
 __all__ = ["DEFAULT_WIDTH", "ELLIPSIS", "MIN_CELL", "MIN_WIDTH", "escape_char", "fit",
-           "fit_columns", "middle", "safe", "safe_text", "terminal_width"]
+           "fit_columns", "middle", "safe", "safe_text", "short_paths", "tail", "terminal_width"]
 
 # The width of text output when stdout is not a terminal and $COLUMNS is not set.
 DEFAULT_WIDTH = 100
@@ -84,6 +85,33 @@ def middle(text: str, width: int) -> str:
     head = width // 2
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[len(text) - tail:] if tail else "")
+
+
+def tail(text: str, width: int) -> str:
+    """`text` cut to `width` characters at its start, keeping its end: for a ``file:line``,
+    the file's name and the line (``…/functional.py:3458``)."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS[:width]
+    return ELLIPSIS + text[len(text) - width + 1:]
+
+
+_PACKAGES_RE = re.compile(r"[^\s()]*[/\\](?:site|dist)-packages[/\\]")
+
+
+def short_paths(text: str, cwd: str | None = None) -> str:
+    """`text` (a ``file:line`` or ``function (file:line)``) with each installed package's
+    path written from its package (``torch/nn/functional.py:3458``, not
+    ``/venv/lib/python3.11/site-packages/torch/...``) and a path under `cwd` (default:
+    the working directory) relative to it, so that a table cut to the terminal's width
+    keeps the part that says where."""
+    out = _PACKAGES_RE.sub("", text)
+    if out == text:
+        here = (cwd if cwd is not None else os.getcwd()).rstrip("/\\") + os.sep
+        if len(here) > 1 and here in text:
+            out = text.replace(here, "")
+    return out
 
 
 def terminal_width(stream: object = None) -> int:

@@ -14,9 +14,12 @@ from typing import Any
 from .._analysis._figures import optimized_note
 from .._analysis._summary import ModuleSummary
 from .._units import format_bytes
-from ._term import fit, fit_columns, middle, safe
+from ._term import fit, fit_columns, middle, safe, short_paths, tail
 
 __all__ = ["format_bytes", "table", "render_summary", "render_json", "render_module_list"]
+
+
+_PATH_COLUMNS = frozenset({"source", "made by"})
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (),
@@ -26,14 +29,24 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
     Every cell is shown `safe`.  With `width`, each line fits in that many columns:
     the widest left-aligned columns are cut in the middle with an ellipsis, and when
     that is not enough the columns named in `drop` are left out, in that order (see
-    `fit_columns`).  With no `width` (``--wide``) every cell is whole.
+    `fit_columns`); in the ``source`` and ``made by`` columns a path inside an installed
+    package is written from the package (``torch/nn/functional.py:3458``) and one under
+    the working directory relative to it, and a ``source`` too long for its column keeps
+    its end (the file's name and line).  With no `width` (``--wide``) every cell is
+    whole.
     """
     heads = [safe(str(h)) for h in headers]
     cells = [[safe(str(c)) for c in row] for row in rows]
+    if width is not None:  # source columns: the package's path or the project's (--wide: whole)
+        for k in (k for k, h in enumerate(heads) if h in _PATH_COLUMNS):
+            for row in cells:
+                if k < len(row):
+                    row[k] = short_paths(row[k])
     natural = [len(h) for h in heads]
     for row in cells:
         for k, c in enumerate(row):
             natural[k] = max(natural[k], len(c))
+    sources = {k for k, h in enumerate(heads) if h == "source"}  # cut at the start
     keep, widths = list(range(len(heads))), natural
     if width is not None:
         keep, widths = fit_columns(heads, natural, width - len(indent), fixed=set(right),
@@ -42,7 +55,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
     def line(vals: Sequence[str]) -> str:
         out = []
         for k, w in zip(keep, widths):
-            v = middle(vals[k], w)
+            v = tail(vals[k], w) if k in sources else middle(vals[k], w)
             out.append(v.rjust(w) if k in right else v.ljust(w))
         return (indent + "  ".join(out)).rstrip()
 
@@ -51,7 +64,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
 
 
 _FORMAT_NAMES = {"hlo": "HLO text", "markdown": "Markdown report", "glog": "glog log",
-                 "notebook": "text with a module inside"}
+                 "notebook": "text with a module inside",
+                 "stablehlo": "StableHLO, converted to HLO by XLA"}
 
 
 def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None = None) -> str:
@@ -69,6 +83,11 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         flags.append(f"{s.replica_count} replicas")
     out.append(f"Module {s.name}")
     out.append(f"  from {where} ({', '.join(flags)})")
+    if s.frames or s.graph_hash:
+        out.append(f"  torch_xla graph {s.torch_xla_graph or '-'}"
+                   + (f", hash {s.graph_hash}" if s.graph_hash else ""))
+        # The Python frames that made it, innermost first (as torch_xla saves them).
+        out.extend(f"    at {short_paths(f) if width is not None else f}" for f in s.frames)
     if not s.optimized:
         out.append("  " + optimized_note(False))
     out.append(f"  {s.computations} computations, {s.instructions} instructions, "

@@ -38,6 +38,7 @@ from .._hlo._module import Module
 from ._reader import read, read_text
 from ._saved import is_saved_json, saved_report
 from ._spmd_log import SpmdMemoryLog, is_spmd_log, parse_spmd_log
+from ._torch_xla import user_frame
 from ._xla_dumps import (
     BufferAssignmentDump,
     LiveRangeDump,
@@ -121,8 +122,7 @@ class Inputs:
             m = e.module
             prov = m.provenance
             frames = prov.get("frames") or ()
-            frame = next((f for f in frames if "site-packages" not in f[1]
-                          and "torch_xla" not in f[1]), frames[0] if frames else None)
+            frame = user_frame(frames)
             rows.append({
                 "index": e.index, "module": m.name, "phase": e.phase or None,
                 "instructions": m.instruction_count,
@@ -154,7 +154,10 @@ class Inputs:
         shown = ", ".join(f"{e.index}:{e.module.name}" for e in others[:8])
         more = f" and {len(others) - 8} more" if len(others) > 8 else ""
         phase = f", {chosen.phase}" if chosen.phase else ""
-        note = (f"{self.path} holds {len(entries)} modules; using {chosen.index}:"
+        saved = sum(e.copies for e in entries)
+        copies = (f" ({saved} in all, identical ones counted once)"
+                  if saved > len(entries) else "")
+        note = (f"{self.path} holds {len(entries)} modules{copies}; using {chosen.index}:"
                 f"{chosen.module.name} ({rule}{phase}); the others: {shown}{more}. Pick one "
                 "with --module NAME|INDEX (hloscope summary --list shows them all)")
         return chosen, note

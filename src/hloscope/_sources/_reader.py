@@ -20,6 +20,7 @@ from .._gc import paused_gc
 from .._repr import brief_repr
 from .._hlo._module import Module
 from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
+from ._stablehlo import is_stablehlo, stablehlo_to_hlo_text
 from ._torch_xla import TORCH_IR_HINT, graph_blocks
 
 __all__ = ["HloFile", "read", "read_text", "parse", "check", "check_text", "MAX_BYTES"]
@@ -44,9 +45,10 @@ class HloFile:
 
     `format` says how they were found: ``hlo`` (plain text), ``markdown``
     (fenced blocks), ``glog`` (log-line prefixes removed), ``notebook``
-    (modules among other text) or ``torch_xla`` (graphs saved by
+    (modules among other text), ``torch_xla`` (graphs saved by
     ``XLA_SAVE_TENSORS_FILE``; each module's `provenance` names its graph,
-    Python frames and hash).
+    Python frames and hash) or ``stablehlo`` (MLIR text, converted to HLO by
+    XLA's converter in jaxlib: JAX must be installed).
     """
 
     __repr__ = brief_repr
@@ -84,8 +86,12 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
     except HloSourceError:
         raise
     except OSError as e:
+        hint = "check the path and its permissions"
+        if not os.path.exists(p) and os.path.isfile(p + ".0"):
+            hint = (f"torch_xla writes XLA_SAVE_TENSORS_FILE with its device ordinal "
+                    f"appended: pass {p}.0")
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
-                             hint="check the path and its permissions") from None
+                             hint=hint) from None
     return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
 
 
@@ -131,6 +137,8 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
         raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
     if "\x00" in text[:_SNIFF]:
         raise HloSourceError("the text is binary, not HLO", path=filename)
+    if "HloModule" not in text and is_stablehlo(text):
+        return _read_stablehlo(text, filename, strict)
     if "HloModule" not in text and _HEADERLESS_HINT_RE.search(text) is None:
         # Fail fast, before splitting a huge text into lines.
         raise _no_module_error(text, filename)
@@ -232,6 +240,16 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
     for m in modules:
         m.format = src.format
     return HloFile(filename, src.format, modules, damaged)
+
+
+def _read_stablehlo(text: str, filename: str, strict: bool) -> HloFile:
+    """A StableHLO module, read as the HLO text XLA converts it to (its lines are those of
+    the converted text, not of the file)."""
+    hf = _read_text(stablehlo_to_hlo_text(text, filename=filename), filename, strict)
+    hf.format = "stablehlo"
+    for m in hf.modules:
+        m.format = "stablehlo"
+    return hf
 
 
 def _first_content(lines: list[str], lo: int, hi: int | None = None) -> int:

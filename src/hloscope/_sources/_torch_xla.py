@@ -12,9 +12,10 @@ torch_xla appends one block per graph it compiles or runs::
     ## BEGIN_GRAPH
     HloModule IrToHlo.15, entry_computation_layout=...
     ...
+    Graph Hash: 0d5c...           (torch_xla 2.9: inside the block)
     ## END_GRAPH
 
-    Graph Hash: 0d5c...           (newer versions)
+    Graph Hash: 0d5c...           (some earlier versions: after it)
 
 The same graph is usually saved once per training step.  `graph_blocks`
 finds the blocks with their name, Python frames and hashes; the reader parses
@@ -28,16 +29,20 @@ from dataclasses import dataclass
 
 from .._repr import brief_repr
 
-__all__ = ["GraphBlock", "graph_blocks", "TORCH_IR_HINT"]
+__all__ = ["GraphBlock", "graph_blocks", "user_frame", "TORCH_IR_HINT"]
 
 _FRAME_RE = re.compile(r"\s+(\S.*?) \((.*):(\d+)\)\s*$")
 _HASHES_RE = re.compile(r"\s*(?:Root )?Hashes: \((.*)\)\s*$")
 _GRAPH_HASH_RE = re.compile(r"\s*Graph Hash: (\S+)")
 _NAME_RE = re.compile(r"\s*\[(\w+)\]\s*$")
+# Frames of installed packages, of the standard library and of a torch_xla source tree.
+_LIBRARY_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[\d.]*[/\\]"
+                         r"|[/\\]torch_xla[/\\]|^<frozen ")
 
 TORCH_IR_HINT = ("this is torch_xla's IR text (XLA_SAVE_TENSORS_FMT=text, the default), not "
-                 "HLO: save HLO with XLA_SAVE_TENSORS_FMT=hlo XLA_SAVE_TENSORS_FILE=graphs.txt, "
-                 "or print torch_xla._XLAC._get_xla_tensors_hlo([tensor]) for one graph")
+                 "HLO: save HLO with XLA_SAVE_TENSORS_FMT=hlo XLA_SAVE_TENSORS_FILE=graphs.txt "
+                 "(torch_xla writes graphs.txt.0), or print "
+                 "torch_xla._XLAC._get_xla_tensors_hlo([tensor]) for one graph")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,13 @@ class GraphBlock:
         return {"torch_xla_graph": self.name, "frames": self.frames, "graph_hash": key}
 
 
+def user_frame(frames: tuple[tuple[str, str, int], ...]) -> tuple[str, str, int] | None:
+    """The innermost frame in the user's code (not torch_xla's ``sync``/``mark_step``, not
+    an installed package's), else the innermost frame."""
+    return next((f for f in frames if not _LIBRARY_RE.search(f[1])),
+                frames[0] if frames else None)
+
+
 def graph_blocks(lines: list[str]) -> list[GraphBlock]:
     """The ``## BEGIN_GRAPH`` ... ``## END_GRAPH`` blocks of a saved-tensors file."""
     out: list[GraphBlock] = []
@@ -75,12 +87,16 @@ def graph_blocks(lines: list[str]) -> list[GraphBlock]:
             end += 1
         name, frames, hashes = _header(lines, begin)
         graph_hash = ""
-        for k in range(end + 1, min(end + 4, n)):
+        stop = end
+        # torch_xla 2.9 writes "Graph Hash:" inside the block, after the module; earlier
+        # versions after "## END_GRAPH".
+        for k in [*range(end - 1, max(begin, end - 4), -1), *range(end + 1, min(end + 4, n))]:
             m = _GRAPH_HASH_RE.match(lines[k])
             if m:
                 graph_hash = m.group(1)
+                stop = min(stop, k)
                 break
-        out.append(GraphBlock(begin + 1, end, name, frames, hashes, graph_hash))
+        out.append(GraphBlock(begin + 1, stop, name, frames, hashes, graph_hash))
         i = end + 1
     return out
 

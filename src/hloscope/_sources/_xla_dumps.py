@@ -131,18 +131,30 @@ class UsageOffset:
 @dataclass(frozen=True, slots=True)
 class UsageAllocation:
     """One allocation of the report (`rank` 1 is the largest), its offsets largest first.
-    `hidden_values` counts the values XLA left out of the list (the small ones)."""
+    `hidden_values` counts the values XLA left out of the list (the small ones).
+
+    The older report format (``Total bytes used:``, ``Allocations sorted by size:``)
+    names each allocation: its number in XLA's buffer assignment (`index`), its `size`
+    as printed (rounded, ``54.2KiB``; exact when its shape gives a size XLA prints the
+    same way) and what it holds (`description`: ``preallocated-temp``, ``parameter 2,
+    shape |f32[128,64]| at ShapeIndex {}``, ``thread-local``...).  XLA lists the offsets of
+    the larger ones only."""
 
     __repr__ = brief_repr
 
     rank: int
     offsets: tuple[UsageOffset, ...]
     hidden_values: int = 0
+    index: int | None = None
+    size: int | None = None
+    description: str = ""
 
     @property
     def bytes(self) -> int:
-        """Where its last value ends: the allocation's size (XLA does not print it), short
-        only by the alignment padding after that value."""
+        """The allocation's size where the report prints it, else where its last value
+        ends (short only by the alignment padding after that value)."""
+        if self.size is not None:
+            return self.size
         return max((o.offset + o.bytes for o in self.offsets), default=0)
 
     @property
@@ -151,7 +163,8 @@ class UsageAllocation:
 
     def to_dict(self) -> dict[str, object]:
         return {"rank": self.rank, "bytes": self.bytes, "values": self.values,
-                "hidden_values": self.hidden_values,
+                "hidden_values": self.hidden_values, "index": self.index,
+                "description": self.description,
                 "offsets": [o.to_dict() for o in self.offsets]}
 
 
@@ -348,11 +361,25 @@ _USAGE_ROW_RE = re.compile(
 _USAGE_REST_RE = re.compile(r"^\s*The rest (\d+) values are less than")
 
 
+_USED_TOTAL_RE = re.compile(r"^Total bytes used: (\d+)", re.M)
+_USAGE_ALLOC_RE = re.compile(r"^\s*(?:[\d.]+\w*\(\s*[\d.]+%\);\s*[\d.]+\w*;\s*)?"
+                             r"allocation (\d+): size ([\d.]+)(\w*), (.*?):?\s*$")
+_ALLOC_SHAPE_RE = re.compile(r"shape \|([^|]*)\|")
+
+
 def parse_memory_usage_report(text: str, *, filename: str = "<string>") -> MemoryUsageReport:
     """Read a ``*-memory-usage-report.txt`` dump (``BufferAssignment::MemoryUsageReport``
-    in XLA's buffer_assignment.cc): for each memory space a ``Memory Space:`` line, a
-    ``Total bytes:`` line, then one block per allocation, largest first, whose rows are the
-    offsets it holds (``cumulative_size; size; offset; used_by_n_values; shapes_list``)."""
+    in XLA's buffer_assignment.cc), in either of the formats XLA has written.
+
+    Newer XLA (jaxlib 0.10): for each memory space a ``Memory Space:`` line, a ``Total
+    bytes:`` line, then one block per allocation, largest first, whose rows are the
+    offsets it holds (``cumulative_size; size; offset; used_by_n_values; shapes_list``).
+    Older XLA (torch_xla 2.9's): ``Total bytes used:``, every allocation largest first
+    under ``Allocations sorted by size:``, then under ``Allocations sorted by size with
+    their values:`` each allocation's ``allocation N: size ..., what:`` line followed, for
+    the larger ones, by the same offset rows; one memory space."""
+    if _USED_TOTAL_RE.search(text) and not _SPACE_RE.search(text):
+        return _parse_allocations_report(text, filename)
     spaces: list[MemorySpaceUsage] = []
     name, color, total = "default", 0, None
     allocs: list[UsageAllocation] = []
@@ -401,12 +428,63 @@ def parse_memory_usage_report(text: str, *, filename: str = "<string>") -> Memor
             total = int(tm.group(1))
     end_space()
     if not spaces:
-        raise HloSourceError("no 'Total bytes:' line found",
+        raise HloSourceError("no 'Total bytes:' or 'Total bytes used:' line found",
                              hint="pass the *-memory-usage-report.txt file XLA writes",
                              path=filename)
+    return _report(spaces)
+
+
+def _report(spaces: list[MemorySpaceUsage]) -> MemoryUsageReport:
     rows = tuple((o.bytes, o.offset, o.values, o.shapes)
                  for sp in spaces for a in sp.allocations for o in a.offsets)
     return MemoryUsageReport(sum(sp.total_bytes for sp in spaces), rows, tuple(spaces))
+
+
+def _parse_allocations_report(text: str, filename: str) -> MemoryUsageReport:
+    """The older format (see `parse_memory_usage_report`)."""
+    m = _USED_TOTAL_RE.search(text)
+    assert m is not None
+    total = int(m.group(1))
+    found: dict[int, tuple[tuple[str, str], str, list[UsageOffset], list[int]]] = {}
+    cur: tuple[tuple[str, str], str, list[UsageOffset], list[int]] | None = None
+    for line in text.splitlines():
+        a = _USAGE_ALLOC_RE.match(line)
+        if a:
+            idx, desc = int(a.group(1)), a.group(4).strip()
+            if idx not in found:
+                found[idx] = ((a.group(2), a.group(3)), desc, [], [0])
+            # The summary line ("54.2KiB( 54%); ...; allocation 27: ...") opens no block.
+            cur = None if "%);" in line.split("allocation", 1)[0] else found[idx]
+            continue
+        if cur is None:
+            continue
+        r = _USAGE_ROW_RE.match(line)
+        if r:
+            shapes = r.group(5).strip()
+            cur[2].append(UsageOffset(_offset_bytes(r.group(1), r.group(2), shapes),
+                                      int(r.group(3)), int(r.group(4)), shapes))
+            continue
+        rest = _USAGE_REST_RE.match(line)
+        if rest:
+            cur[3][0] += int(rest.group(1))
+    if not found:
+        raise HloSourceError("'Total bytes used:' but no 'allocation N: size ...' line found",
+                             hint="pass the *-memory-usage-report.txt file XLA writes",
+                             path=filename)
+    allocs = tuple(UsageAllocation(rank, tuple(offs), hidden[0], idx,
+                                   _allocation_bytes(printed, desc, offs), desc)
+                   for rank, (idx, (printed, desc, offs, hidden)) in enumerate(found.items(), 1))
+    return _report([MemorySpaceUsage("default", 0, total, allocs)])
+
+
+def _allocation_bytes(printed: tuple[str, str], desc: str, offsets: list[UsageOffset]) -> int:
+    """An allocation's size from its rounded print (``54.2KiB``): exact when the end of its
+    last value, or its shape, gives a size XLA prints the same way."""
+    end = max((o.offset + o.bytes for o in offsets), default=-1)
+    if end >= 0 and _xla_human(end) == "".join(printed):
+        return end
+    shape = _ALLOC_SHAPE_RE.search(desc)
+    return _offset_bytes(*printed, shape.group(1) if shape else "?")
 
 
 def _offset_bytes(num: str, unit: str, shapes: str) -> int:
@@ -462,7 +540,9 @@ def human_bytes(num: str, unit: str) -> int:
     return round(float(num) * _UNITS.get(unit, 1))
 
 
-_DUMP_RE = re.compile(r"^(module_\d+)\.(.+?)\.((?:[\w.]+_)?(?:after|before)_optimizations)"
+# The platform prefix (cpu_, sm_8.0_gpu_, tpu_) starts with a letter, so that a module
+# named SyncTensorsGraph.147 (torch_xla) keeps its number.
+_DUMP_RE = re.compile(r"^(module_\d+)\.(.+?)\.((?:[A-Za-z][\w.]*_)?(?:after|before)_optimizations)"
                       r"(-buffer-assignment|-live-range|-memory-usage-report)?\.txt$")
 
 

@@ -1,0 +1,191 @@
+"""What the advisor says: findings, what acting on each would save, and findings grouped.
+
+A `Finding` is one place where a rule fired, with its evidence and a `Saving`: bytes of
+peak memory, bytes of memory traffic per run, kernels per run and the time those bytes
+take on the device the estimate is for.  The same rule on the same pattern (one per
+layer of an unrolled 64-layer model) is one `FindingGroup`: a count, the summed saving
+and the places (op_name scopes and source lines).  Groups are ranked by their share of
+the program (`share`), the larger of the peak saved over the peak and the time saved
+over the program's estimated time.  Plain frozen data: no analysis, no printing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._repr import brief_repr
+from .._units import format_bytes
+
+__all__ = ["Evidence", "Finding", "FindingGroup", "Saving", "group_findings", "place_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """What acting on a finding would save: `peak_bytes` of the memory peak,
+    `traffic_bytes` of memory traffic per run, `kernels` launched per run, and `seconds`
+    per run on the device the estimate is for (the traffic at its bandwidth; collectives
+    at its link bandwidth; flops at its peak rate)."""
+
+    __repr__ = brief_repr
+
+    peak_bytes: int = 0
+    traffic_bytes: int = 0
+    kernels: int = 0
+    seconds: float = 0.0
+
+    def __add__(self, other: Saving) -> Saving:
+        return Saving(self.peak_bytes + other.peak_bytes,
+                      self.traffic_bytes + other.traffic_bytes,
+                      self.kernels + other.kernels, self.seconds + other.seconds)
+
+    def __bool__(self) -> bool:
+        return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds)
+
+    def describe(self, device: str | None = None) -> str:
+        """``2.00 MiB of peak memory, 12.00 MiB of memory traffic per run (~3.6 us on
+        h100), 2 kernels per run``; `device` None leaves the time out."""
+        parts = []
+        if self.peak_bytes:
+            parts.append(f"{format_bytes(self.peak_bytes)} of peak memory")
+        if self.traffic_bytes:
+            t = f"{format_bytes(self.traffic_bytes)} of memory traffic per run"
+            if device and self.seconds:
+                t += f" (~{_duration(self.seconds)} on {device})"
+            parts.append(t)
+        elif device and self.seconds:
+            parts.append(f"~{_duration(self.seconds)} per run on {device}")
+        if self.kernels:
+            parts.append(f"{self.kernels:,} kernel{'' if self.kernels == 1 else 's'} per run")
+        return ", ".join(parts) or "nothing measurable"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"peak_bytes": self.peak_bytes, "traffic_bytes": self.traffic_bytes,
+                "kernels": self.kernels, "seconds": self.seconds}
+
+
+def _duration(s: float) -> str:
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A kernel, array or instruction a finding points at."""
+
+    __repr__ = brief_repr
+
+    name: str
+    what: str          # "kernel", "array", "constant", "collective", "parameter", "output"
+    shape: str
+    bytes: int
+    op_name: str
+    source: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "what": self.what, "shape": self.shape, "bytes": self.bytes,
+                "op_name": self.op_name, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One piece of advice: the rule, what it saw (`evidence`), what to try, what acting on
+    it would save, and its `place` (the key findings of one pattern share: op_name with
+    numbers masked, source line, shapes)."""
+
+    __repr__ = brief_repr
+
+    rule: str
+    title: str
+    message: str
+    suggestion: str
+    evidence: tuple[Evidence, ...]
+    saving: Saving = field(default_factory=Saving)
+    place: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "title": self.title, "message": self.message,
+                "suggestion": self.suggestion, "saving": self.saving.to_dict(),
+                "place": self.place, "evidence": [e.to_dict() for e in self.evidence]}
+
+
+@dataclass(frozen=True, slots=True)
+class FindingGroup:
+    """The findings of one rule on one pattern: `count` of them, their summed `saving`,
+    its `share` of the program (see the module docstring), and `places`: each distinct
+    (op_name, source line) with how many findings are there, most first."""
+
+    __repr__ = brief_repr
+
+    rule: str
+    title: str
+    saving: Saving
+    share: float
+    basis: str
+    findings: tuple[Finding, ...]
+    places: tuple[tuple[str, str | None, int], ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.findings)
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "title": self.title, "count": self.count,
+                "saving": self.saving.to_dict(), "share": round(self.share, 6),
+                "basis": self.basis,
+                "message": self.first.message, "suggestion": self.first.suggestion,
+                "places": [{"op_name": o, "source": s, "count": n} for o, s, n in self.places],
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def place_key(op_name: str, source: str | None, *shapes: str) -> str:
+    """The place findings of one pattern share: the op_name with its numbers masked
+    (``layer_12`` and ``layer_13`` are one scope), the source line and the shapes."""
+    return "|".join((_NUMBER.sub("#", op_name), source or "", *shapes))
+
+
+def group_findings(findings: Iterable[Finding],
+                   share: Callable[[Saving], tuple[float, str]]) -> list[FindingGroup]:
+    """Findings of one rule at one place as groups, ranked by their share of the program,
+    `share(saving)` -> (share, what it is of), largest first, then rule and place
+    (deterministic)."""
+    by_key: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        by_key.setdefault((f.rule, f.place or f.message), []).append(f)
+    groups = []
+    for (_rule, _place), fs in by_key.items():
+        fs.sort(key=lambda f: (-_weight(f.saving), f.message))
+        total = sum((f.saving for f in fs), Saving())
+        part, basis = share(total)
+        groups.append(FindingGroup(fs[0].rule, fs[0].title, total, float(part), basis,
+                                   tuple(fs), _places(fs)))
+    groups.sort(key=lambda g: (-g.share, -_weight(g.saving), g.rule, g.first.place,
+                               g.first.message))
+    return groups
+
+
+def _weight(s: Saving) -> float:
+    return s.seconds + s.peak_bytes * 1e-12 + s.traffic_bytes * 1e-15
+
+
+def _places(fs: Sequence[Finding]) -> tuple[tuple[str, str | None, int], ...]:
+    counts: dict[tuple[str, str | None], int] = {}
+    for f in fs:
+        ev = f.evidence[0] if f.evidence else None
+        key = (ev.op_name, ev.source) if ev is not None else ("", None)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple((o, s, n) for (o, s), n in sorted(counts.items(),
+                                                     key=lambda kv: (-kv[1], kv[0][0],
+                                                                     kv[0][1] or "")))

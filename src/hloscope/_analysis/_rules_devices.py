@@ -1,0 +1,209 @@
+"""The advisor's rules about devices: collectives and the TPU's tiled memory.
+
+A collective in a loop that moves the same data every iteration (HS109), asynchronous
+collectives XLA could not overlap with any kernel on a GPU or TPU (HS113), the same
+collective run twice on the same data (HS114), and TPU values whose tiled layout pads
+them far beyond their elements (HS115).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .._hlo._module import Computation, Instruction
+from .._units import format_bytes
+from ._advice_context import AdviceContext, ev_inst, trip_count
+from ._findings import Evidence, Finding, place_key
+from ._hardware import done_of, hardware_view, is_collective_start
+from ._walk import gte_index, operand
+
+__all__ = ["exposed_collective", "loop_collective", "repeated_collective", "tile_padding"]
+
+# HS115: padding under this share of a value's elements is not worth a line.
+PADDING_RATIO = 1.0
+_SPACE_RE = re.compile(r"S\((\d+)\)")
+_SPACE = {1: "the TPU's on-chip memory, S(1)", 5: "host memory, S(5)"}
+
+
+# -- HS109 -----------------------------------------------------------------------------
+
+def loop_collective(ctx: AdviceContext) -> list[Finding]:
+    out = []
+    bodies = {g.name: g for g in ctx.graph.groups if g.kind == "while body"}
+    invariants: dict[str, set[int]] = {}
+    for c in ctx.graph.collectives:
+        if c.group not in bodies:
+            continue
+        comp = ctx.module.computation(c.group)
+        inst = comp.by_name[c.name]
+        if c.group not in invariants:
+            invariants[c.group] = _loop_invariant_indices(comp)
+        invariant = invariants[c.group]
+        srcs = [_param_index(comp.by_name[n]) for n in inst.operand_names]
+        if not srcs or not all(s is not None and s in invariant for s in srcs):
+            continue
+        g = bodies[c.group]
+        caller = ctx.module.computation(g.parent).by_name.get(g.caller)
+        n = trip_count(caller) if caller is not None else 1
+        moved = c.sent_per_device or c.bytes
+        out.append(Finding(
+            "HS109", "a collective in a loop moves the same data every iteration",
+            f"{c.name} ({c.opcode}, {format_bytes(moved)} sent per device) runs on loop "
+            f"state the body never changes, so each of the loop's {n} iteration(s) repeats "
+            "the same communication",
+            "hoist it out of the loop: do the all-gather/all-reduce once before the loop "
+            "and pass the result in",
+            (ev_inst(inst, "collective"),),
+            ctx.saving(link_bytes=moved * max(0, n - 1) * ctx.runs(g.parent)),
+            place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
+    return out
+
+
+def _param_index(inst: Instruction) -> int | None:
+    """Which element of the loop state `inst` reads unchanged (through get-tuple-element)."""
+    if inst.opcode == "get-tuple-element" and operand(inst, 0).opcode == "parameter":
+        return gte_index(inst)
+    return None
+
+
+def _loop_invariant_indices(body: Computation) -> set[int]:
+    root = body.root
+    if root.opcode != "tuple":
+        return set()
+    return {i for i, n in enumerate(root.operand_names) if _param_index(body.by_name[n]) == i}
+
+
+# -- HS113 and HS115 read XLA's placement on the device ---------------------------------
+
+def _view(ctx: AdviceContext):  # type: ignore[no-untyped-def]
+    return hardware_view(ctx.module, ctx.df, ctx.lr, ctx.graph, top=64)
+
+
+def exposed_collective(ctx: AdviceContext) -> list[Finding]:
+    """On a GPU or TPU, a collective whose transfer the compute does not hide: an
+    asynchronous one whose start and done enclose kernels that take less time than the
+    transfer (the rest of it is exposed), or a synchronous one (the compute waits for
+    all of it)."""
+    if ctx.platform == "cpu":
+        return []  # XLA's CPU backend runs every collective synchronously
+    moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
+    view = _view(ctx)
+    blocking = set(view.blocking)
+    out = []
+    for comp in ctx.module.computations:
+        order = {id(inst): n for n, inst in enumerate(comp.instructions)}
+        for inst in comp.instructions:
+            nbytes = moved.get(inst.name, 0)
+            if not nbytes:
+                continue
+            transfer = nbytes / ctx.link_bandwidth
+            if inst.name in blocking:
+                hidden, done, sync = 0.0, None, True
+            elif is_collective_start(inst):
+                done = done_of(inst)
+                if done is None or id(done) not in order:
+                    continue
+                between = [k for i in comp.instructions[order[id(inst)] + 1:order[id(done)]]
+                           if (k := ctx.kernel(i.name)) is not None and k.group == comp.name
+                           and not i.opcode.startswith("async-update")]
+                hidden = sum(k.roofline_seconds(ctx.device, _etype(k)) for k in between)
+                sync = '"is_sync":true' in inst.attr_text
+            else:
+                continue
+            exposed = max(0.0, transfer - hidden)
+            if exposed <= 0.0:
+                continue
+            runs = ctx.runs(comp.name)
+            what = inst.opcode.removesuffix("-start")
+            if what == "async":
+                wrapped = inst.called_computations
+                what = wrapped[0].root.opcode if wrapped and wrapped[0].instructions else what
+            how = ("it has no asynchronous form here: the compute waits for all of it"
+                   if done is None else
+                   f"the kernels between {inst.name} and {done.name} hide "
+                   f"{100 * hidden / transfer:.0f}% of it"
+                   + (" (XLA made it synchronous)" if sync else ""))
+            out.append(Finding(
+                "HS113", "a collective is not overlapped with compute",
+                f"{what} {inst.name} moves {format_bytes(nbytes)} per device; {how}",
+                "give XLA independent work to overlap it with: gather the next layer's "
+                "weights while this layer computes (a lax.scan over layers lets XLA's "
+                "scheduler pipeline them), reduce gradients as each layer's are ready, or "
+                "split a tensor-parallel matmul so its reduction overlaps the next part "
+                "(a collective matmul)",
+                (ev_inst(inst, "collective"),), ctx.saving(seconds=exposed * runs),
+                place_key(inst.metadata.op_name, str(inst.source or ""), what)))
+    return out
+
+
+def _etype(k) -> str:  # type: ignore[no-untyped-def]
+    return k.shape.split("[", 1)[0].lstrip("(")
+
+
+def tile_padding(ctx: AdviceContext) -> list[Finding]:
+    """On a TPU, a value whose tiled layout (``T(8,128)``) more than doubles its size: a
+    short minor dimension is padded to 128 lanes (an ``f32[N,3]``)."""
+    if ctx.platform != "tpu":
+        return []
+    out = []
+    at_peak = {v.label for v in ctx.lr.peak_values}
+    for p in _view(ctx).padded:
+        if p.padding_bytes < PADDING_RATIO * p.logical_bytes:
+            continue
+        m = _SPACE_RE.search(p.shape)
+        space = int(m.group(1)) if m else 0
+        out.append(Finding(
+            "HS115", "a TPU tiled layout pads a value far beyond its elements",
+            f"{p.value} {p.shape} holds {format_bytes(p.logical_bytes)} of elements in "
+            f"{format_bytes(p.bytes)} (x{p.bytes / max(1, p.logical_bytes):.1f}"
+            + (f", in {_SPACE.get(space, f'memory space S({space})')}" if space else "")
+            + "): its minor dimensions are padded to whole tiles",
+            "keep a short dimension out of the minor position: store f32[N, 3] as three "
+            "f32[N] arrays (a structure of arrays) and gather or compute on each, or pack "
+            "small trailing dimensions together so the minor one is a multiple of 128",
+            (Evidence(p.value, "array", p.shape, p.bytes, "", p.source),),
+            ctx.saving(peak=p.padding_bytes if p.value in at_peak else 0,
+                       traffic=2 * p.padding_bytes),
+            place_key("", p.source, p.shape)))
+    return out
+
+
+# -- HS114 -----------------------------------------------------------------------------
+
+def repeated_collective(ctx: AdviceContext) -> list[Finding]:
+    """The same collective (opcode, replica groups, dimensions, reduction) on the same
+    operands twice in one computation: the second moves data already there."""
+    out = []
+    by_group: dict[str, list] = {}
+    for c in ctx.graph.collectives:
+        by_group.setdefault(c.group, []).append(c)
+    for group, cs in by_group.items():
+        if len(cs) < 2:
+            continue
+        comp = ctx.module.computation(group)
+        seen: dict[tuple, Instruction] = {}
+        for c in cs:
+            inst = comp.by_name.get(c.name)
+            if inst is None or not inst.operand_names:
+                continue
+            key = (inst.opcode, inst.operand_names, str(inst.shape), _attrs(inst))
+            first = seen.get(key)
+            if first is None:
+                seen[key] = inst
+                continue
+            moved = c.sent_per_device or c.bytes
+            out.append(Finding(
+                "HS114", "the same collective runs twice on the same data",
+                f"{inst.name} repeats {first.name}: {inst.opcode} of the same operands over "
+                f"the same devices ({format_bytes(moved)} per device again)",
+                "compute it once and reuse the result (the two calls likely come from two "
+                "places in your code that gather or reduce the same array: share it)",
+                (ev_inst(inst, "collective"), ev_inst(first, "collective")),
+                ctx.saving(link_bytes=moved * ctx.runs(group)),
+                place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
+    return out
+
+
+def _attrs(inst: Instruction) -> tuple[str | None, ...]:
+    return tuple(inst.attr(k) for k in ("replica_groups", "dimensions", "to_apply",
+                                        "use_global_device_ids", "source_target_pairs"))

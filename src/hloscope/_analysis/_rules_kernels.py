@@ -1,0 +1,292 @@
+"""The advisor's rules about kernels: what breaks fusion and what passes through memory.
+
+They encode what seed 004 works out by staring at graphs, each made precise enough that
+acting on a finding saves what it says: a reduction over a short axis split from its
+producer (HS101), constants folded into the program (HS102), copies that only change
+the layout next to library calls (HS103), cheap values stored instead of recomputed
+(HS104), and short loops whose state goes through memory every iteration (HS105).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .._hlo._module import Instruction
+from .._units import format_bytes
+from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
+from ._findings import Finding, place_key
+from ._kernels import Kernel
+from ._walk import operand
+
+__all__ = ["large_constant", "layout_copy", "loop_state", "recompute", "reduction_split"]
+
+# HS101: a reduced axis this short can be written out as a sum by hand.
+SHORT_AXIS = 8
+# HS102: constants smaller than this are not worth a line.
+LARGE_CONSTANT_BYTES = 512 * 1024
+# HS105: loops longer than this, or whose body runs library calls, are not unrolled.
+SHORT_LOOP = 16
+
+_CHEAP_OPS = frozenset({"iota", "broadcast", "constant", "add", "subtract", "multiply", "negate",
+                        "convert", "compare", "select", "maximum", "minimum", "and", "or", "not",
+                        "reshape", "concatenate", "slice", "abs", "xor", "shift-left",
+                        "shift-right-logical", "shift-right-arithmetic", "clamp", "copy",
+                        "bitcast"})
+_LAYOUT_OPS = frozenset({"copy", "transpose", "bitcast", "reshape"})
+# What a library runs: FFTs, matmuls and convolutions (on every backend), custom calls.
+_LIBRARY = frozenset({"fft", "library call", "dot", "convolution"})
+
+
+def fused_instructions(inst: Instruction) -> Iterator[Instruction]:
+    """Every instruction inside fusion `inst` (nested fusions included); `inst` itself for
+    an instruction that is not a fusion."""
+    if inst.opcode != "fusion":
+        yield inst
+        return
+    stack = list(inst.called_computations)
+    while stack:
+        comp = stack.pop()
+        for i in comp.instructions:
+            if i.opcode == "fusion":
+                stack.extend(i.called_computations)
+            else:
+                yield i
+
+
+def _is_library(k: Kernel | None, ctx: AdviceContext) -> bool:
+    if k is None:
+        return False
+    if k.category in _LIBRARY or k.opcode in ("dot", "convolution", "fft", "custom-call"):
+        return True
+    fused = dict(k.fused)
+    return bool(fused.keys() & {"dot", "convolution", "fft"})
+
+
+# -- HS101 -----------------------------------------------------------------------------
+
+def reduction_split(ctx: AdviceContext) -> list[Finding]:
+    """A kernel reduces over an axis of at most SHORT_AXIS elements what a fused kernel
+    wrote to memory just for it: written out by hand, the sum fuses with its producer."""
+    out = []
+    for k in ctx.graph.kernels:
+        fused = dict(k.fused)
+        if not (k.opcode == "reduce" or "reduce" in fused):
+            continue
+        inst = ctx.inst(k)
+        if inst is None:
+            continue
+        # Reductions the user wrote (jnp.sum, mean, max: op_name reduce_*); XLA's own,
+        # such as a split-K matmul's, are not the user's to write out.
+        axes = [_reduced_elements(r) for r in fused_instructions(inst) if r.opcode == "reduce"
+                and "reduce_" in r.metadata.op_name.rsplit("/", 1)[-1]]
+        if not axes or max(axes) > SHORT_AXIS:
+            continue
+        feeds = [e for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"
+                 and e.kind != "argument"]
+        producers = []
+        for e in feeds:
+            p = ctx.kernel(e.src)
+            readers = {x.dst for x in ctx.edges_from.get(e.src, ()) if x.value == e.value}
+            if p is not None and p.category == "fusion" and p.group == k.group \
+                    and not _is_library(p, ctx) and readers == {k.name}:
+                producers.append((p, e))
+        if not producers:
+            continue
+        moved = sum(e.bytes for _, e in producers)
+        runs = ctx.runs(k.group)
+        saving = ctx.saving(peak=sum(e.bytes for _, e in producers if e.live_at_peak),
+                            traffic=2 * moved * runs, kernels=runs)
+        out.append(Finding(
+            "HS101", "a reduction splits what could be one kernel",
+            f"{k.name} sums over an axis of {max(axes)} element(s) in its own kernel and "
+            f"reads {format_bytes(moved)} that {', '.join(p.name for p, _ in producers)} "
+            "wrote to memory just for it",
+            "the reduced axis is short: write the sum out (x[..., 0] + x[..., 1] + ...) "
+            "instead of jnp.sum/mean over it, so XLA fuses it with what produces x",
+            tuple([ev_kernel(k)] + [ev_kernel(p) for p, _ in producers]), saving,
+            place_key(k.op_name, k.source, k.shape)))
+    return out
+
+
+def _reduced_elements(reduce: Instruction) -> int:
+    try:
+        src = operand(reduce, 0)
+        dims = src.shape.dims
+        n = 1
+        for d in reduce.dimensions:
+            n *= dims[d] if 0 <= d < len(dims) else 1
+        return n
+    except Exception:  # a damaged reduce: not this rule's to judge  # noqa: BLE001
+        return 1 << 30
+
+
+# -- HS102 -----------------------------------------------------------------------------
+
+def large_constant(ctx: AdviceContext) -> list[Finding]:
+    out = []
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            size = inst.shape.total_byte_size
+            if inst.opcode != "constant" or size < LARGE_CONSTANT_BYTES:
+                continue
+            users = [u.name for u in inst.users]
+            out.append(Finding(
+                "HS102", "a large constant is folded into the program",
+                f"{inst.name} is a {format_bytes(size)} constant ({inst.shape}) baked into "
+                "the compiled program" + (f", read by {', '.join(users[:3])}" if users else ""),
+                "pass the array as an argument instead of closing over a NumPy array or "
+                "computing it from trace-time values: constants cost device memory, "
+                "compile time and executable size",
+                (ev_inst(inst, "constant"),), ctx.saving(peak=size),
+                place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
+    return out
+
+
+# -- HS103 -----------------------------------------------------------------------------
+
+def layout_copy(ctx: AdviceContext) -> list[Finding]:
+    """A kernel that only copies into another layout, next to a library call (an FFT, a
+    matmul, a convolution): keeping the data in the order the library wants saves the
+    copy.  Copies into another memory space (``copy-start``) are not layout changes."""
+    out = []
+    for k in ctx.graph.kernels:
+        fused = set(dict(k.fused))
+        is_copy = k.opcode in ("copy", "transpose") or (
+            k.category == "fusion" and fused and fused <= _LAYOUT_OPS
+            and fused & {"copy", "transpose"})
+        if not is_copy:
+            continue
+        inst = ctx.inst(k)
+        if inst is None or not inst.operand_names:
+            continue
+        src = operand(inst, 0)
+        if not _moves_data(inst, src):
+            continue
+        if _space(src) != _space(inst):
+            continue  # a move between memory spaces, not a layout change
+        if not k.op_name or "transpose(" in k.op_name:
+            # XLA's own (no trace to the user's code), or autodiff's layout for the
+            # backward pass: not a layout the user chose.
+            continue
+        before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
+        after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
+        if not any(_is_library(x, ctx) for x in before + after):
+            continue
+        runs = ctx.runs(k.group)
+        out.append(Finding(
+            "HS103", "a copy next to a library call changes the layout",
+            f"{k.name} only moves {format_bytes(k.bytes_out)} into another layout "
+            f"({src.shape} -> {inst.shape}) for a library call (FFT, matmul or "
+            "convolution); it needs its own kernel and a second buffer",
+            "keep the data in the order the library call reads it: choose the axes you "
+            "transform or contract over (the last ones for an FFT; for a matmul, "
+            "einsum/dot_general dimension orders that match), or store the array "
+            "transposed once, outside the step",
+            (ev_kernel(k),), ctx.saving(traffic=2 * k.bytes_out * runs, kernels=runs),
+            place_key(k.op_name, k.source, k.shape)))
+    return out
+
+
+def _moves_data(inst: Instruction, src: Instruction) -> bool:
+    """Whether a copy or transpose kernel moves elements: a transpose with a permutation
+    (even where the shapes print alike: NCHW to NHWC with C = H = W), a copy into another
+    layout; inside a fusion, any such transpose or copy.  (Transposes that keep every
+    element in place are bitcasts, which the kernel graph already leaves out.)"""
+    if src.shape.dims != inst.shape.dims or src.shape.layout != inst.shape.layout:
+        return True
+    for i in fused_instructions(inst):
+        if i.opcode == "transpose":
+            dims = i.dimensions
+            if dims != tuple(range(len(dims))):
+                return True
+        elif i.opcode == "copy" and i.operands and \
+                i.operands[0].shape.layout != i.shape.layout:
+            return True
+    return False
+
+
+def _space(inst: Instruction) -> int:
+    layout = inst.shape.layout
+    return layout.memory_space if layout is not None else 0
+
+
+# -- HS104 -----------------------------------------------------------------------------
+
+def recompute(ctx: AdviceContext) -> list[Finding]:
+    """A fused kernel computes a large array from indices and constants alone (no
+    argument, no other kernel's result) with cheap operations, and other fused kernels
+    read it from memory: computing it inside each of them costs no memory at all."""
+    out = []
+    for k in ctx.graph.kernels:
+        if k.category != "fusion" or k.transcendentals:
+            continue
+        fused = set(dict(k.fused))
+        if not fused or not fused <= _CHEAP_OPS or not fused & {"iota"}:
+            continue
+        if ctx.edges_to.get(k.name):
+            continue  # reads arguments or other kernels' results: not free to redo
+        consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.dst != "result"]
+        readers = list(dict.fromkeys(e.dst for e in consumers))
+        if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
+                              for name in readers):
+            continue
+        runs = ctx.runs(k.group)
+        live = any(e.live_at_peak for e in consumers)
+        out.append(Finding(
+            "HS104", "a cheap intermediate is stored instead of recomputed",
+            f"{k.name} computes {format_bytes(k.bytes_out)} from nothing but indices and "
+            f"constants ({', '.join(sorted(fused))}), and writes it to memory for "
+            f"{', '.join(readers[:4])}" + (", ..." if len(readers) > 4 else ""),
+            "XLA kept one copy (common-subexpression elimination) where recomputing it "
+            "inside each kernel would cost no memory: build it inside each function that "
+            "uses it, or from jnp.indices/lax.broadcasted_iota there, so it fuses",
+            tuple([ev_kernel(k)] + [ev_kernel(kk) for r in readers[:4]
+                                    if (kk := ctx.kernel(r))]),
+            ctx.saving(peak=k.bytes_out if live else 0,
+                       traffic=k.bytes_out * (1 + len(consumers)) * runs, kernels=runs),
+            place_key(k.op_name, k.source, k.shape)))
+    return out
+
+
+# -- HS105 -----------------------------------------------------------------------------
+
+def loop_state(ctx: AdviceContext) -> list[Finding]:
+    """A short loop (a known trip count of at most SHORT_LOOP) whose body runs only fused
+    kernels reads its state from memory every iteration: unrolled, XLA fuses the
+    iterations and the state never leaves the kernel."""
+    out = []
+    for g in ctx.graph.groups:
+        if g.kind != "while body":
+            continue
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        kernels = ctx.graph.kernels_in(g.name)
+        if n < 2 or n > SHORT_LOOP or not kernels \
+                or any(k.category != "fusion" or _is_library(k, ctx) for k in kernels):
+            continue
+        state = [e for e in ctx.edges_into_group(g.name) if e.src_kind == "loop state"]
+        values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))
+        total = sum(b for _, b, _ in values)
+        if not values:
+            continue
+        runs = ctx.runs(g.parent)
+        out.append(Finding(
+            "HS105", "a short loop keeps its state in memory between iterations",
+            f"the body of {g.caller} runs {len(kernels)} kernel(s) in each of its {n} "
+            f"iterations and reads its state ({', '.join(f'{v} {s}' for v, _, s in values)}, "
+            f"{format_bytes(total)}) from memory each time",
+            "the loop is short and its body cheap: unroll it (lax.fori_loop(..., "
+            f"unroll={n}) or a Python for loop) so XLA fuses the iterations into one kernel",
+            tuple(ev_kernel(k) for k in kernels),
+            ctx.saving(traffic=2 * total * (n - 1) * runs,
+                       kernels=(len(kernels) * n - 1) * runs),
+            place_key(caller.metadata.op_name if caller is not None else g.caller,
+                      str(caller.source or "") if caller is not None else "")))
+    return out
+
+
+def _caller(ctx: AdviceContext, g) -> Instruction | None:  # type: ignore[no-untyped-def]
+    try:
+        return ctx.module.computation(g.parent).by_name.get(g.caller)
+    except Exception:  # noqa: BLE001
+        return None

@@ -1,0 +1,505 @@
+"""The advisor's rules about memory and precision: what holds the peak up, and values
+kept wider than the program needs.
+
+Independent large values alive together at the peak (HS106), a donation that does not
+take (HS107), f64 in an f32 program (HS108), arguments that come back updated without
+being donated (HS110), values the forward pass keeps for the backward pass that dominate
+the peak (HS111), and bf16/f16 values upcast to f32 by the user's code on the way to a
+matmul or a reduction (HS112).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .._hlo._module import Instruction
+from .._units import format_bytes
+from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
+from ._findings import Evidence, Finding, place_key
+from ._kernels import launches_work
+from ._rules_kernels import fused_instructions
+
+__all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
+           "side_by_side", "upcast_note"]
+
+# HS106 compares at most this many of the largest values at the peak, pairwise.
+_MAX_SIDE_BY_SIDE = 16
+# HS111: residuals must hold at least this share of the peak to dominate it.
+REMAT_SHARE = 0.25
+# ... and 40% where the program uses jax.checkpoint already.
+CHECKPOINTED_SHARE = 0.4
+_NARROW = frozenset({"bf16", "f16"})
+_ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
+
+
+# -- HS106 -----------------------------------------------------------------------------
+
+def side_by_side(ctx: AdviceContext) -> list[Finding]:
+    """Three or more large temporaries (an eighth of the peak or more) made by kernels
+    with no data path between them are alive together at the peak: computed one chain
+    after another, each folded into the result before the next starts, two are alive at
+    a time (an accumulator and the chain at hand), so the others' memory is saved.  Two
+    alone save nothing (the step that combines them needs both).  Scheduled modules
+    only: without XLA's schedule which values overlap is not known."""
+    if not ctx.module.is_scheduled or not ctx.peak:
+        return []
+    bodies = {c.name for c in ctx.df.computations} - {ctx.module.entry.name}
+    # Values made inside a loop (a scan's stacked outputs written in place every step)
+    # are one recurrence's state: no schedule runs them one after another.
+    big = [v for v in ctx.lr.peak_values if v.size >= ctx.peak // 8
+           and launches_work(v.inst) and ctx.value_kind(v) == "temporary"
+           and _computation_of(ctx, v.inst) not in bodies]
+    if len(big) < 2:
+        return []
+    big = big[:_MAX_SIDE_BY_SIDE]
+    reach = _reachability(ctx, [v.inst.name for v in big])
+    # The largest values that are independent of one another, largest first: folded
+    # into the result one chain after another, two of them are alive at a time.
+    chosen: list = []
+    for v in big:
+        if all(v.inst.name not in reach.get(c.inst.name, set())
+               and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
+            chosen.append(v)
+    if len(chosen) < 3 or _one_collective_reads_all(ctx, chosen):
+        return []
+    names = [v.inst.name for v in chosen]
+    saved = sum(v.size for v in chosen[2:])
+    ks = [k for n in names if (k := ctx.kernel(n))]
+    return [Finding(
+        "HS106", "independent large temporaries are alive together at the peak",
+        f"at the memory peak ({format_bytes(ctx.peak)}), {len(names)} results of independent "
+        f"chains ({', '.join(names)}) are held together though none needs another's: the "
+        "schedule runs the chains side by side",
+        "run the chains one after another, each folded into the result before the next "
+        "starts: a lax.fori_loop (or lax.map) over them does it; a "
+        "jax.lax.optimization_barrier between the steps may be scheduled away (XLA's CPU "
+        "backend in jax 0.10 does), so check the peak after the change",
+        tuple(ev_kernel(k) for k in ks), ctx.saving(peak=saved),
+        place_key(ks[0].op_name if ks else "", ks[0].source if ks else None))]
+
+
+def _computation_of(ctx: AdviceContext, inst: Instruction) -> str:
+    k = ctx.kernel(inst.name)
+    return k.group if k is not None else ctx.module.entry.name
+
+
+def _one_collective_reads_all(ctx: AdviceContext, values: list) -> bool:  # type: ignore[type-arg]
+    """Values held for one combined collective (XLA's combiner merges a step's
+    reduce-scatters into one) wait for it, not for the schedule."""
+    common = set.intersection(*({e.dst for e in ctx.edges_from.get(v.inst.name, ())}
+                                for v in values))
+    names = {c.name for c in ctx.graph.collectives}
+    return bool(common & names)
+
+
+def _reachability(ctx: AdviceContext, starts: list[str]) -> dict[str, set[str]]:
+    """What each of `starts` reaches through the edges (one walk each), an optimization
+    barrier ordering everything it takes before everything that reads it."""
+    succ: dict[str, set[str]] = {}
+    for e in ctx.graph.edges:
+        succ.setdefault(e.src, set()).add(e.dst)
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            if inst.opcode == "opt-barrier":
+                after = _kernels_after(ctx, inst)
+                for k in _kernels_before(ctx, inst):
+                    succ.setdefault(k, set()).update(after)
+    out: dict[str, set[str]] = {}
+    for n in dict.fromkeys(starts):
+        acc: set[str] = set()
+        stack = list(succ.get(n, ()))
+        while stack:
+            m = stack.pop()
+            if m in acc:
+                continue
+            acc.add(m)
+            stack.extend(succ.get(m, ()))
+        out[n] = acc
+    return out
+
+
+_PASS = frozenset({"tuple", "get-tuple-element", "bitcast", "opt-barrier"})
+
+
+def _kernels_before(ctx: AdviceContext, inst: Instruction) -> set[str]:
+    out: set[str] = set()
+    stack = list(inst.operands)
+    while stack:
+        i = stack.pop()
+        if ctx.kernel(i.name) is not None:
+            out.add(i.name)
+        elif i.opcode in _PASS:
+            stack.extend(i.operands)
+    return out
+
+
+def _kernels_after(ctx: AdviceContext, inst: Instruction) -> set[str]:
+    out: set[str] = set()
+    stack = list(inst.users)
+    while stack:
+        i = stack.pop()
+        if ctx.kernel(i.name) is not None:
+            out.add(i.name)
+        elif i.opcode in _PASS:
+            stack.extend(i.users)
+    return out
+
+
+# -- HS107 and HS110: donation ---------------------------------------------------------
+
+def donation_unused(ctx: AdviceContext) -> list[Finding]:
+    m = ctx.module
+    aliased = {p for _o, p, _i, _k in m.input_output_alias}
+    donors = [p for p, _idx in m.buffer_donors if p not in aliased]
+    if not donors:
+        return []
+    params = {p.parameter_number: p for p in m.entry.parameters}
+    ev = tuple(ev_inst(params[p], "parameter") for p in donors if p in params)
+    size = sum(params[p].shape.total_byte_size for p in donors if p in params)
+    return [Finding(
+        "HS107", "a donated argument is not reused",
+        f"argument(s) {', '.join(str(p) for p in donors)} were donated, but no output "
+        "reuses their buffer, so the donation saves nothing",
+        "an output can take a donated buffer only with the same shape, dtype and sharding: "
+        "return the updated array in the same form, or stop donating it",
+        ev, ctx.saving(peak=size), "donors")]
+
+
+def donation_missing(ctx: AdviceContext) -> list[Finding]:
+    """Several arguments come back updated, in the same shape and type, from an operation
+    that reads them (a training step's parameters and optimizer state), and none is
+    donated: each output needs memory of its own beside its argument."""
+    m = ctx.module
+    if m.input_output_alias or m.buffer_donors:
+        return []  # the user donates: HS107 says whether it takes
+    entry = m.entry
+    root = entry.root
+    outputs = list(root.operands) if root.opcode == "tuple" else [root]
+    params = [p for p in entry.parameters if p.shape.is_array]
+    free = {p.name: p for p in params}
+    pairs: list[tuple[Instruction, Instruction]] = []
+    for out in outputs:
+        if not out.shape.is_array or out.opcode == "parameter":
+            continue
+        reads = _near(out)
+        for name in list(free):
+            p = free[name]
+            if name in reads and _same_form(p, out) and _updates(out, p):
+                pairs.append((p, out))
+                del free[name]
+                break
+    if len(pairs) < 2:
+        return []
+    size = sum(o.shape.total_byte_size for _, o in pairs)
+    nums = ", ".join(str(p.parameter_number) for p, _ in pairs[:8]) + (
+        ", ..." if len(pairs) > 8 else "")
+    # JAX names each parameter by its argument's path (params[0]['w1']): the arguments.
+    names = list(dict.fromkeys(m.group(1) for p, _ in pairs
+                               if (m := _ARG.match(p.metadata.op_name))))
+    how = (f"jax.jit(step, donate_argnames=({', '.join(repr(n) for n in names)},))"
+           if names else "jax.jit(step, donate_argnums=...) (or donate_argnames)")
+    return [Finding(
+        "HS110", "updated arguments are not donated",
+        f"{len(pairs)} arguments (parameters {nums}) come back updated in the same shape and "
+        f"type, {format_bytes(size)} in all, and none is donated: XLA keeps each output in "
+        "memory of its own beside the argument it replaces",
+        f"donate them: {how}, when the caller does not use the old values afterwards (a "
+        "training step's parameters and optimizer state)",
+        tuple(ev_inst(p, "parameter") for p, _ in pairs[:6]), ctx.saving(peak=size),
+        "donation")]
+
+
+def _near(inst: Instruction) -> set[str]:
+    """The instructions `inst` reads, looking through bitcasts, copies, and the copies and
+    asynchronous slices into a TPU's on-chip memory (an update reads its parameter
+    directly; a gradient reads activations)."""
+    seen: set[str] = set()
+    stack = list(inst.operands)
+    while stack:
+        o = stack.pop()
+        if o.name in seen:
+            continue
+        seen.add(o.name)
+        if o.opcode in ("bitcast", "copy", "copy-start", "copy-done", "reshape",
+                        "async-start", "async-done", "custom-call"):
+            stack.extend(o.operands)
+    return seen
+
+
+_UPDATE_PATH = frozenset({"multiply", "divide", "convert", "bitcast", "copy", "reshape",
+                          "negate", "copy-start", "copy-done", "async-start", "async-done",
+                          "custom-call"})
+
+
+def _updates(out: Instruction, p: Instruction) -> bool:
+    """Whether `out` is `p` updated: its last operation (inside a fusion, the fused root)
+    adds to or subtracts from `p` (scaled at most: ``p - lr * g``, ``b1 * m + ...``), as
+    an optimizer or an integrator does; forces or gradients computed from `p` are not."""
+    root, args = out, list(out.operands)
+    if out.opcode == "fusion" and out.called_computations:
+        root = out.called_computations[0].root
+    while root.opcode in ("convert", "bitcast", "copy", "reshape") and root.operands:
+        root = root.operands[0]
+    if root.opcode not in ("add", "subtract"):
+        return False
+    stack = [(o, 0) for o in root.operands]
+    while stack:
+        i, depth = stack.pop()
+        if i.opcode == "parameter" and out.opcode == "fusion" and i is not root:
+            n = i.parameter_number
+            src = args[n] if n is not None and 0 <= n < len(args) else None
+            while src is not None and src is not p and src.opcode in _UPDATE_PATH \
+                    and src.operands:
+                src = src.operands[0]
+            if src is p:
+                return True
+            continue
+        if i is p:
+            return True
+        if depth < 2 and i.opcode in _UPDATE_PATH:
+            stack.extend((o, depth + 1) for o in i.operands)
+    return False
+
+
+def _same_form(p: Instruction, out: Instruction) -> bool:
+    a, b = p.shape, out.shape
+    return a.element_type == b.element_type and a.dims == b.dims
+
+
+# -- HS108 -----------------------------------------------------------------------------
+
+def f64(ctx: AdviceContext) -> list[Finding]:
+    wide: list[Instruction] = []
+    narrow = 0
+    for comp in ctx.df.computations:
+        for inst in comp.instructions:
+            if inst.opcode in ("tuple", "get-tuple-element", "bitcast"):
+                continue  # they only pass arrays on
+            for _idx, leaf in inst.shape.leaves():
+                if leaf.element_type in ("f64", "c128"):
+                    if leaf.num_elements > 1:
+                        wide.append(inst)
+                elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
+                    narrow += 1
+    if not wide or not narrow:
+        return []
+    wide = list(dict.fromkeys(wide))
+    total = sum(i.shape.total_byte_size for i in wide)
+    at_peak = sum(v.size for v in ctx.lr.peak_values
+                  if v.shape.is_array and v.shape.element_type in ("f64", "c128"))
+    return [Finding(
+        "HS108", "f64 arrays in an f32 program",
+        f"{len(wide)} instruction(s) work in f64 ({format_bytes(total)}), among f32 arrays: "
+        f"{', '.join(i.name for i in wide[:4])}",
+        "double precision halves throughput and doubles memory (and is very slow on most "
+        "GPUs and TPUs): check for a Python float or a NumPy float64 array that promoted the "
+        "computation, or an accidental jax.config.update('jax_enable_x64', True)",
+        tuple(ev_inst(i, "kernel" if ctx.kernel(i.name) else "array") for i in wide[:8]),
+        ctx.saving(peak=at_peak // 2, traffic=total), "f64")]
+
+
+# -- HS111 -----------------------------------------------------------------------------
+
+def remat(ctx: AdviceContext) -> list[Finding]:
+    """Values the forward pass made (op_name under ``jvp(``, or a forward the backward
+    pass recomputes) that the backward pass (``transpose(``) reads hold a quarter of the
+    peak or more (40% where the program checkpoints already): rematerializing them (jax.checkpoint, per layer or per scan step) trades
+    their memory for recomputing the forward."""
+    if not ctx.peak:
+        return []
+    residuals = []
+    seen: set[int] = set()
+    for v in ctx.lr.peak_values:
+        buf = ctx.df.buffer_of[v.id]
+        if buf.id in seen or ctx.value_kind(v) != "temporary":
+            continue
+        seen.add(buf.id)
+        if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
+                _backward(u.metadata.op_name)
+                for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
+            residuals.append(v)
+    total = sum(v.size for v in residuals)
+    # Where the program checkpoints already, what is left is what the checkpoints keep:
+    # worth a finding only where it still holds much of the peak.
+    checkpointed = any("rematted_computation" in i.metadata.op_name
+                       for i in ctx.module.instructions())
+    if total < (CHECKPOINTED_SHARE if checkpointed else REMAT_SHARE) * ctx.peak:
+        return []
+    loops = [w.inst for v in residuals for w in ctx.df.buffer_of[v.id].values
+             if w.inst.opcode == "while"]
+    layers = max((trip_count(w) for w in loops), default=1)
+    per_layer = (f", {format_bytes(total // layers)} per iteration of a {layers}-step loop"
+                 if layers > 1 else "")
+    ev = [Evidence(v.label, "array", str(v.shape), v.size, v.inst.metadata.op_name,
+                   str(v.inst.source) if v.inst.source else None)
+          for v in sorted(residuals, key=lambda v: (-v.size, v.label))[:6]]
+    rematted = sum(v.size for v in residuals
+                   if "rematted_computation" in v.inst.metadata.op_name)
+    if rematted * 2 > total:
+        # jax.checkpoint is there, but XLA holds what it recomputes across the backward
+        # pass all the same (it recomputes every layer's forward before their backward).
+        return [Finding(
+            "HS111", "values saved for the backward pass dominate the peak",
+            f"{len(residuals)} value(s) that jax.checkpoint recomputes are held whole for "
+            f"the backward pass: {format_bytes(total)} at the peak "
+            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}",
+            "checkpoint at a finer grain: jax.checkpoint on the scan body, or on each layer "
+            "inside a lax.scan over the layers, so the backward pass recomputes one step at "
+            "a time (XLA may recompute an unrolled model's checkpointed layers all ahead of "
+            "their backward passes); or checkpoint in segments (nested scans)",
+            tuple(ev), ctx.saving(peak=total), "residuals")]
+    if checkpointed:
+        # The program checkpoints already: what is left is what each checkpoint keeps.
+        return [Finding(
+            "HS111", "values saved for the backward pass dominate the peak",
+            f"{len(residuals)} value(s) the forward pass keeps for the backward pass though "
+            f"the program uses jax.checkpoint hold {format_bytes(total)} at the peak "
+            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: what "
+            "each checkpoint keeps (its inputs, one per step)",
+            "checkpoint in segments: an outer lax.scan over segments of k steps with "
+            "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
+            "instead of one per step",
+            tuple(ev), ctx.saving(peak=total), "residuals")]
+    return [Finding(
+        "HS111", "values saved for the backward pass dominate the peak",
+        f"{len(residuals)} value(s) the forward pass saves for the backward pass hold "
+        f"{format_bytes(total)} at the peak ({100 * total / ctx.peak:.0f}% of "
+        f"{format_bytes(ctx.peak)}){per_layer}",
+        "rematerialize: wrap the layer (the scan body) in jax.checkpoint, with a policy "
+        "such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable (keeps the "
+        "matmul results) or nothing_saveable (keeps only the layer inputs); the backward "
+        "pass then recomputes the forward instead of holding it",
+        tuple(ev), ctx.saving(peak=total), "residuals")]
+
+
+def _forward(op_name: str) -> bool:
+    """Made by the forward pass: under ``jvp(`` and not by the backward pass, or by a
+    forward the backward pass recomputes (``rematted_computation``)."""
+    return "jvp(" in op_name and ("transpose(" not in op_name
+                                  or "rematted_computation" in op_name)
+
+
+def _backward(op_name: str) -> bool:
+    return "transpose(" in op_name and "rematted_computation" not in op_name
+
+
+# -- HS112 -----------------------------------------------------------------------------
+
+def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
+    """(kernel, the user's converts in it, whether it runs the matmul itself, the
+    matmul or reduction kernels that read its f32 result) for each upcast on the way."""
+    for k in ctx.graph.kernels:
+        inst = ctx.inst(k)
+        if inst is None:
+            continue
+        inner = list(fused_instructions(inst))
+        ups = [c for c in inner if c.opcode == "convert" and c.operands
+               and c.operands[0].shape.element_type in _NARROW
+               and c.shape.element_type == "f32"
+               and c.metadata.op_name.endswith("convert_element_type")]
+        if not ups:
+            continue
+        # A matmul in this kernel that reads an upcast value; else the f32 value must leave
+        # the kernel (its output is f32) for a matmul that reads it.  An upcast for a
+        # reduction or a softmax is numerics the user chose (f32 sums), not a cost.
+        upcast = {c.name for c in ups}
+        matmul_here = any(i.opcode in ("dot", "convolution")
+                          and any(o.name in upcast or _from_upcast(o, upcast)
+                                  for o in i.operands) for i in inner)
+        heavy_next = []
+        if not matmul_here and _leaves_f32(k):
+            readers = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
+            heavy_next = [r for r in readers if r is not None and _f32_matmul(ctx, r, k.name)]
+        if matmul_here or heavy_next:
+            yield k, ups, matmul_here, heavy_next
+
+
+def _from_upcast(inst: Instruction, upcast: set[str], depth: int = 3) -> bool:
+    """Whether `inst` is an upcast seen through bitcasts, reshapes and transposes."""
+    for _ in range(depth):
+        if inst.opcode not in ("bitcast", "reshape", "transpose", "copy") or not inst.operands:
+            return False
+        inst = inst.operands[0]
+        if inst.name in upcast:
+            return True
+    return False
+
+
+_MOVES = frozenset({"bitcast", "reshape", "transpose", "copy", "get-tuple-element"})
+
+
+def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-untyped-def]
+    """Whether kernel `k` runs a matmul or convolution whose f32 operand is kernel
+    `source`'s result as it is (moved or reshaped at most, not computed on: a softmax of
+    the upcast value is numerics the user chose, not an upcast for the matmul)."""
+    inst = ctx.inst(k)
+    if inst is None:
+        return False
+    for i in fused_instructions(inst):
+        if i.opcode not in ("dot", "convolution"):
+            continue
+        for o in i.operands:
+            if o.shape.element_type != "f32":
+                continue
+            while o.opcode in _MOVES and o.operands:
+                o = o.operands[0]
+            if o.opcode == "parameter" and inst.opcode == "fusion":
+                n = o.parameter_number
+                o = inst.operands[n] if 0 <= n < len(inst.operands) else o
+                while o.opcode in _MOVES and o.operands:
+                    o = o.operands[0]
+            if o.name == source:
+                return True
+    return False
+
+
+def _leaves_f32(k) -> bool:  # type: ignore[no-untyped-def]
+    return k.shape.lstrip("(").startswith("f32[")
+
+
+def upcast_note(ctx: AdviceContext) -> str | None:
+    """On a CPU module, what HS112 would say elsewhere: a note, not a finding."""
+    if ctx.platform != "cpu":
+        return None
+    n = sum(1 for _ in _upcasts(ctx))
+    if not n:
+        return None
+    return (f"{n} place(s) convert bf16/f16 to f32 for a matmul (HS112): on the "
+            "CPU XLA computes bf16 matmuls in f32 itself, so nothing is saved here; on a GPU "
+            "or TPU it may cost time and memory (compile for a target: --target h100)")
+
+
+def precision_upcast(ctx: AdviceContext) -> list[Finding]:
+    """The user's code converts bf16/f16 to f32 (op_name ``convert_element_type``) on the
+    way to a matmul or a convolution: the f32 copy costs memory traffic, and on a GPU or
+    TPU the matmul runs at the f32 rate.  On a CPU module XLA computes bf16 matmuls in f32
+    itself: a note (`upcast_note`), not a finding."""
+    if ctx.platform == "cpu":
+        return []
+    out = []
+    dev = ctx.device
+    slow = (1 / dev.peak_flops("f32") - 1 / dev.peak_flops("bf16")
+            if dev.peak_flops("f32") and dev.peak_flops("bf16") else 0.0)
+    for k, ups, matmul_here, heavy_next in _upcasts(ctx):
+        runs = ctx.runs(k.group)
+        wide = sum(c.shape.total_byte_size for c in ups)
+        traffic = (wide + wide // 2) * runs if not matmul_here else 0
+        # Only a matmul that reads the f32 value runs at the f32 rate (a reduction never
+        # runs on the matrix units).
+        flops = sum(r.flops for r in heavy_next)
+        flops += k.flops if matmul_here else 0
+        c = ups[0]
+        out.append(Finding(
+            "HS112", "bf16/f16 values are upcast to f32 on the way to a matmul",
+            f"{k.name} converts {c.operands[0].shape.element_type} {c.operands[0].shape} to "
+            f"f32 ({format_bytes(wide)}) for "
+            + ("its own matmul" if matmul_here
+               else ", ".join(r.name for r in heavy_next[:3])),
+            "keep the operands in bf16 and ask for an f32 result instead: jnp.dot(a, b, "
+            "preferred_element_type=jnp.float32) (or jnp.einsum(..., "
+            "preferred_element_type=...)); the matmul then runs at the bf16 rate with f32 "
+            "accumulation, and no f32 copy is written",
+            (ev_inst(c, "array"), ev_kernel(k)),
+            ctx.saving(traffic=traffic, seconds=max(0.0, flops * slow * runs)),
+            place_key(c.metadata.op_name, str(c.source or ""), str(c.shape))))
+    return out

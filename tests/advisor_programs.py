@@ -1,0 +1,614 @@
+"""The advisor's evaluation set: programs labelled with the findings an expert expects.
+
+Each entry builds a module (a JAX function compiled here, on the CPU or for a GPU/TPU
+target without the hardware, or a module file in tests/data) and names the rules that
+must fire on it (`expect`); every other rule must stay quiet.  Most patterns come with
+their fixed twin (the same program written the way the finding suggests), and programs
+with nothing to fix (`expect=()`) check that the advisor is quiet where an expert would
+be.  tests/test_advisor_quality.py holds every label; benchmarks/advisor_quality.py
+prints precision and recall per rule over the set.
+
+Why each label is right is said beside it: the rule's evidence is the pattern the
+program was written to have, and the saving is large enough (sizes of 1 MiB or more) to
+matter beside the program's peak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+DATA = Path(__file__).parent / "data"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    build: Callable[[], Any]        # -> Module
+    expect: tuple[str, ...]          # rules that must fire; all others must stay quiet
+    why: str
+    target: str | None = None        # "gpu" or "tpu" when it needs that extra
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+CASES: list[Case] = []
+
+
+def case(expect: tuple[str, ...], why: str, target: str | None = None):  # type: ignore[no-untyped-def]
+    def register(fn):  # type: ignore[no-untyped-def]
+        CASES.append(Case(fn.__name__, fn, expect, why, target))
+        return fn
+    return register
+
+
+def _compiled(fn: Any, *args: Any, target: str | None = None, **kw: Any) -> Any:
+    import hloscope
+
+    return hloscope.inspect(fn, *args, target=target, **kw).module
+
+
+def _file(name: str) -> Any:
+    import hloscope
+
+    return hloscope.read(DATA / name).module
+
+
+def _lowered(fn: Any, *args: Any) -> Any:
+    """The module as JAX gives it to XLA, before optimization."""
+    import jax
+
+    import hloscope
+
+    return hloscope.parse(jax.jit(fn).lower(*args).as_text(dialect="hlo"))
+
+
+def _np():  # type: ignore[no-untyped-def]
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    return jax, jnp, np
+
+
+# -- fusion: reductions (HS101), constants (HS102) ------------------------------------
+
+@case(("HS101", "HS104"), "jnp.sum over an axis of 2 ends the fusion; kvm (from arange) "
+      "is written to memory for the reduction instead of being computed inside it "
+      "(seed 004's f_sum_jax)")
+def sum_over_short_axis():
+    jax, jnp, np = _np()
+
+    def f(x):
+        kvm = jnp.stack((jnp.arange(x.shape[0]), jnp.arange(x.shape[0])), axis=-1)
+        return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)
+    return _compiled(f, jnp.ones((131072, 2)))
+
+
+@case((), "the sum written out by hand fuses (seed 004's f_sum_explicit)")
+def sum_written_out():
+    jax, jnp, np = _np()
+
+    def f(x):
+        kvm = jnp.stack((jnp.arange(x.shape[0]), jnp.arange(x.shape[0])), axis=-1)
+        return x * 2 + (kvm[..., 0] * x[..., 0] + kvm[..., 1] * x[..., 1])[:, None]
+    return _compiled(f, jnp.ones((131072, 2)))
+
+
+@case((), "a softmax reduces over 1,024 elements: nothing to write out by hand")
+def softmax_long_axis():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jax.nn.softmax(x * 3.0, axis=-1), jnp.ones((512, 1024)))
+
+
+@case((), "a layer norm reduces over 1,024 elements: XLA's kernels are right")
+def layer_norm():
+    jax, jnp, np = _np()
+
+    def f(x, g):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5) * g
+    return _compiled(f, jnp.ones((1024, 1024)), jnp.ones((1024,)))
+
+
+@case(("HS102",), "a 1 MiB NumPy array closed over becomes a constant in the program")
+def numpy_constant():
+    jax, jnp, np = _np()
+    table = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+    return _compiled(lambda x: x @ table + 1.0, jnp.ones((256, 512)))
+
+
+@case((), "the same table passed as an argument")
+def constant_as_argument():
+    jax, jnp, np = _np()
+    return _compiled(lambda x, t: x @ t + 1.0, jnp.ones((256, 512)), jnp.ones((512, 512)))
+
+
+@case(("HS102",), "the constant survives optimization: judged before it too")
+def numpy_constant_before_optimization():
+    jax, jnp, np = _np()
+    table = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+    return _lowered(lambda x: x @ table + 1.0, jnp.ones((256, 512)))
+
+
+@case((), "before optimization the reduction's split is not yet XLA's decision: quiet")
+def sum_over_short_axis_before_optimization():
+    jax, jnp, np = _np()
+
+    def f(x):
+        kvm = jnp.stack((jnp.arange(x.shape[0]), jnp.arange(x.shape[0])), axis=-1)
+        return x * 2 + jnp.sum(kvm * x, axis=1, keepdims=True)
+    return _lowered(f, jnp.ones((131072, 2)))
+
+
+# -- layouts (HS103) -------------------------------------------------------------------
+
+@case(("HS103",), "a 3-D FFT over the leading axes transposes the data before and after "
+      "the FFT (seed 004's f_fft3d)")
+def fft_over_leading_axes():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jnp.fft.irfftn(jnp.fft.rfftn(x, axes=(0, 1, 2)), axes=(0, 1, 2)),
+                     jnp.zeros((64, 64, 32, 2)))
+
+
+@case((), "the FFT over the trailing axes needs no transpose (seed 004's f_fft3d_transposed)")
+def fft_over_trailing_axes():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jnp.fft.irfftn(jnp.fft.rfftn(x, axes=(1, 2, 3)) * 2,
+                                              axes=(1, 2, 3)) + 3, jnp.zeros((2, 64, 64, 32)))
+
+
+@case((), "a chain of matmuls in their natural layout")
+def matmul_chain():
+    jax, jnp, np = _np()
+    a = jnp.ones((512, 512))
+    return _compiled(lambda a, b, c: jnp.tanh(a @ b) @ c, a, a, a)
+
+
+@case((), "an MLP forward pass: XLA's kernels are the right ones")
+def mlp_forward():
+    jax, jnp, np = _np()
+
+    def f(w1, w2, x):
+        return jax.nn.relu(x @ w1) @ w2
+    return _compiled(f, jnp.ones((512, 1024)), jnp.ones((1024, 512)), jnp.ones((256, 512)))
+
+
+@case((), "a 2-D convolution with its bias and activation")
+def conv_forward():
+    jax, jnp, np = _np()
+
+    def f(x, w, b):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jax.nn.relu(y + b)
+    return _compiled(f, jnp.ones((8, 64, 64, 32)), jnp.ones((3, 3, 32, 32)), jnp.ones((32,)))
+
+
+@case((), "an attention block in f32: matmuls, a softmax over 256 keys")
+def attention_f32():
+    jax, jnp, np = _np()
+
+    def f(q, k, v):
+        a = jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k) / 8.0, axis=-1)
+        return jnp.einsum("bqk,bkd->bqd", a, v)
+    x = jnp.ones((8, 256, 64))
+    return _compiled(f, x, x, x)
+
+
+# -- recompute (HS104) -----------------------------------------------------------------
+
+@case(("HS104",), "a 1 MiB table from iota and cheap arithmetic is written once and read by "
+      "two fused kernels; built inside each, it costs no memory")
+def iota_table_stored():
+    jax, jnp, np = _np()
+
+    def f(x):
+        im = (jnp.arange(x.size).reshape(x.shape) * 3 + 1).astype(jnp.float32)
+        a = x + jnp.sum(im * x, axis=0, keepdims=True)
+        return a * im
+    return _compiled(f, jnp.ones((512, 512)))
+
+
+@case((), "a bf16 weight converted to f32 for a matmul is not a cheap intermediate to "
+      "recompute from indices")
+def bf16_weight_convert_cpu():
+    jax, jnp, np = _np()
+
+    def f(w, x):
+        return jnp.tanh(x @ w.astype(jnp.float32))
+    return _compiled(f, jnp.ones((1024, 1024), jnp.bfloat16), jnp.ones((256, 1024)))
+
+
+# -- loops (HS105) ---------------------------------------------------------------------
+
+@case(("HS105",), "fori_loop of 4 cheap iterations reads and writes 1 MiB of state each "
+      "time (seed 004's f_for)")
+def short_loop():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jax.lax.fori_loop(0, 4, lambda i, x: x * x + 1, x),
+                     jnp.ones((131072, 2)))
+
+
+@case((), "the same loop unrolled is one kernel")
+def short_loop_unrolled():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jax.lax.fori_loop(0, 4, lambda i, x: x * x + 1, x, unroll=4),
+                     jnp.ones((131072, 2)))
+
+
+@case((), "a scan of 64 steps that reads a 32 KiB slice of an 8 MiB input each step and "
+      "runs a matmul: a long loop with a library call, not one to unroll")
+def scan_reads_slices():
+    jax, jnp, np = _np()
+
+    def f(w, xs, h):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h.sum()
+        return jax.lax.scan(step, h, xs)
+    return _compiled(f, jnp.ones((128, 128)), jnp.ones((64, 64, 128)), jnp.ones((64, 128)))
+
+
+@case((), "a loop of 100 cheap iterations: too long to unroll")
+def long_loop():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jax.lax.fori_loop(0, 100, lambda i, x: x * 0.5 + 1, x),
+                     jnp.ones((131072, 2)))
+
+
+# -- the peak (HS106) ------------------------------------------------------------------
+
+def _fft_multi(n: int, how: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def chain(x, i):
+        return jnp.fft.irfftn((i + 2) * jnp.fft.rfftn(x + i, axes=(1, 2, 3)), axes=(1, 2, 3))
+
+    def f(x):
+        if how == "loop":
+            return jax.lax.fori_loop(0, n, lambda i, r: r + chain(x, i) ** 2, jnp.zeros_like(x))
+        res = 0
+        for i in range(n):
+            res = res + chain(x, i) ** (i + 2)
+            if how == "barrier":
+                res, x = jax.lax.optimization_barrier((res, x))
+        return res
+    return _compiled(f, jnp.zeros((4, 64, 64, 32)))
+
+
+@case(("HS106",), "three independent FFT chains summed: XLA runs them side by side and "
+      "their results are alive together at the peak (seed 004's f_fft_multi)")
+def fft_chains_side_by_side():
+    return _fft_multi(3, "python")
+
+
+@case(("HS106",), "seed 004's fix, an optimization_barrier after each chain, does not take "
+      "with jax 0.10 on the CPU: the schedule and the peak (10,878,976 B) are the same as "
+      "without it, so the finding stands")
+def fft_chains_with_barriers():
+    return _fft_multi(3, "barrier")
+
+
+@case((), "the chains in a fori_loop: one at a time (seed 004's f_fft_multi_for)")
+def fft_chains_in_a_loop():
+    return _fft_multi(3, "loop")
+
+
+@case((), "fftn(a) * conj(fftn(b)): the product needs both transforms at once, so running "
+      "them one after the other would save nothing")
+def fft_product():
+    jax, jnp, np = _np()
+
+    def f(a, b):
+        return (jnp.fft.fftn(a) * jnp.fft.fftn(b).conj()).real
+    x = jnp.ones((64, 64, 64), jnp.float32)
+    return _compiled(f, x, x)
+
+
+@case((), "one FFT chain: nothing runs side by side")
+def one_fft_chain():
+    jax, jnp, np = _np()
+    return _compiled(lambda a: jnp.fft.ifftn(jnp.fft.fftn(a) * 2).real,
+                     jnp.ones((64, 64, 64), jnp.float32))
+
+
+# -- donation (HS107, HS110) -----------------------------------------------------------
+
+@case(("HS107",), "a donation XLA was given and could not alias (tests/data/advisor)")
+def donation_unused():
+    return _file("advisor/donation_unused.hlo")
+
+
+@case((), "the donated parameter is aliased to the output")
+def donation_used():
+    return _file("advisor/donation_used.hlo")
+
+
+def _mlp_step(donate: bool, layers: int = 4, width: int = 512):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        for w in params:
+            x = jnp.tanh(x @ w)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return [p - 0.01 * gp for p, gp in zip(params, g)]
+    params = [jnp.ones((width, width)) for _ in range(layers)]
+    fn = jax.jit(step, donate_argnums=(0,)) if donate else step
+    return _compiled(fn, params, jnp.ones((64, width)))
+
+
+@case(("HS110",), "an SGD step returns four updated 1 MiB weights without donating them")
+def sgd_step_not_donated():
+    return _mlp_step(False)
+
+
+@case((), "the same step with donate_argnums=(0,)")
+def sgd_step_donated():
+    return _mlp_step(True)
+
+
+@case((), "a function of one array returns one array: whether the caller still needs x is "
+      "not the advisor's to guess")
+def elementwise_one_array():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jnp.sin(x) * 2 + x ** 2, jnp.ones((1024, 1024)))
+
+
+# -- f64 (HS108), collectives in loops (HS109) -----------------------------------------
+
+@case(("HS108",), "cumsum promoted to f64 among f32 arrays (tests/data/advisor)")
+def f64_promoted():
+    return _file("advisor/f64_promoted.hlo")
+
+
+@case((), "the same in f32")
+def f32_only():
+    return _file("advisor/f32_only.hlo")
+
+
+@case(("HS109",), "an all-gather in a while body of loop state the body never changes "
+      "(written by hand: XLA hoists JAX's own version)")
+def loop_invariant_collective():
+    return _file("advisor/loop_invariant_collective.hlo")
+
+
+@case((), "an all-gather of the loop's changing state")
+def loop_varying_collective():
+    return _file("advisor/loop_varying_collective.hlo")
+
+
+# -- rematerialization (HS111) ---------------------------------------------------------
+
+def _rnn_step(remat: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def cell(h, x, w, u):
+        a = jnp.tanh(h @ w + x @ u)
+        b = jax.nn.sigmoid(a @ w)
+        return a * b
+
+    def loss(w, u, xs, h):
+        step = lambda h, x: (cell(h, x, w, u), None)  # noqa: E731
+        if remat == "step":
+            step = jax.checkpoint(step, policy=jax.checkpoint_policies.nothing_saveable)
+        if remat == "segments":  # 8 checkpointed segments of 16 steps
+            segment = jax.checkpoint(lambda h, xseg: (jax.lax.scan(step, h, xseg)[0], None))
+            h, _ = jax.lax.scan(segment, h, xs.reshape(8, 16, *xs.shape[1:]))
+        else:
+            h, _ = jax.lax.scan(step, h, xs)
+        return (h ** 2).mean()
+    fn = jax.checkpoint(loss) if remat == "whole" else loss
+    return _compiled(jax.grad(fn, argnums=(0, 1)), jnp.ones((256, 256)) * 0.01,
+                     jnp.ones((256, 256)) * 0.01, jnp.ones((128, 64, 256)), jnp.ones((64, 256)))
+
+
+@case(("HS111",), "a scan of 128 RNN steps saves its activations for the backward pass: "
+      "they hold most of the peak")
+def rnn_grad():
+    return _rnn_step("none")
+
+
+@case(("HS111",), "jax.checkpoint on the whole loss: the backward pass recomputes the "
+      "forward scan and holds its activations whole; checkpointing the scan body instead "
+      "recomputes one step at a time")
+def rnn_grad_remat_whole():
+    return _rnn_step("whole")
+
+
+@case(("HS111",), "jax.checkpoint on the scan body keeps each step's input, 128 carries: "
+      "still most of the peak, and checkpointing in segments cuts them")
+def rnn_grad_remat_step():
+    return _rnn_step("step")
+
+
+@case((), "8 checkpointed segments of 16 steps: one carry per segment is kept")
+def rnn_grad_remat_segments():
+    return _rnn_step("segments")
+
+
+@case((), "a forward pass saves nothing for a backward pass")
+def rnn_forward_only():
+    jax, jnp, np = _np()
+
+    def f(w, xs, h):
+        return jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, h, xs)[1]
+    return _compiled(f, jnp.ones((256, 256)), jnp.ones((128, 64, 256)), jnp.ones((64, 256)))
+
+
+# -- precision (HS112) -----------------------------------------------------------------
+
+def _upcast(fixed: bool, target: str | None = None):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, w):
+        if fixed:
+            return jnp.tanh(jnp.dot(x, w, preferred_element_type=jnp.float32))
+        return jnp.tanh(x.astype(jnp.float32) @ w.astype(jnp.float32))
+    return _compiled(f, jnp.ones((4096, 4096), jnp.bfloat16), jnp.ones((4096, 4096), jnp.bfloat16),
+                     target=target)
+
+
+@case(("HS112",), "bf16 operands cast to f32 before a 4096^3 matmul on an H100: the matmul "
+      "runs at the f32 rate", target="gpu")
+def upcast_matmul_gpu():
+    return _upcast(False, "h100")
+
+
+@case((), "the same with preferred_element_type=f32", target="gpu")
+def upcast_fixed_gpu():
+    return _upcast(True, "h100")
+
+
+@case((), "on the CPU XLA computes bf16 matmuls in f32 itself: nothing measurable to save")
+def upcast_matmul_cpu():
+    return _upcast(False)
+
+
+# -- collectives on devices (HS113, HS114) ---------------------------------------------
+
+def _sharded_matmul(target: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    return _compiled(lambda x, w: x @ w, jnp.ones((4096, 8192), jnp.bfloat16),
+                     jnp.ones((8192, 4096), jnp.bfloat16), target=target, mesh="model=8",
+                     shard={0: "None,model", 1: "model,None"})
+
+
+@case((), "a matmul whose contraction is sharded ends in one all-reduce: on the CPU XLA "
+      "runs collectives synchronously and nothing is to be done")
+def sharded_matmul_cpu():
+    jax, jnp, np = _np()
+    import os
+    if len(jax.devices()) < 8:  # pragma: no cover - the tests run with 8 CPU devices
+        raise RuntimeError(f"needs 8 devices, XLA_FLAGS={os.environ.get('XLA_FLAGS')}")
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("model",))
+    x = jax.device_put(jnp.ones((1024, 2048)), NamedSharding(mesh, P(None, "model")))
+    w = jax.device_put(jnp.ones((2048, 1024)), NamedSharding(mesh, P("model", None)))
+    return _compiled(lambda x, w: x @ w, x, w)
+
+
+@case(("HS114",), "the same all-reduce of the same array twice (written by hand: XLA's CSE "
+      "merges JAX's own)")
+def repeated_all_reduce():
+    return _file("advisor/repeated_all_reduce.hlo")
+
+
+@case((), "two all-reduces of different arrays")
+def two_different_all_reduces():
+    return _file("advisor/two_all_reduces.hlo")
+
+
+# -- TPU layouts (HS115) ---------------------------------------------------------------
+
+def _tpu_lookup(rows: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    if rows:
+        return _compiled(lambda t, i: t[i] * 2, jnp.ones((65536, 3)),
+                         jnp.zeros((65536,), jnp.int32), target="tpu-v5e")
+    return _compiled(lambda a, b, c, i: jnp.stack([a[i], b[i], c[i]]) * 2,
+                     *[jnp.ones((65536,))] * 3, jnp.zeros((65536,), jnp.int32),
+                     target="tpu-v5e")
+
+
+@case(("HS115",), "gathering rows of an f32[65536,3] table on a TPU: XLA copies the table "
+      "into a row-major tiled layout, each row padded to 128 lanes (32 MiB for 768 KiB)",
+      target="tpu")
+def tpu_row_gather_padded():
+    return _tpu_lookup(True)
+
+
+@case((), "the same table as three f32[65536] arrays (a structure of arrays), each gathered "
+      "(a column gather from f32[3,65536] is padded as badly: XLA gathers rows inside)",
+      target="tpu")
+def tpu_column_gather():
+    return _tpu_lookup(False)
+
+
+@case((), "elementwise work on f32[65536,3] on a TPU: XLA lays it out column-major "
+      "({0,1:T(4,128)}), a third padding at most", target="tpu")
+def tpu_points_elementwise():
+    jax, jnp, np = _np()
+    return _compiled(lambda p, q: jnp.sin(p) * 2 + q, jnp.ones((65536, 3)), jnp.ones((65536, 3)),
+                     target="tpu-v5e")
+
+
+@case((), "an attention block on a TPU v5e: async copies into on-chip memory (S(1)) are "
+      "not layout changes", target="tpu")
+def tpu_attention():
+    jax, jnp, np = _np()
+
+    def f(q, k, v):
+        a = jax.nn.softmax(jnp.einsum("bqd,bkd->bqk", q, k), axis=-1)
+        return jnp.einsum("bqk,bkd->bqd", a, v)
+    x = jnp.ones((8, 512, 128), jnp.bfloat16)
+    return _compiled(f, x, x, x, target="tpu-v5e")
+
+
+# -- whole programs --------------------------------------------------------------------
+
+@case(("HS110",), "an MLP training step on a TPU v5e without donation", target="tpu")
+def tpu_mlp_step():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        for w in params:
+            x = jax.nn.relu(x @ w)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return [p - 0.01 * gp for p, gp in zip(params, g)]
+    params = [jnp.ones((2048, 2048), jnp.bfloat16) for _ in range(4)]
+    return _compiled(step, params, jnp.ones((256, 2048), jnp.bfloat16), target="tpu-v5e")
+
+
+@case(("HS113",), "the same step donated on 8 H100s with FSDP: XLA combines the four weights' "
+      "all-gathers into one 21 MiB all-gather at the start that no kernel overlaps (a "
+      "fifth of the step's estimated time)", target="gpu")
+def gpu_fsdp_step_donated():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        for w in params:
+            x = jax.nn.relu(x @ w)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return [p - 0.01 * gp for p, gp in zip(params, g)]
+    params = [jnp.ones((2048, 2048), jnp.bfloat16) for _ in range(4)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), params,
+                     jnp.ones((256, 2048), jnp.bfloat16), target="h100x8",
+                     shard={0: "data", 1: "data"})
+
+
+@case((), "a sort and a gather (an embedding lookup): nothing to fix")
+def sort_and_gather():
+    jax, jnp, np = _np()
+
+    def f(table, ids, x):
+        return jnp.sort(x, axis=-1)[:, :8] + table[ids].sum(-1, keepdims=True)
+    return _compiled(f, jnp.ones((4096, 256)), jnp.zeros((512,), jnp.int32),
+                     jnp.ones((512, 1024)))
+
+
+@case((), "a tiny program: nothing is worth a line")
+def tiny():
+    jax, jnp, np = _np()
+    return _compiled(lambda x: jnp.sum(jnp.stack([x, x], -1), -1), jnp.ones((4,)))
+
+
+@case((), "seed 004's well-fused function: one kernel")
+def well_fused():
+    return _file("generated/f_well_fused.hlo")
+
+
+@case((), "the distributed FFT of jax-hpc-profiler's report (seed 000), pencils 4x2: its "
+      "transposes are the algorithm's all-to-alls")
+def fft_pencil():
+    return _file("generated/fft_cont_pencil_4x2.hlo")
