@@ -292,11 +292,17 @@ def test_output_sharding_propagation_reaches_the_compile_options(tmp_path):
     assert [c["opcode"] for c in r.collectives] == ["all-reduce"]
     assert [s["shape"] for s in r.outputs[0]["shards"]] == [[32, 32]] * 4
     assert r.check["ok"]
+    off = tmp_path / "off.hlo"
+    off.write_text(path.read_text().replace("output={true}", "output={false}"))
+    r = run_module(hloscope.read(off).module, iterations=0)
+    assert sorted(c["opcode"] for c in r.collectives) == ["all-gather", "all-reduce"]
+    # torch_xla's graph text leaves the flag out, and torch_xla compiles with it on
     plain = tmp_path / "plain.hlo"
     plain.write_text(path.read_text().replace(
         ", allow_spmd_sharding_propagation_to_output={true}", ""))
     r = run_module(hloscope.read(plain).module, iterations=0)
-    assert sorted(c["opcode"] for c in r.collectives) == ["all-gather", "all-reduce"]
+    assert r.plan["propagation_assumed"] and "as torch_xla compiles" in r.how
+    assert [c["opcode"] for c in r.collectives] == ["all-reduce"]
 
 
 def test_sizes_are_checked_before_anything_is_allocated(monkeypatch):
@@ -345,3 +351,32 @@ def test_cli_makes_as_many_cpu_devices_as_the_module_has_partitions(monkeypatch)
     assert "collectives in the per-device program: 1" in out.stdout
     out = run_cli("run", str(RUN / "partitioned_allreduce.hlo"), "-n", "0", "--devices", "2")
     assert out.returncode == 2 and "needs 4 devices, JAX has 2" in out.stderr
+
+
+TXLA = DATA / "torch_xla"
+
+
+@pytest.mark.parametrize("name", ["sharded_matmul_2x2", "sharded_train_8"])
+def test_torch_xlas_sharded_programs_run_torch_xlas_collectives(name):
+    """torch_xla 2.9's sharded programs (their text without the header flags): the 2x2
+    matmul runs no collective and the 8-device step only all-reduces, as torch_xla's own
+    partitioned modules do, and the outputs are torch_xla's."""
+    d = TXLA / name
+    r = run_module(hloscope.read(d / "program.hlo").module, input_files=d / "inputs.npz",
+                   expect=d / "expected.npz", iterations=0)
+    assert r.expect["ok"] and r.expect["max_relative_difference"] < 1e-6
+    ours = {c["opcode"] for c in r.collectives}
+    theirs = {i.opcode for i in hloscope.read(d / "partitioned.hlo").module.instructions()
+              if i.opcode in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                              "collective-permute")}
+    assert ours == theirs
+
+
+def test_torch_xlas_partitioned_module_runs_as_it_is():
+    """The module torch_xla compiled for the 8-device step (after SPMD partitioning and
+    optimization): one program per device, its 8 all-reduces (parameters in the sync's
+    own order, so the inputs here are random)."""
+    m = hloscope.read(TXLA / "sharded_train_8" / "partitioned.hlo").module
+    r = run_module(m, iterations=0)
+    assert r.partitions == 8 and "already partitioned" in r.how
+    assert {c["opcode"] for c in r.collectives} == {"all-reduce"}

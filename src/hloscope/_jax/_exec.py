@@ -69,6 +69,7 @@ class Plan:
     propagate_to_output: tuple[bool, ...] = ()
     propagate_to_parameters: tuple[bool, ...] = ()
     shardy: bool = False
+    propagation_assumed: bool = False
 
     @property
     def needs_child(self) -> bool:
@@ -86,7 +87,9 @@ class Plan:
         if self.optimized:
             how += "; optimized by XLA already, compiled without its passes"
         if self.spmd and any(self.propagate_to_output):
-            how += "; output sharding chosen by XLA (allow_spmd_sharding_propagation_to_output)"
+            how += ("; output sharding chosen by XLA (allow_spmd_sharding_propagation_to_output"
+                    + (", as torch_xla compiles its graphs; their text does not say so)"
+                       if self.propagation_assumed else ")"))
         return how
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,13 +97,13 @@ class Plan:
                 "partitioned": self.partitioned, "optimized": self.optimized,
                 "propagate_to_output": list(self.propagate_to_output),
                 "propagate_to_parameters": list(self.propagate_to_parameters),
-                "shardy": self.shardy}
+                "shardy": self.shardy, "propagation_assumed": self.propagation_assumed}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
         return cls(d["partitions"], d["spmd"], d["partitioned"], d["optimized"],
                    tuple(d["propagate_to_output"]), tuple(d["propagate_to_parameters"]),
-                   bool(d.get("shardy")))
+                   bool(d.get("shardy")), bool(d.get("propagation_assumed")))
 
 
 def _bools(text: str | None) -> tuple[bool, ...]:
@@ -137,6 +140,21 @@ def partitions_from_shardings(m: Module) -> int:
     return most
 
 
+def _is_torch_xla(m: Module) -> bool:
+    """Whether torch_xla made the module: its graphs are named ``IrToHlo.N`` or
+    ``SyncTensorsGraph.N``, hold its ``Sharding`` custom-calls, or name their parameters'
+    op ``xla__device_data`` (with ``XLA_HLO_DEBUG=1``)."""
+    if re.fullmatch(r"(IrToHlo|SyncTensorsGraph)\.\d+", m.name):
+        return True
+    for inst in m.instructions():
+        if inst.opcode == "custom-call" and inst.attr("custom_call_target") in (
+                '"Sharding"', "Sharding"):
+            return True
+        if inst.opcode == "parameter" and 'op_type="xla__device_data"' in inst.attr_text:
+            return True
+    return False
+
+
 def plan_module(m: Module, partitions: int | None = None) -> Plan:
     """How `m` is compiled; `partitions` overrides the count the module asks for (its
     header's ``num_partitions``, else its sharding annotations, else 1)."""
@@ -154,10 +172,16 @@ def plan_module(m: Module, partitions: int | None = None) -> Plan:
     shardy = "xla.sdy" in attrs.get("frontend_attributes", "") or any(
         inst.opcode == "custom-call" and "xla.sdy." in (inst.attr("custom_call_target") or "")
         for inst in m.instructions())
-    return Plan(n, spmd and n > 1 and not partitioned, partitioned, optimized,
-                _bools(attrs.get("allow_spmd_sharding_propagation_to_output")),
+    to_output = _bools(attrs.get("allow_spmd_sharding_propagation_to_output"))
+    # torch_xla compiles every SPMD graph with propagation to the output allowed, but the
+    # text of its graphs (_get_xla_tensors_hlo) leaves the header flag out.
+    assumed = spmd and not to_output and \
+        "allow_spmd_sharding_propagation_to_output" not in attrs and _is_torch_xla(m)
+    if assumed:
+        to_output = (True,)
+    return Plan(n, spmd and n > 1 and not partitioned, partitioned, optimized, to_output,
                 _bools(attrs.get("allow_spmd_sharding_propagation_to_parameters")),
-                shardy and not partitioned)
+                shardy and not partitioned, assumed)
 
 
 def compile_options(plan: Plan, device_ids: list[int]) -> Any:
