@@ -136,14 +136,12 @@ def _run_args(name: str) -> list[str]:
             "--expect", str(d / "expected.npz"), "-n", "0"]
 
 
-@pytest.mark.xfail(reason="needs run --inputs/--expect (issue 16)", strict=False)
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_run_reproduces_torch_xla(name):
     r = run_cli(*_run_args(name))
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-@pytest.mark.xfail(reason="needs run --inputs/--expect (issue 16)", strict=False)
 def test_run_finds_a_wrong_output():
     d = TXLA / "mlp_forward"
     r = run_cli("run", str(d / "program.hlo"), "--inputs", str(d / "inputs.npz"),

@@ -544,6 +544,14 @@ class Module:
         """The module as HLO text; parsing it gives back an equal module."""
         head = f"HloModule {self.name}" + (", " + self.attr_text if self.attr_text else "")
         parts = [head]
+        frames = self.stack_frames_text()
+        if frames:
+            parts.append(frames)
+        parts.extend(c.to_text(sigil=sigil) for c in self.computations if not c.origin)
+        return "\n\n".join(parts) + "\n"
+
+    def stack_frames_text(self) -> str:
+        """The module's stack frame tables as HLO text (empty without any)."""
         sf = self.stack_frames
         if sf:
             rows = ["FileNames"]
@@ -559,9 +567,8 @@ class Module:
             rows.append("\nStackFrames")
             rows += [f"{i} {{file_location_id={a} parent_frame_id={b}}}"
                      for i, (a, b) in enumerate(sf.frames, 1)]
-            parts.append("\n".join(rows))
-        parts.extend(c.to_text(sigil=sigil) for c in self.computations if not c.origin)
-        return "\n\n".join(parts) + "\n"
+            return "\n".join(rows)
+        return ""
 
     def __str__(self) -> str:
         return self.to_text()

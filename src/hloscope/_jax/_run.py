@@ -1,27 +1,28 @@
-"""Run any HLO module on the PjRt runtime that JAX ships, with SPMD partitioning.
+"""Run any HLO module on the PjRt runtime that JAX ships, and say what came out.
 
-The one route from HLO text to an executable lives here (checked against
-jaxlib 0.10): ``jaxlib._hlo.hlo_module_from_text`` parses the text with XLA's
-own parser, ``HloModule.as_serialized_hlo_module_proto`` serializes it, and
-``xla_client._xla.mlir.hlo_to_stablehlo`` turns the proto into StableHLO that
-the client's ``compile_and_load`` compiles.  The partition count comes from the
-flag, else the module header, else the sharding annotations; SPMD partitioning
-is on when the module has sharding annotations (torch_xla's ``Sharding``
-custom-calls included).  Inputs are placed by the executable's own parameter
-shardings; outputs are gathered back with its output shardings.
+`run_module` takes a module from any frontend (JAX, torch_xla, TensorFlow) as it is:
+`_exec` decides how it compiles (SPMD-partitioned, already one program per device, or
+optimized already and compiled without XLA's passes) and holds the one route from HLO
+text to an executable; `_values` makes the inputs (every element type, from specs or
+files, conversions announced) and compares outputs.  Inputs are placed, and outputs
+gathered, with the executable's shardings (or the module's, when it is already
+partitioned); 64-bit types pass unchanged under a thread-local ``jax.enable_x64``, so the
+user's own JAX setting is left alone.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import HloscopeError
 from .._repr import clip
 from .._hlo._module import Instruction, Module
-from .._hlo._shape import NUMPY_DTYPES
+from ._exec import Plan
+from ._values import InputValue, compare_outputs, make_input, reduction_size
 
 __all__ = ["RunResult", "run_module"]
 
@@ -45,6 +46,11 @@ class RunResult:
     collectives: list[dict[str, Any]] = field(default_factory=list)
     check: dict[str, Any] | None = None
     values: list[Any] = field(default_factory=list, repr=False)
+    plan: dict[str, Any] = field(default_factory=dict)
+    how: str = ""
+    notes: list[str] = field(default_factory=list)
+    expect: dict[str, Any] | None = None
+    saved: str | None = None
 
     def __repr__(self) -> str:
         from .._bench._stats import time_stats
@@ -55,6 +61,9 @@ class RunResult:
             timing = f", median {s['median'] * 1e3:.4g} ms over {s['runs']} runs"
         check = "" if self.check is None else (
             ", check ok" if self.check.get("ok") else ", check FAILED")
+        if self.expect is not None:
+            check += ", expected outputs ok" if self.expect["ok"] else \
+                ", expected outputs DIFFER"
         return clip(f"RunResult({self.module}: {self.partitions} partition(s)"
                     f"{', SPMD' if self.spmd else ''}, {len(self.outputs)} output(s)"
                     f"{timing}{check})")
@@ -68,159 +77,9 @@ class RunResult:
                 "stats": time_stats(self.times), "compile_time": self.compile_time,
                 "memory_before": self.memory_before, "memory_after": self.memory_after,
                 "collectives": self.collectives, "check": self.check,
+                "expect": self.expect, "plan": self.plan, "how": self.how,
+                "notes": self.notes, "saved_outputs": self.saved,
                 "partitioned_module": self.partitioned_text}
-
-
-def _has_sharding(m: Module) -> bool:
-    for inst in m.instructions():
-        if inst.attr("sharding") is not None:
-            return True
-        if inst.opcode == "custom-call" and inst.attr("custom_call_target") in (
-                '"Sharding"', "Sharding", '"SPMDFullToShardShape"', '"SPMDShardToFullShape"'):
-            return True
-    return False
-
-
-def _partitions_from_shardings(m: Module) -> int:
-    most = 0
-    for inst in m.instructions():
-        text = inst.attr("sharding")
-        if not text:
-            continue
-        try:
-            from .._hlo._sharding import parse_sharding
-
-            s = parse_sharding(text)
-            most = max(most, max(s.device_list(), default=-1) + 1)
-        except Exception:  # noqa: BLE001  (an odd form: fall back to the numbers in it)
-            nums = [int(x) for x in re.findall(r"\d+", text.split("]", 1)[-1])]
-            most = max(most, max(nums, default=-1) + 1)
-    return most
-
-
-def _fill(spec: str, inst: Instruction) -> Any:
-    import numpy as np
-
-    shape = inst.shape
-    if shape.is_tuple or not shape.is_array:
-        raise HloscopeError(f"parameter {inst.name} is {shape}: only array parameters can be "
-                            "given", hint="run a module whose parameters are arrays")
-    dtype = NUMPY_DTYPES.get(shape.element_type)
-    if dtype is None:
-        raise HloscopeError(f"parameter {inst.name}: element type {shape.element_type} is not "
-                            "supported as an input")
-    dims = tuple(shape.dims)
-    if dtype == "bfloat16":
-        import ml_dtypes
-
-        np_dtype: Any = ml_dtypes.bfloat16
-    else:
-        np_dtype = np.dtype(dtype)
-    if spec == "zeros":
-        return np.zeros(dims, np_dtype)
-    if spec == "ones":
-        return np.ones(dims, np_dtype)
-    if spec.startswith("random"):
-        seed = int(spec.split(":", 1)[1]) if ":" in spec else 0
-        rng = np.random.default_rng(seed)
-        if np.issubdtype(np.dtype(dtype) if dtype != "bfloat16" else np.float32, np.integer):
-            return rng.integers(0, 10, dims).astype(np_dtype)
-        if dtype == "bool":
-            return rng.integers(0, 2, dims).astype(bool)
-        return rng.standard_normal(dims).astype(np_dtype)
-    if spec.endswith(".npy"):
-        try:
-            arr = np.load(spec)
-        except (OSError, ValueError) as e:
-            raise HloscopeError(f"input {inst.name}: cannot read {spec} ({e})") from None
-        if tuple(arr.shape) != dims:
-            raise HloscopeError(f"input {inst.name}: {spec} holds shape {tuple(arr.shape)}, "
-                                f"the parameter is {shape}",
-                                hint="give an array of the parameter's shape")
-        return arr.astype(np_dtype)
-    try:
-        value = float(spec)
-    except ValueError:
-        raise HloscopeError(f"input {inst.name}: {spec!r} is not zeros, ones, random[:SEED], "
-                            "a number or a .npy file") from None
-    return np.full(dims, value, np_dtype)
-
-
-def _offending_line(module_text: str, message: str) -> str:
-    """The module line XLA's message is about (a custom-call target, an instruction name)."""
-    lines = module_text.splitlines()
-    for pat in (r'custom[_ ]call[_ ]target[^"\']*["\']([^"\']+)["\']', r"target[: ]+\"?([\w.-]+)",
-                r"%([\w.-]+)"):
-        for m in re.finditer(pat, message):
-            key = m.group(1)
-            for n, line in enumerate(lines, 1):
-                if key in line and ("custom_call_target" in line or f"%{key} " in line
-                                    or f" {key} =" in line or line.strip().startswith(key)):
-                    return f"line {n}: {line.strip()[:300]}"
-    return ""
-
-
-def _custom_call_hint(m: Module, message: str) -> tuple[str, str]:
-    targets = sorted({(inst.attr("custom_call_target") or "").strip('"')
-                      for inst in m.instructions() if inst.opcode == "custom-call"}
-                     - {"", "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
-    named = [t for t in targets if t in message]
-    if named or ("custom" in message.lower() and targets):
-        t = (named or targets)[0]
-        inst = next(i for i in m.instructions() if i.opcode == "custom-call"
-                    and (i.attr("custom_call_target") or "").strip('"') == t)
-        return (f"the module calls the custom-call target {t!r} ({inst.name}): library "
-                "code that the installed XLA does not provide",
-                "custom-calls are library code registered by the program that made the module "
-                f"(e.g. jaxDecomp registers {t!r} for its GPU FFT); install and import that "
-                "library, or run the module on the platform it was made for")
-    return "", ""
-
-
-def _compile(client: Any, m: Module, text: str, partitions: int, spmd: bool,
-             devices: list[Any]) -> tuple[Any, float]:
-    import numpy as np
-    from jax._src.lib import xla_client as xc
-
-    try:
-        import jaxlib._hlo as jhlo
-
-        from_text = jhlo.hlo_module_from_text
-    except ImportError:  # older jaxlib: the same function in xla_client's extension
-        from_text = xc._xla.hlo_module_from_text
-    try:
-        hm = from_text(text)
-    except Exception as e:  # noqa: BLE001  (XLA's parser raises its own error type)
-        msg = str(e).strip()
-        where = _offending_line(text, msg)
-        raise HloscopeError(f"{m.name}: XLA's parser refuses the module: "
-                            f"{msg.splitlines()[0][:400]}" + (f" ({where})" if where else ""),
-                            hint="the installed XLA is older or newer than the one that "
-                                 "wrote the module; hloscope's own commands still read it")
-    mlir = xc._xla.mlir.hlo_to_stablehlo(hm.as_serialized_hlo_module_proto())
-    opts = xc.CompileOptions()
-    opts.num_replicas = 1
-    opts.num_partitions = partitions
-    eb = opts.executable_build_options
-    eb.num_replicas = 1
-    eb.num_partitions = partitions
-    eb.use_spmd_partitioning = spmd
-    assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]]))
-    opts.device_assignment = assignment
-    t0 = time.perf_counter()
-    try:
-        exe = client.compile_and_load(mlir, xc.DeviceList(tuple(devices)), opts)
-    except Exception as e:  # noqa: BLE001  (XlaRuntimeError and friends)
-        msg = str(e).strip()
-        first = msg.splitlines()[0][:500] if msg else type(e).__name__
-        cause, hint = _custom_call_hint(m, msg)
-        where = _offending_line(text, msg)
-        raise HloscopeError(f"{m.name}: XLA cannot compile the module: "
-                            + (f"{cause}. XLA says: " if cause else "") + first
-                            + (f" ({where})" if where else ""),
-                            hint=hint or "see XLA's message; hloscope's own commands "
-                                         "(summary, memory, kernels) still read the module")
-    return exe, time.perf_counter() - t0
 
 
 def _memory_stats(exe: Any) -> dict[str, int | None]:
@@ -242,12 +101,50 @@ def _summary(value: Any) -> dict[str, Any]:
         f = a.astype(np.float64)
         out.update({"min": float(f.min()), "max": float(f.max()), "mean": float(f.mean())})
     flat = a.reshape(-1)
-    out["first"] = [x.item() if hasattr(x, "item") else x for x in flat[:6]]
+    first = [x.item() if hasattr(x, "item") else x for x in flat[:6]]
+    out["first"] = [str(x) if isinstance(x, complex) else x for x in first]
     return out
 
 
-def _place(exe: Any, host: list[Any], devices: list[Any]) -> list[Any]:
-    """The inputs on the devices, split as the executable's parameter shardings say."""
+def _shardings(plan: Plan, exe: Any, m: Module, outputs: int) -> tuple[list[Any], list[Any]]:
+    """The parameter and output shardings (XLA HloSharding objects, None: replicated):
+    the executable's own after SPMD partitioning, else the module's annotations (an
+    already-partitioned module keeps them on its parameters and root)."""
+    from jax._src.lib import xla_client as xc
+
+    params = m.entry.parameters
+    if plan.spmd:
+        def hlo(op: Any) -> Any:
+            if op is None:
+                return None
+            s = op if isinstance(op, xc.HloSharding) else xc.HloSharding.from_proto(op)
+            return s if s.is_tiled() else None
+
+        return ([hlo(s) for s in exe.get_parameter_shardings() or [None] * len(params)],
+                [hlo(s) for s in exe.get_output_shardings() or [None] * outputs])
+
+    def parse(text: str | None) -> Any:
+        if not text or not plan.partitioned:
+            return None
+        try:
+            return xc.HloSharding.from_string(text)
+        except Exception:  # noqa: BLE001  (a form this XLA does not read: replicated)
+            return None
+
+    ins = [parse(p.attr("sharding")) for p in params]
+    root = parse(m.entry.root.attr("sharding"))
+    if root is not None and m.entry.root.shape.is_tuple:
+        elems = list(root.tuple_elements()) if root.tuple_elements() else []
+        outs = [e if e.is_tiled() else None for e in elems]
+    else:
+        outs = [root if root is not None and root.is_tiled() else None]
+    outs += [None] * (outputs - len(outs))
+    return [s if s is not None and s.is_tiled() else None for s in ins], outs[:outputs]
+
+
+def _place(host: list[Any], shardings: list[Any], devices: list[Any]) -> list[Any]:
+    """The inputs on the devices, split as the shardings say (whole on each device where
+    there is none)."""
     import jax
     from jax._src.lib import xla_client as xc
     from jax._src.sharding_impls import GSPMDSharding
@@ -255,21 +152,33 @@ def _place(exe: Any, host: list[Any], devices: list[Any]) -> list[Any]:
     if len(devices) == 1:
         return [jax.device_put(h, devices[0]) for h in host]
     dl = xc.DeviceList(tuple(devices))
-    return [jax.device_put(h, GSPMDSharding(dl, s))
-            for h, s in zip(host, exe.get_parameter_shardings() or [None] * len(host))]
+    return [jax.device_put(h, GSPMDSharding(dl, s if s is not None
+                                            else xc.HloSharding.replicate()))
+            for h, s in zip(host, shardings)]
 
 
-def _execute(exe: Any, args: list[Any]) -> list[list[Any]]:
+def _execute(exe: Any, args: list[Any], name: str = "the module") -> list[list[Any]]:
     """One run on placed inputs, waited for: each output's per-device arrays."""
     import jax
 
-    shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
-    jax.block_until_ready(shards)
+    from ._exec import CompileError
+
+    try:
+        shards = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+        jax.block_until_ready(shards)
+    except Exception as e:  # noqa: BLE001  (XlaRuntimeError: a RET_CHECK while running)
+        msg = str(e).strip()
+        raise CompileError(f"{name}: XLA compiled the module but cannot run it: "
+                           + (msg.splitlines()[0][:500] if msg else type(e).__name__),
+                           hint="see XLA's message; hloscope's own commands (summary, "
+                                "memory, kernels) still read the module") from None
     return shards
 
 
-def _assemble(exe: Any, m: Module, shards: list[list[Any]], devices: list[Any]) -> list[Any]:
-    """Each output as one global array, from its shards and the output shardings."""
+def _assemble(shards: list[list[Any]], shardings: list[Any], leaves: list[Any],
+              devices: list[Any], partitioned: bool) -> list[Any]:
+    """Each output as one global array, from its shards and its sharding (device 0's
+    value for an output with none)."""
     import jax
     from jax._src.lib import xla_client as xc
     from jax._src.sharding_impls import GSPMDSharding
@@ -277,33 +186,140 @@ def _assemble(exe: Any, m: Module, shards: list[list[Any]], devices: list[Any]) 
     if len(devices) == 1:
         return [per_device[0] for per_device in shards]
     dl = xc.DeviceList(tuple(devices))
-    root = m.entry.root.shape
-    leaves = [s for _, s in root.leaves()] if root.is_tuple else [root]
-    out_sh = exe.get_output_shardings() or []
-    return [jax.make_array_from_single_device_arrays(
-                tuple(leaves[k].dims), GSPMDSharding(dl, out_sh[k]), per_device)
-            if k < len(out_sh) and k < len(leaves) else per_device[0]
-            for k, per_device in enumerate(shards)]
+    out = []
+    for k, per_device in enumerate(shards):
+        s = shardings[k] if k < len(shardings) else None
+        if s is None or k >= len(leaves) or not s.is_tiled():
+            out.append(per_device[0])
+            continue
+        dims = tuple(per_device[0].shape)
+        if partitioned:  # the shards' shapes times the tiles
+            tiles = list(s.tile_assignment_dimensions())
+            if s.replicate_on_last_tile_dim() or len(tiles) > len(dims):
+                tiles = tiles[:len(dims)]
+            dims = tuple(d * t for d, t in zip(dims, tiles))
+        else:
+            dims = tuple(leaves[k].dims)
+        out.append(jax.make_array_from_single_device_arrays(dims, GSPMDSharding(dl, s),
+                                                            per_device))
+    return out
 
 
-def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, str] | None = None,
-               iterations: int = 1, check: bool = False, tolerance: float = 1e-5) -> RunResult:
-    """Compile `m` (SPMD-partitioned over `partitions` devices when it has sharding
-    annotations), run it on `inputs` (parameter name or number -> ``zeros``, ``ones``,
-    ``random[:SEED]``, a number or a ``.npy`` file; ``random:N`` for parameter N by
-    default) `iterations`
-    times, and, with `check`, compare with the same module compiled for one device."""
+def _fill(spec: Any, inst: Instruction, dims: tuple[int, ...] | None = None,
+          allow_lossy: bool = False) -> InputValue:
+    return make_input(spec, inst, tuple(inst.shape.dims) if dims is None else dims,
+                      allow_lossy=allow_lossy)
+
+
+def before_optimizations_file(filename: str) -> str | None:
+    """The module before optimization beside an optimized one: a dump's
+    ``*.before_optimizations.txt`` of the same module number, or ``X.before.hlo``
+    beside ``X.hlo``."""
+    import os
+
+    folder, base = os.path.split(filename)
+    if not base or not os.path.isdir(folder or "."):
+        return None
+    m = re.match(r"(module_\d+\.[^/]*?)\.(?:\w+_)?after_optimizations\.txt$", base)
+    candidates = []
+    if m:
+        candidates.append(f"{m.group(1)}.before_optimizations.txt")
+    stem = re.sub(r"(\.after_opt(?:imizations)?)?\.(hlo|txt)$", "", base)
+    candidates += [f"{stem}.before.hlo", f"{stem}.before_optimizations.txt",
+                   f"{stem}.before_opt.hlo"]
+    for c in candidates:
+        path = os.path.join(folder, c)
+        if c != base and os.path.isfile(path):
+            return path
+    return None
+
+
+def _resolve_inputs(m: Module, inputs: dict[str, Any] | None, input_files: Any
+                    ) -> tuple[list[Any], str | None]:
+    """Each parameter's spec: the `inputs` given by name or number, else the array from
+    `input_files`, else ``random:N``."""
+    from ._values import load_input_files, match_inputs
+
+    params = m.entry.parameters
+    names = {p.name: p for p in params}
+    specs: dict[int, Any] = {}
+    source = None
+    if input_files is not None:
+        source = str(input_files)
+        arrays = input_files if isinstance(input_files, dict) else load_input_files(
+            input_files)
+        specs.update(match_inputs(dict(arrays), params, source))
+    for key, spec in (inputs or {}).items():
+        key = str(key)
+        if key in names:
+            specs[names[key].parameter_number] = spec
+        elif key.isdigit() and int(key) < len(params):
+            specs[int(key)] = spec
+        else:
+            raise HloscopeError(f"no parameter {key!r} in {m.name}",
+                                hint="its parameters: " + ", ".join(
+                                    f"{p.parameter_number}={p.name} {p.shape}" for p in params))
+    return [specs.get(p.parameter_number, f"random:{p.parameter_number}") for p in params], \
+        source
+
+
+def _device_memory(devices: list[Any]) -> int | None:
+    """Bytes one accelerator can hold (None on CPU devices, which share the host's)."""
+    if devices[0].platform == "cpu":
+        return None
+    try:
+        return int((devices[0].memory_stats() or {}).get("bytes_limit") or 0) or None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def run_module(m: Module, *, partitions: int | None = None,
+               inputs: dict[str, Any] | None = None, input_files: Any = None,
+               iterations: int = 1, check: bool = False, tolerance: float | None = None,
+               expect: Any = None, save_outputs: str | None = None,
+               allow_lossy: bool = False, isolate: bool | None = None,
+               fallback: bool = True, _plan: Plan | None = None) -> RunResult:
+    """Compile `m` as it asks (SPMD-partitioned when it has sharding annotations, one
+    program per device when it is already partitioned, without XLA's passes when they
+    already ran), run it `iterations` times after a first run, and return its outputs.
+
+    `inputs`: parameter name or number -> ``zeros``, ``ones``, ``random[:SEED]``, a number,
+    a ``.npy`` file or an array; `input_files`: an ``.npz`` file or a folder of ``.npy``
+    (by parameter name or position); the rest ``random:N``.  Inputs of another dtype are
+    converted with a note, and refused where values would change unless `allow_lossy`.
+    `check` compares with the module compiled for one device, `expect` (an ``.npz``/``.npy``
+    file or a list of arrays) with reference outputs, each under per-dtype tolerances
+    scaled to the module's longest sum (`tolerance` overrides).  `save_outputs` writes the
+    outputs to an ``.npz`` (``output0``, ``output1``, ...).  An optimized module XLA cannot
+    compile again runs the module before optimization found beside it (`fallback`)."""
+    import numpy as np
+
     try:
         import jax
     except ImportError:
         raise HloscopeError("hloscope run needs JAX (jaxlib's PjRt runtime)",
                             hint="pip install 'hloscope[jax]'") from None
-    import numpy as np
+    from ._exec import CompileError, compile_checked, defuse, plan_module, text_for
+    from ._values import (check_sizes, describe_parameter, global_shape, memory_available)
 
-    text = str(m)
-    spmd = _has_sharding(m)
-    n = partitions or (m.num_partitions if m.num_partitions > 1 else 0) or \
-        (_partitions_from_shardings(m) if spmd else 0) or 1
+    plan = _plan or plan_module(m, partitions)
+    text = text_for(m, plan)
+    again = dict(partitions=partitions, inputs=inputs, input_files=input_files,
+                 iterations=iterations, check=check, tolerance=tolerance, expect=expect,
+                 save_outputs=save_outputs, allow_lossy=allow_lossy, isolate=isolate)
+    elided = [inst for inst in m.instructions()
+              if inst.opcode == "constant" and (inst.literal or "").strip() == "{...}"]
+    if elided:
+        before = before_optimizations_file(m.filename) if fallback else None
+        if before is None:
+            raise HloscopeError(
+                f"{m.name}: the values of constant {elided[0].name} ({elided[0].shape}) "
+                f"are not in the text (printed as {{...}}; {len(elided)} constant(s) in all)",
+                hint="dump the module with its constants: XLA_FLAGS='--xla_dump_to=DIR "
+                     "--xla_dump_large_constants', or run its before_optimizations file")
+        return _run_instead(before, f"{m.name}: the values of constant {elided[0].name} "
+                            "are not in the text (printed as {...})", **again)
+    n = plan.partitions
     have = jax.devices()
     if n > len(have):
         raise HloscopeError(f"{m.name}: needs {n} devices, JAX has {len(have)}",
@@ -311,62 +327,187 @@ def run_module(m: Module, *, partitions: int | None = None, inputs: dict[str, st
                                  "--partitions")
     devices = have[:n]
     params = m.entry.parameters
-    specs = dict(inputs or {})
-    names = {p.name: p for p in params}
-    for key in specs:
-        if key not in names and not (key.isdigit() and int(key) < len(params)):
-            raise HloscopeError(f"no parameter {key!r} in {m.name}",
-                                hint="its parameters: " + ", ".join(
-                                    f"{p.parameter_number}={p.name} {p.shape}" for p in params))
-    chosen = [(p, specs.get(p.name, specs.get(str(p.parameter_number),
-                                              f"random:{p.parameter_number}")))
-              for p in params]
-    described = [{"parameter": p.parameter_number, "name": p.name, "shape": str(p.shape),
-                  "input": spec} for p, spec in chosen]
-    # Compile before making the inputs: a module XLA cannot compile gets its error at once,
-    # not after gigabytes of random inputs are drawn for it (or the process is killed).
+    chosen, source = _resolve_inputs(m, inputs, input_files)
+    dims = [global_shape(p, plan.partitioned) for p in params]
     client = devices[0].client
-    exe, compile_time = _compile(client, m, text, n, spmd and n > 1, devices)
-    host = [_fill(spec, p) for p, spec in chosen]
-    args = _place(exe, host, devices)
-    shards = _execute(exe, args)
-    values = _assemble(exe, m, shards, devices)
-    times: list[float] = []  # execution only: the inputs stay on the devices
-    for _ in range(max(0, iterations)):
-        t0 = time.perf_counter()
-        _execute(exe, args)
-        times.append(time.perf_counter() - t0)
-    outputs = []
-    for k, v in enumerate(values):
-        o = _summary(v)
-        o["index"] = k
-        o["shards"] = [{"device": d.id, **_summary(s)}
-                       for d, s in zip(devices, shards[k])] if n > 1 else []
-        outputs.append(o)
+    notes: list[str] = []
+    exe: Any = None
+    why = undone_why = ""
+    try:
+        exe, compile_time = compile_checked(client, m, text, plan, devices, isolate=isolate)
+    except CompileError as e:
+        if not plan.optimized or e.library or not fallback:
+            raise
+        first, why = e.message, e.message.split(": ", 1)[-1][:300]
+        try:  # a second way: the fusions undone, XLA's passes on
+            undone, plan_undone = defuse(m), replace(plan, optimized=False)
+            exe, compile_time = compile_checked(client, m, undone, plan_undone, devices,
+                                                isolate=True)
+            notes.append(f"{m.name} is optimized, and XLA cannot take it as it is "
+                         f"({why}): compiled with its "
+                         "fusions undone (XLA's passes fuse it again)")
+            text, plan = undone, plan_undone
+        except CompileError as e2:
+            exe, undone_why = None, e2.message.split(": ", 1)[-1][:300]
+    if exe is None:
+        before = before_optimizations_file(m.filename)
+        if before is None:
+            raise HloscopeError(
+                first + ". The module is optimized (XLA's passes ran on it, for another "
+                f"device or XLA version); with its fusions undone: {undone_why}",
+                hint="run the module before optimization: its dump's "
+                     "*.before_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR), or "
+                     "jax.jit(f).lower(...).as_text() rather than compiled.as_text()") \
+                from None
+        return _run_instead(before, f"{m.name} is optimized, and XLA cannot take it as it "
+                            f"is ({why})", **again)
+    # Sizes before anything is made (after the compile, which allocates nothing and
+    # gives a module it cannot take its own error): inputs and outputs on this machine,
+    # XLA's figures per device on an accelerator.
+    check_sizes(m, [(p.shape, d) for p, d in zip(params, dims)], memory_available())
+    before_inputs_bytes = sum(p.shape.byte_size * (math.prod(d) // max(1, math.prod(
+        p.shape.dims))) for p, d in zip(params, dims) if p.shape.is_array)
+    stats = _memory_stats(exe)
+    per_device = sum(v or 0 for k, v in stats.items() if k in ("argument", "output",
+                                                                "temporary"))
+    limit = _device_memory(devices)
+    if limit is not None and per_device > limit:
+        raise HloscopeError(f"{m.name}: needs {per_device:,} B per device (XLA: arguments, "
+                            f"outputs, temporaries), the device holds {limit:,} B",
+                            hint="run it on more devices or a smaller version")
+    root = m.entry.root.shape
+    leaves = [s for _, s in root.leaves()] if root.is_tuple else [root]
+    with jax.enable_x64(True):  # s64, u64, f64, c128 pass unchanged; the user's setting stays
+        try:
+            made = [_fill(spec, p, d, allow_lossy) for p, spec, d in zip(params, chosen, dims)]
+        except MemoryError:
+            raise HloscopeError(f"{m.name}: this machine ran out of memory making the inputs "
+                                f"(the module's parameters: {before_inputs_bytes:,} B)",
+                                hint="run it on a machine with more memory, or a smaller "
+                                     "version") from None
+        host = [v.array for v in made]
+        in_sh, out_sh = _shardings(plan, exe, m, len(leaves))
+        try:
+            args = _place(host, in_sh, devices)
+        except Exception as e:  # noqa: BLE001  (RESOURCE_EXHAUSTED and friends)
+            msg = str(e).strip()
+            raise HloscopeError(f"{m.name}: the inputs cannot be placed on the devices: "
+                                + (msg.splitlines()[0][:400] if msg else type(e).__name__),
+                                hint="the devices' memory is the usual limit: run a smaller "
+                                     "version, or on more devices") from None
+        shards = _execute(exe, args, m.name)
+        values = _assemble(shards, out_sh, leaves, devices, plan.partitioned)
+        del host
+        times: list[float] = []  # execution only: the inputs stay on the devices
+        for _ in range(max(0, iterations)):
+            t0 = time.perf_counter()
+            _execute(exe, args)
+            times.append(time.perf_counter() - t0)
+        values = [np.asarray(v) for v in values]
+        outputs = []
+        for k, v in enumerate(values):
+            o = _summary(v)
+            o["index"] = k
+            o["shards"] = [{"device": d.id, **_summary(s)}
+                           for d, s in zip(devices, shards[k])] if n > 1 else []
+            outputs.append(o)
+    if plan.partitioned and n > 1 and not m.entry.root.attr("sharding"):
+        notes.append("the module does not say how its outputs are split over the devices "
+                     "(its root has no sharding): each output is device 0's piece; every "
+                     "device's piece is under its shards")
+    described = [{"parameter": p.parameter_number, "name": p.name, "shape": str(p.shape),
+                  "input": spec if isinstance(spec, str) else f"{source}",
+                  "conversion": v.conversion, "about": describe_parameter(p)}
+                 for p, spec, v in zip(params, chosen, made)]
     partitioned = exe.hlo_modules()[0].to_string()
     before, after_peak, collectives = _before_after(m, partitioned)
-    result = RunResult(m.name, n, spmd and n > 1, described, outputs, times, compile_time,
-                       partitioned, before, {**_memory_stats(exe), "peak": after_peak},
-                       collectives, values=values)
+    result = RunResult(m.name, n, plan.spmd, described, outputs, times, compile_time,
+                       partitioned, before, {**stats, "peak": after_peak},
+                       collectives, values=values, plan=plan.to_dict(),
+                       how=plan.describe(), notes=notes)
+    k = reduction_size(m)
     if check:
-        ref_exe, _ = _compile(client, m, text, 1, False, devices[:1])
-        ref = _assemble(ref_exe, m, _execute(ref_exe, _place(ref_exe, host, devices[:1])),
-                        devices[:1])
-        worst = 0.0
-        for a, b in zip(values, ref):
-            a_, b_ = np.asarray(a), np.asarray(b)
-            if a_.shape != b_.shape:
-                raise HloscopeError(f"output shapes differ: {a_.shape} partitioned, "
-                                    f"{b_.shape} on one device")
-            if a_.size:
-                diff = np.abs(a_.astype(np.complex128) - b_.astype(np.complex128))
-                scale = np.maximum(np.abs(b_.astype(np.complex128)), 1.0)
-                worst = max(worst, float((diff / scale).max()))
-        result.check = {"reference": "the same module compiled for one device",
-                        "max_relative_difference": worst, "tolerance": tolerance,
-                        "ok": worst <= tolerance}
+        from ._exec import Plan
+
+        one = Plan(1, False, False, plan.optimized)
+        if plan.partitioned:
+            result.notes.append("--check: the module is already one program per device; "
+                                "there is no single-device version to compare with")
+        else:
+            ref_exe, _ = compile_checked(client, m, text, one, devices[:1], isolate=isolate)
+            with jax.enable_x64(True):
+                ref_host = [_fill(spec, p, d, allow_lossy).array
+                            for p, spec, d in zip(params, chosen, dims)]
+                ref = [np.asarray(v) for v in _assemble(
+                    _execute(ref_exe, _place(ref_host, [None] * len(params), devices[:1])),
+                    [], leaves, devices[:1], False)]
+            rows = compare_outputs(values, ref, [f"output{i}" for i in range(len(values))],
+                                   k=k, tolerance=tolerance)
+            result.check = _verdict("the same module compiled for one device, unpartitioned",
+                                    rows, k)
+    if expect is not None:
+        ref_arrays = _load_expected(expect, len(values))
+        rows = compare_outputs(values, ref_arrays, [f"output{i}" for i in range(len(values))],
+                               k=k, tolerance=tolerance)
+        result.expect = _verdict(str(expect) if not isinstance(expect, list) else "arrays",
+                                 rows, k)
+    if save_outputs is not None:
+        try:
+            np.savez(save_outputs, **{f"output{i}": v for i, v in enumerate(values)})
+        except OSError as e:
+            raise HloscopeError(f"--save-outputs {save_outputs}: cannot write ({e})") from None
+        result.saved = str(save_outputs)
     return result
 
+
+def _run_instead(before: str, why: str, **kwargs: Any) -> RunResult:
+    """`run_module` on the module before optimization at `before`, with a note that says
+    why the module asked for was not run."""
+    from .._sources._reader import read
+
+    result = run_module(read(before).module, fallback=False, **kwargs)
+    result.notes.insert(0, f"{why}: ran {before}, the same module before optimization")
+    return result
+
+
+def _verdict(reference: str, rows: list[dict[str, Any]], k: int) -> dict[str, Any]:
+    rels = [r["max_rel_error"] for r in rows if r.get("max_rel_error") is not None]
+    return {"reference": reference, "reduction_size": k, "outputs": rows,
+            "max_relative_difference": max(rels, default=0.0),
+            "tolerance": max((r["tolerance"] or 0.0 for r in rows), default=0.0),
+            "ok": all(r["ok"] for r in rows)}
+
+
+def _load_expected(expect: Any, count: int) -> list[Any]:
+    """Reference outputs in output order: a list of arrays, an ``.npy`` (one output) or an
+    ``.npz`` whose keys end in the output's number (``output0``, ``arr_0``, ...), else in
+    the file's order."""
+    import numpy as np
+
+    if isinstance(expect, (list, tuple)):
+        arrays = [np.asarray(a) for a in expect]
+    else:
+        path = str(expect)
+        try:
+            loaded = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise HloscopeError(f"--expect {path}: cannot read it ({e})",
+                                hint="np.savez(path, *outputs) saves them in output order") \
+                from None
+        if isinstance(loaded, np.ndarray):
+            arrays = [loaded]
+        else:
+            with loaded as z:
+                keys = list(z.files)
+                nums = [re.search(r"(\d+)$", key) for key in keys]
+                if all(nums) and len({int(x.group(1)) for x in nums if x}) == len(keys):
+                    keys = sorted(keys, key=lambda key: int(re.search(r"(\d+)$", key)
+                                                            .group(1)))  # type: ignore[union-attr]
+                arrays = [z[key] for key in keys]
+    if len(arrays) != count:
+        raise HloscopeError(f"--expect: {len(arrays)} reference array(s) for {count} "
+                            "output(s)", hint="give one array per output, in output order")
+    return arrays
 
 def _before_after(m: Module, partitioned: str) -> tuple[dict[str, int | None], int | None,
                                                           list[dict[str, Any]]]:
