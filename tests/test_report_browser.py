@@ -196,3 +196,70 @@ def test_bench_markdown_rendered_by_a_commonmark_renderer_runs_no_script(browser
     for v in HOSTILE_MD:
         assert v in text, v
     page.close()
+
+
+# -- every control on every kind of page (issue 19, item 8) -----------------------------
+
+def use_every_control(page) -> int:
+    """Click, hover and type into everything a user can on the page (tabs, table rows and
+    headers, groups and kernels, buttons, search boxes, timelines); return how many."""
+    used = 0
+
+    def each(selector, action, limit=4):
+        nonlocal used
+        for i in range(min(limit, page.locator(selector).count())):
+            loc = page.locator(selector).nth(i)
+            if loc.is_visible():
+                action(loc)
+                used += 1
+
+    each("nav a", lambda a: a.click(), limit=20)
+    for view in page.locator("nav a").all() or [None]:
+        if view is not None:
+            view.click()
+        each("th.sortable", lambda th: th.click(), limit=3)
+        each("tr.clickable", lambda tr: tr.click(), limit=3)
+        if view is not None:
+            view.click()  # back to the view: a row may have moved to another one
+        each("button", lambda b: b.click(), limit=6)
+        each("input[type=search]", lambda i: (i.fill("fusion"), i.press("Enter")))
+        each("svg.hover, #timeline-svg", lambda s: s.hover())
+        each("g.group.closed text.title", lambda t: t.click(), limit=2)
+        each("g.kernel", lambda k: k.click(), limit=2)
+    return used
+
+
+def inspect_report(tmp_path, name, **kw):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def mlp(w1, w2, x):
+        return jnp.sum((jnp.tanh(x @ w1) @ w2) ** 2)
+
+    r = hloscope.inspect(jax.grad(mlp), jnp.ones((256, 512)), jnp.ones((512, 128)),
+                         jnp.ones((64, 256)), **kw)
+    out = tmp_path / name
+    out.write_text(r.html(), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("kind", ["module", "dump folder", "dump files alone", "sharded",
+                                  "inspect", "target"])
+def test_every_control_on_every_kind_of_page_raises_no_error(browser, tmp_path, kind):
+    if kind == "inspect":
+        path = inspect_report(tmp_path, "inspect.html")
+    elif kind == "target":
+        path = inspect_report(tmp_path, "target.html", target="tpu-v5e:2x4")
+    else:
+        src = {"module": GENERATED / "f_filter_with_temp.hlo",
+               "dump folder": GENERATED / "f_for_loop.dump",
+               "dump files alone": SEEDS / "gpu_auto_sharding.buffer-assignment.txt",
+               "sharded": GENERATED / "fft_cont_pencil_4x2.hlo"}[kind]
+        path = report(tmp_path, src)
+    page, errors = open_report(browser, path)
+    assert not errors, errors  # nothing logged on load
+    assert use_every_control(page) >= 3
+    assert not errors, errors
+    page.close()

@@ -309,7 +309,7 @@
       var x = K[k2];
       if (x.name.toLowerCase().indexOf(q) >= 0 || x.op_name.toLowerCase().indexOf(q) >= 0 || x.source.toLowerCase().indexOf(q) >= 0) hit = k2;
     }
-    var status = document.getElementById("search-status");
+    var status = document.getElementById("search-status") || {};
     if (hit < 0) { status.textContent = "no kernel matches " + query; return -1; }
     status.textContent = "found " + K[hit].name;
     path[hit].forEach(function (g) { open[g] = true; });
