@@ -140,7 +140,7 @@ function header() {
   facts.push(["flops", count(S.flops)]);
   var tm = D.inspect && D.inspect.timings;
   if (tm && tm.compile !== undefined) facts.push(["compile", seconds(tm.compile)]);
-  if (D.xla) facts.push(["XLA's dump files", (D.xla.allocations || 0) + " allocations, " + bytes(D.xla.total)]);
+  if (D.xla) facts.push(["XLA's dump files", (D.xla.allocations || 0) + " allocations" + (D.xla.total !== null ? ", " + bytes(D.xla.total) : "")]);
   var t = el("table", {"class": "facts"}, null, box), tr = el("tr", {}, null, t);
   facts.forEach(function (f) { el("th", {}, f[0], tr); el("td", {}, f[1], tr); });
   var nav = el("nav", {}, null, box);

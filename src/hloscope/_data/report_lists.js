@@ -151,7 +151,7 @@ function shardings(box) {
   [["input", sh.inputs || []], ["output", sh.outputs || []]].forEach(function (part) {
     part[1].forEach(function (r) {
       var tr = el("tr", {}, null, t);
-      el("td", {}, part[0], tr); el("td", {}, r[0], tr); el("td", {}, r[1], tr); el("td", {"class": "op"}, r[2], tr); el("td", {}, r[3] || "", tr);
+      el("td", {}, part[0], tr); el("td", {}, r[0], tr); el("td", {}, r[1], tr); el("td", {"class": "op", title: r[2]}, r[2], tr); el("td", {}, r[3] || "", tr);
     });
   });
 }

@@ -342,9 +342,9 @@ def _jax_shardings(jax_sh: dict[str, Any], module_sh: dict[str, Any]) -> dict[st
 
     mesh = ""
     for text in list(jax_sh.get("inputs") or []) + list(jax_sh.get("outputs") or []):
-        found = re.search(r"Mesh\(([^)]*)\)", str(text))
+        found = re.search(r"Mesh\(((?:'[^']*': \d+(?:, )?)+)", str(text))
         if found:
-            mesh = found.group(1)
+            mesh = found.group(1).rstrip(", ")
             break
     return {"mesh": mesh or module_sh.get("mesh", ""),
             "inputs": rows(list(jax_sh.get("inputs") or []), module_sh.get("inputs") or [],
