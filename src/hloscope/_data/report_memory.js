@@ -53,7 +53,7 @@ function stackedTimeline(box, info) {
     for (var i = 0; i < n; i++) {
       var b0 = base[i], b1 = b0 + s[i];
       top.push(X(i) + "," + Y(b1), X(i + 1) + "," + Y(b1));
-      bottom.push(X(i + 1) + "," + Y(b0), X(i) + "," + Y(b0));
+      bottom.push(X(i) + "," + Y(b0), X(i + 1) + "," + Y(b0));  // reversed below: right to left
       base[i] = b1;
     }
     var poly = sv("polygon", {points: top.concat(bottom.reverse()).join(" "), fill: COLORS[si % COLORS.length], "class": "band"}, svg);
