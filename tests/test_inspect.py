@@ -186,6 +186,9 @@ def test_notebook_display_in_a_real_kernel_rendered_in_chromium(tmp_path):
         page.goto("file://" + str(page_file))
         frame = page.frames[1]
         frame.wait_for_selector("body[data-ready='1']", timeout=20000)
+        assert frame.locator("#answer-kernels tr").count() >= 1  # the overview, first
+        frame.click("#nav-graph")  # hash routing inside the notebook's iframe
+        frame.wait_for_selector("#main[data-view='graph']")
         assert frame.locator("g.kernel, g.group").count() >= 1
         shot = page.screenshot()
         b.close()

@@ -45,6 +45,12 @@ def open_report(browser, path):
     return page, errors
 
 
+def show(page, view):
+    """Open a view from the navigation and wait until it is drawn (routing is by hash)."""
+    page.click("#nav-" + view)
+    page.wait_for_selector(f"#main[data-view='{view}']")
+
+
 def report(tmp_path, src, name="r.html"):
     out = tmp_path / name
     r = run_cli("report", str(src), "-o", str(out))
@@ -54,6 +60,7 @@ def report(tmp_path, src, name="r.html"):
 
 def test_graph_draws_group_opens_search_finds_panel_shows_hlo(browser, tmp_path):
     page, errors = open_report(browser, report(tmp_path, GENERATED / "f_filter_with_temp.hlo"))
+    show(page, "graph")
     assert page.locator("g.kernel").count() >= 1 and page.locator("g.group.closed").count() >= 1
     before = page.locator("g.kernel").count()
     for _ in range(6):  # open groups (scopes may nest) until more kernels show
@@ -67,6 +74,7 @@ def test_graph_draws_group_opens_search_finds_panel_shows_hlo(browser, tmp_path)
     assert "found fft.9" in page.inner_text("#search-status")
     assert "fft(" in page.inner_text("#panel-hlo")
     assert page.locator("g.kernel.selected").count() == 1
+    show(page, "memory")
     page.locator("#timeline-svg").hover()
     assert "steps" in page.inner_text("#timeline-info")
     shot = page.screenshot(full_page=True)
@@ -76,6 +84,7 @@ def test_graph_draws_group_opens_search_finds_panel_shows_hlo(browser, tmp_path)
 
 def test_search_by_source_line_and_op_name(browser, tmp_path):
     page, errors = open_report(browser, report(tmp_path, GENERATED / "f_sum_jax.hlo"))
+    show(page, "graph")
     page.fill("#search", "reduce_sum")
     page.press("#search", "Enter")
     assert "found ynn_fusion" in page.inner_text("#search-status")
@@ -103,6 +112,7 @@ def test_hostile_metadata_runs_no_script(browser, tmp_path):
     text = out.read_text()
     assert "<script>alert" not in text and "<img" not in text
     page, errors = open_report(browser, out)
+    show(page, "graph")
     page.fill("#search", "k")
     page.press("#search", "Enter")
     assert page.evaluate("document.querySelectorAll('img, script:not([type])').length") == 1
@@ -118,6 +128,7 @@ def test_report_of_a_dump_folder_and_the_seed_dump(browser, tmp_path):
         tmp_path, SEEDS / "gpu_auto_sharding.buffer-assignment.txt", "seed.html"))
     text = page.inner_text("#summary")
     assert "30,724" in text.replace("\u202f", ",") or "30.00 KiB" in text
+    show(page, "memory")
     assert page.locator("#peak-values tr").count() == 1 + 8  # the 8 values live at the peak
     assert not errors, errors
 
@@ -153,6 +164,7 @@ def open_diff(browser, path):
 
 def test_memory_figures_are_labelled_and_explained(browser, tmp_path):
     page, errors = open_report(browser, report(tmp_path, GENERATED / "f_for_loop.dump"))
+    show(page, "memory")
     rows = page.locator("#memory-figures tr[data-key]")
     keys = [rows.nth(i).get_attribute("data-key") for i in range(rows.count())]
     assert keys[:2] == ["live_range_peak", "timeline_max"]
@@ -196,3 +208,212 @@ def test_bench_markdown_rendered_by_a_commonmark_renderer_runs_no_script(browser
     for v in HOSTILE_MD:
         assert v in text, v
     page.close()
+
+
+# -- every control on every kind of page (issue 19, item 8) -----------------------------
+
+def use_every_control(page) -> int:
+    """Click, hover and type into everything a user can on the page (tabs, table rows and
+    headers, groups and kernels, buttons, search boxes, timelines); return how many."""
+    used = 0
+
+    def each(selector, action, limit=4):
+        nonlocal used
+        for i in range(limit):
+            loc = page.locator(selector + " >> visible=true").nth(i)
+            if loc.count() and loc.is_visible():
+                action(loc)
+                used += 1
+                page.wait_for_timeout(40)  # let a link's hashchange switch the view
+
+    each("nav a", lambda a: a.click(), limit=20)
+    for view in page.locator("nav a").all() or [None]:
+        if view is not None:
+            view.click()
+            page.wait_for_timeout(40)
+        each("th.sortable", lambda th: th.click(), limit=3)
+        each("tr.clickable", lambda tr: tr.click(), limit=3)
+        if view is not None:
+            view.click()  # back to the view: a row may have moved to another one
+            page.wait_for_timeout(40)
+        each("button", lambda b: b.click(), limit=6)
+        each("input[type=search]", lambda i: (i.fill("fusion"), i.press("Enter")))
+        each("svg.hover, #timeline-svg", lambda s: s.hover())
+        each("g.group.closed text.title", lambda t: t.click(), limit=2)
+        each("g.kernel", lambda k: k.click(), limit=2)
+    return used
+
+
+def inspect_report(tmp_path, name, **kw):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    import hloscope
+
+    def mlp(w1, w2, x):
+        return jnp.sum((jnp.tanh(x @ w1) @ w2) ** 2)
+
+    r = hloscope.inspect(jax.grad(mlp), jnp.ones((256, 512)), jnp.ones((512, 128)),
+                         jnp.ones((64, 256)), **kw)
+    out = tmp_path / name
+    out.write_text(r.html(), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("kind", ["module", "dump folder", "dump files alone", "sharded",
+                                  "inspect", "target"])
+def test_every_control_on_every_kind_of_page_raises_no_error(browser, tmp_path, kind):
+    if kind == "inspect":
+        path = inspect_report(tmp_path, "inspect.html")
+    elif kind == "target":
+        path = inspect_report(tmp_path, "target.html", target="tpu-v5e:2x4")
+    else:
+        src = {"module": GENERATED / "f_filter_with_temp.hlo",
+               "dump folder": GENERATED / "f_for_loop.dump",
+               "dump files alone": SEEDS / "gpu_auto_sharding.buffer-assignment.txt",
+               "sharded": GENERATED / "fft_cont_pencil_4x2.hlo"}[kind]
+        path = report(tmp_path, src)
+    page, errors = open_report(browser, path)
+    assert not errors, errors  # nothing logged on load
+    assert use_every_control(page) >= 3
+    assert not errors, errors
+    page.close()
+
+
+# -- the views (issue 19) ------------------------------------------------------------------
+
+def test_views_keep_the_place_in_the_address(browser, tmp_path):
+    path = report(tmp_path, GENERATED / "f_filter_with_temp.hlo")
+    page, errors = open_report(browser, path)
+    assert page.locator("#view-overview").is_visible()
+    assert page.locator("#view-memory").count() == 1 and not page.locator("#view-memory").is_visible()
+    page.locator("#answer-kernels tr.clickable").last.click()  # a kernel of the overview
+    page.wait_for_selector("#main[data-view='kernels']")
+    assert page.url.split("#")[1].startswith("/kernels?k=")
+    name = page.locator("#kernel-panel h2").inner_text()
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.locator("#kernel-panel h2").inner_text() == name  # the place survives a reload
+    page.locator("#kernel-panel a", has_text="show in the graph").click()
+    page.wait_for_selector("#main[data-view='graph']")
+    assert page.locator("g.kernel.selected").count() == 1
+    assert page.locator("#panel h2").inner_text() == name
+    page.go_back()
+    page.wait_for_selector("#main[data-view='kernels']")
+    assert page.locator("#view-kernels").is_visible()
+    assert not errors, errors
+
+
+def test_kernels_table_sorts_filters_and_totals(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "fft_cont_pencil_4x2.hlo"))
+    show(page, "kernels")
+    rows = page.locator("#kernel-table tbody tr")
+    assert rows.count() == 6
+    assert "total: 6" in page.inner_text("#kernel-table tfoot")
+    page.locator("#kernel-table th", has_text="bytes out").click()  # largest first
+    first = page.locator("#kernel-table tbody tr").first.locator("td").nth(1).inner_text()
+    kernels = page.evaluate("window.hloscope.data.kernels")
+    assert first == max(kernels, key=lambda k: k["bytes"])["name"]
+    page.fill("#kernel-filter", "all-gather")
+    page.press("#kernel-filter", "Enter")
+    assert rows.count() == 2 and "total: 2" in page.inner_text("#kernel-table tfoot")
+    page.select_option("#kernel-kind", "collective")
+    assert rows.count() == 2
+    rows.first.click()
+    page.wait_for_selector("#kernel-hlo")
+    assert "all-gather" in page.inner_text("#kernel-hlo")
+    assert not errors, errors
+
+
+def test_memory_view_stacks_hovers_and_selects_a_value(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_filter_with_temp.hlo"))
+    show(page, "memory")
+    assert page.locator("#timeline-svg polygon.band").count() >= 2  # stacked by kind
+    assert "peak" in page.text_content("#timeline-svg")
+    page.click("#stack-scope")
+    assert page.locator("#timeline-svg polygon.band").count() >= 1
+    page.locator("#timeline-svg").hover()
+    assert "steps" in page.inner_text("#timeline-info")
+    page.locator("#peak-values th", has_text="bytes").click()
+    sizes = page.evaluate("window.hloscope.data.memory.peak_values.map(v => v[2])")
+    page.locator("#peak-values tbody tr").first.click()
+    panel = page.inner_text("#value-panel")
+    assert "live range" in panel and "producer" in panel and "consumers" in panel
+    assert page.locator("#timeline-svg rect.range").get_attribute("visibility") == "visible"
+    assert page.locator("#peak-values tbody tr.selected").count() == 1
+    assert page.locator("#peak-values tbody tr").count() == len(sizes)
+    assert not errors, errors
+
+
+def test_collectives_advisor_and_source_views(browser, tmp_path):
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "fft_cont_pencil_4x2.hlo"))
+    show(page, "collectives")
+    assert "all-gather" in page.inner_text("#collective-groups")
+    assert page.locator("#collective-list tbody tr").count() == 2
+    show(page, "source")
+    assert page.locator("#shardings tr").count() >= 2  # the entry's parameter and result
+    assert "devices=" in page.inner_text("#shardings")
+    assert "generate.py" in page.inner_text("#source-lines")
+    assert not errors, errors
+
+
+def test_inspect_page_has_the_program_texts_linked_to_kernels(browser, tmp_path):
+    page, errors = open_report(browser, inspect_report(tmp_path, "i.html", target="tpu-v5e:2x4"))
+    assert "tpu" in page.inner_text("#summary").lower()
+    show(page, "source")
+    buttons = page.inner_text("#view-source .bar")
+    assert "jaxpr" in buttons and "StableHLO" in buttons and "HLO after optimization" in buttons
+    assert "mesh" in page.inner_text("#view-source")
+    line = page.locator("#ir-text .kernel-line").first
+    line.click()
+    page.wait_for_selector("#main[data-view='kernels']")
+    assert page.locator("#view-kernels").is_visible()
+    show(page, "source")
+    page.locator("#view-source .bar button", has_text="jaxpr").click()
+    assert "lambda" in page.inner_text("#ir-text")
+    assert not errors, errors
+
+
+def _l64():
+    """The 64-layer transformer step of benchmarks/parse_speed.py (cached)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    cached = root / ".bench_cache" / "transformer_64.hlo"
+    if not cached.exists():
+        pytest.importorskip("jax")
+        sys.path.insert(0, str(root / "benchmarks"))
+        from parse_speed import generate
+
+        return Path(generate(64, str(root / ".bench_cache")))
+    return cached
+
+
+@pytest.fixture(scope="module")
+def l64_page(tmp_path_factory):
+    return report(tmp_path_factory.mktemp("l64"), _l64(), "l64.html")
+
+
+def test_l64_overview_fits_one_screen_and_graph_labels_are_readable(browser, l64_page):
+    assert l64_page.stat().st_size < 10_000_000
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto("file://" + str(l64_page))
+    page.wait_for_selector("body[data-ready='1']", timeout=30000)
+    fits = page.evaluate("""() => {
+      const v = document.getElementById('view-overview');
+      return [v.scrollHeight <= v.clientHeight, document.documentElement.scrollHeight <= 1000,
+              v.getBoundingClientRect().bottom <= 1000];
+    }""")
+    assert fits == [True, True, True]
+    for box in ("#answer-kernels", "#answer-memory", "#answer-collectives", "#answer-advisor"):
+        assert page.locator(box).is_visible() and page.locator(box + " a").count() >= 1
+    show(page, "graph")
+    assert page.evaluate("window.hloscope.labelPx()") >= 10
+    assert page.locator("g.kernel.peak").count() == 1  # the peak's group opened, in view
+    assert page.locator("#minimap use").count() == 1
+    show(page, "advisor")
+    assert page.locator(".finding").count() <= 5
+    assert not errors, errors

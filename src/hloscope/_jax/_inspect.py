@@ -220,11 +220,28 @@ class Report:
         from .._render._html import render_html
         from .._render._report_data import TIMELINE_POINTS, report_data
 
-        mem = self.memory
+        from .._analysis._memory import analyze_memory
+
+        df, lr = self._flow()
+        # Every value (not only the largest 20 of `memory`): the timeline stacked by kind.
+        mem = analyze_memory(self.module, xla=self._xla_files(), top=1 << 30, df=df, lr=lr,
+                             memory_analysis=self.memory_analysis)
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
-                           self.advice)
+                           self.advice, device=self.roofline_device())
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
+        data["texts"], cut = {}, []
+        for key in ("jaxpr", "stablehlo", "hlo_before", "hlo_after"):
+            text = getattr(self, key) or ""
+            if len(text) > MAX_TEXT:
+                cut.append(key)
+                text = text[:MAX_TEXT] + "\n... (cut: report.save() keeps the whole text)"
+            data["texts"][key] = text
+        if cut:
+            data["texts_cut"] = (f"{', '.join(cut)} cut to {MAX_TEXT >> 20} MiB each; "
+                                 "report.save(path) keeps every text whole.")
+        if self.shardings.get("inputs") or self.shardings.get("outputs"):
+            data["shardings"] = _jax_shardings(self.shardings, data.get("shardings") or {})
         if self.target:
             # Said first, at the top of the page: which hardware, and whether it fits.
             lines = [line for text in self.target_lines() for line in text.split("\n")]
@@ -306,6 +323,34 @@ class Report:
                 f"<iframe srcdoc=\"{_html.escape(page, quote=True)}\" "
                 "style=\"width:100%;height:900px;border:1px solid #ddd\" "
                 "sandbox=\"allow-scripts\"></iframe>" + levels)
+
+
+MAX_TEXT = 2 << 20  # characters of each program text (jaxpr, StableHLO, HLO) in the page
+
+
+def _jax_shardings(jax_sh: dict[str, Any], module_sh: dict[str, Any]) -> dict[str, Any]:
+    """The page's shardings as JAX names them (``NamedSharding(mesh=Mesh('data': 8), spec=
+    P('data'))``), with the shapes and per-device shapes of the module's entry."""
+    import re
+
+    def rows(names: list[Any], mod: list[list[str]], label: str) -> list[list[str]]:
+        out = []
+        for i, text in enumerate(names):
+            m = mod[i] if i < len(mod) else ["", "", "", ""]
+            out.append([m[0] or f"{label} {i}", m[1], str(text), m[3]])
+        return out
+
+    mesh = ""
+    for text in list(jax_sh.get("inputs") or []) + list(jax_sh.get("outputs") or []):
+        found = re.search(r"Mesh\(((?:'[^']*': \d+(?:, )?)+)", str(text))
+        if found:
+            mesh = found.group(1).rstrip(", ")
+            break
+    return {"mesh": mesh or module_sh.get("mesh", ""),
+            "inputs": rows(list(jax_sh.get("inputs") or []), module_sh.get("inputs") or [],
+                           "argument"),
+            "outputs": rows(list(jax_sh.get("outputs") or []), module_sh.get("outputs") or [],
+                            "result")}
 
 
 def load(path: str) -> Report:

@@ -17,6 +17,12 @@ from typing import Any
 __all__ = ["render_html"]
 
 
+# The page's script: the core (header, navigation, helpers) and one file per view, run
+# as one function so that they share names without touching the page's globals.
+SCRIPTS = ("report.js", "report_overview.js", "report_memory.js", "report_kernels.js",
+           "report_graph.js", "report_lists.js")
+
+
 def _asset(name: str) -> str:
     return (resources.files("hloscope") / "_data" / name).read_text(encoding="utf-8")
 
@@ -27,13 +33,9 @@ def _json_in_script(data: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _notes(data: dict[str, Any]) -> str:
-    """What the page leaves out of a very large module, said at the top of the page."""
-    notes = data.get("notes") or []
-    if not notes:
-        return ""
-    items = "".join(f"<p>{html.escape(n)}</p>" for n in notes)
-    return f"<section id=\"notes\" class=\"info\">{items}</section>\n"
+def _script() -> str:
+    body = "\n".join(_asset(name) for name in SCRIPTS)
+    return f"(function () {{\n{body}\nstart();\n}})();\n"
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -45,10 +47,9 @@ def render_html(data: dict[str, Any]) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
         "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
         f"<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
-        "<header id=\"summary\"></header>\n" + _notes(data)
-        + "<section id=\"timeline\"></section>\n"
-        "<section id=\"layout\"><div id=\"graph\"></div><aside id=\"panel\">"
-        "<p>Select a kernel to see its HLO, sizes and source line.</p></aside></section>\n"
+        "<header id=\"summary\"></header>\n<main id=\"main\"></main>\n"
+        "<noscript>The report is drawn by its script: allow JavaScript for this file."
+        "</noscript>\n"
         f"<script type=\"application/json\" id=\"hloscope-data\">{_json_in_script(data)}</script>\n"
-        f"<script>\n{_asset('report.js')}</script>\n</body>\n</html>\n"
+        f"<script>\n{_script()}</script>\n</body>\n</html>\n"
     )

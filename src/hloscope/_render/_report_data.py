@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._analysis._advisor import Advice
+from .._analysis._check import shard_shape
+from .._analysis._devices import DEVICES, Device
 from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
 from .._analysis._memory import MemoryReport, XlaFigures
@@ -32,6 +34,9 @@ MAX_HLO_TOTAL = 4 << 20   # HLO text of all kernels together
 MAX_VALUES = 2_000        # the largest values, for "what is live" under the timeline
 MAX_PEAK_VALUES = 500     # values listed as live at the peak
 MAX_COLLECTIVES = 2_000
+MAX_SCOPES = 6            # op_name scopes stacked apart in the memory timeline (the rest: other)
+KINDS = ("parameter", "output", "temporary", "constant")  # XLA's allocation kinds
+REFERENCE_DEVICE = "h100"  # the roofline estimates' device where the report has no target
 
 
 def _hlo_text(module: Module, name: str, computation: str, limit: int = MAX_HLO_CHARS) -> str:
@@ -168,14 +173,30 @@ def _computation_groups(tree: _Groups, graph: KernelGraph, top: int, entry: str,
 
 
 def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
-                advice: Advice) -> dict[str, Any]:
-    """Everything the page shows, as plain data (see the module docstring)."""
+                advice: Advice, device: Device | None = None) -> dict[str, Any]:
+    """Everything the page shows, as plain data (see the module docstring).  `device`: the
+    chip whose peak rates give each kernel's estimated time (a roofline: the larger of its
+    flops over the peak rate and its bytes over the bandwidth); an H100 where None."""
     with paused_gc():
-        return _report_data(module, summary, graph, memory, advice)
+        return _report_data(module, summary, graph, memory, advice,
+                            device or DEVICES[REFERENCE_DEVICE])
+
+
+def _element_type(shape: str) -> str:
+    """The element type of a kernel's (first) output: ``f32`` of ``(f32[8]{0}, s32[])``."""
+    head = shape.lstrip("(")
+    return head[:head.find("[")] if "[" in head else head
+
+
+def _seconds(k: Any, dev: Device) -> float:
+    peak = dev.peak_flops(_element_type(k.shape))
+    t_flops = k.flops / peak if peak > 0 else 0.0
+    t_bytes = k.bytes_accessed / dev.bandwidth if dev.bandwidth > 0 else 0.0
+    return max(t_flops, t_bytes)
 
 
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
-                 memory: MemoryReport, advice: Advice) -> dict[str, Any]:
+                 memory: MemoryReport, advice: Advice, dev: Device) -> dict[str, Any]:
     notes: list[str] = []
     shown = graph.kernels[:MAX_KERNELS]
     if len(graph.kernels) > MAX_KERNELS:
@@ -194,7 +215,10 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "target": k.target, "fused": ", ".join(f"{op} x{n}" if n > 1 else op
                                                    for op, n in k.fused),
             "shape": k.shape, "bytes": k.bytes_out, "flops": k.flops,
-            "bytes_accessed": k.bytes_accessed, "op_name": k.op_name, "source": k.source or "",
+            "bytes_accessed": k.bytes_accessed,
+            "bytes_in": max(0, k.bytes_accessed - k.bytes_out),
+            "time": float(f"{_seconds(k, dev):.3g}"),
+            "op_name": k.op_name, "source": k.source or "",
             "computation": k.group, "hlo": hlo,
         })
     if hlo_budget <= 0:
@@ -232,8 +256,8 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             kernels[k_index]["group"] = gid
     tree.count(top)
 
-    live_values = [[b.label, b.start, b.end, b.bytes, b.instruction, b.kind, b.source or ""]
-                   for b in memory.largest[:MAX_VALUES]]
+    live_values = [[b.label, b.start, b.end, b.bytes, b.instruction, b.kind, b.source or "",
+                    b.shape, b.op_name] for b in memory.largest[:MAX_VALUES]]
     if len(memory.largest) > MAX_VALUES:
         notes.append(f"Hovering the timeline lists what is live among the {MAX_VALUES:,} largest "
                      f"of {len(memory.largest):,} values.")
@@ -256,8 +280,9 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "kernels": len(graph.kernels), "temporaries": len(graph.temporaries),
             "temporary_bytes": graph.temporary_bytes,
             "flops": sum(k.flops for k in graph.kernels),
-            "collectives": [[c.name, c.opcode, c.shape, c.sent_per_device, c.source or ""]
-                            for c in collectives],
+            "collectives": [[c.name, c.opcode, c.shape, c.sent_per_device, c.source or "",
+                             c.replica_groups or "", c.group_size, c.received_per_device,
+                             c.op_name, c.group] for c in collectives],
             "arguments": summary.argument_bytes, "outputs": summary.output_bytes,
         },
         "memory": {
@@ -268,7 +293,9 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
                              b.source or ""] for b in peak_values],
             "timeline": _timeline(memory), "values": live_values,
+            "stacks": _stacks(memory),
         },
+        "roofline": {"device": dev.name, "source": dev.source},
         "xla": _xla(memory.xla),
         "findings": [{"rule": g.rule, "title": g.title, "count": g.count,
                       "message": g.first.message, "suggestion": g.first.suggestion,
@@ -277,8 +304,44 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
                       "places": [[o, s or "", n] for o, s, n in g.places[:5]],
                       "evidence": [e.name for e in g.first.evidence]} for g in advice.groups],
         "kernels": kernels, "edges": edges, "groups": groups, "top": top,
+        "shardings": _shardings(module),
         "notes": notes,
     }
+
+
+def _shardings(module: Module) -> dict[str, Any]:
+    """The entry's parameters and result with their shardings and per-device shapes
+    (``[name, shape, sharding, per-device shape]``), and the mesh where one is named."""
+    entry = module.entry
+    mesh = ""
+
+    def rows(inst: Any, name: str) -> list[list[str]]:
+        nonlocal mesh
+        sh = inst.sharding
+        if sh is None:
+            return []
+        shape = inst.shape
+        if shape.is_tuple:
+            leaves = shape.leaves()
+            elems = sh.elements if sh.kind == "tuple" else (sh,) * len(leaves)
+            pairs = [(f"{name}{{{','.join(map(str, idx))}}}", leaf, e)
+                     for (idx, leaf), e in zip(leaves, elems)]
+        else:
+            pairs = [(name, shape, sh)]
+        out = []
+        for label, leaf, e in pairs:
+            if e.mesh_axes and not mesh:
+                mesh = ", ".join(f"{a}={n}" for a, n in e.mesh_axes)
+            try:
+                dev = str(shard_shape(inst.name, e, leaf))
+            except Exception:  # a sharding hloscope cannot apply: shown as written
+                dev = ""
+            out.append([label, str(leaf), e.text, dev])
+        return out
+
+    inputs = [r for p in entry.parameters for r in rows(p, p.name)]
+    outputs = rows(entry.root, "result")
+    return {"mesh": mesh, "inputs": inputs, "outputs": outputs}
 
 
 def _timeline(memory: MemoryReport) -> list[list[Any]]:
@@ -294,6 +357,60 @@ def _timeline(memory: MemoryReport) -> list[list[Any]]:
         j = max(range(lo, hi), key=lambda t: tl[t])
         buckets.append([lo, hi - 1, tl[j], labels[j] if j < len(labels) else ""])
     return buckets
+
+
+def _stacks(memory: MemoryReport) -> dict[str, Any]:
+    """The timeline's buckets split by kind and by op_name scope: for each way, the series'
+    names and, per bucket of `_timeline`, the bytes of each series at the bucket's highest
+    step (so a bucket's bands add up to its point on the timeline; what no listed value
+    explains is the series "other")."""
+    tl = memory.timeline
+    n = len(tl)
+    m = min(n, TIMELINE_POINTS)
+    steps = []
+    for b in range(m):
+        lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
+        steps.append(max(range(lo, hi), key=lambda t: tl[t]))
+    values = list(memory.largest) if n else []
+    at_peak: dict[str, int] = {}
+    for v in memory.peak_values:
+        at_peak[_top_scope(v.op_name)] = at_peak.get(_top_scope(v.op_name), 0) + v.bytes
+    scopes = [s for s, _ in sorted(at_peak.items(), key=lambda kv: (-kv[1], kv[0]))
+              if s][:MAX_SCOPES]
+    out: dict[str, Any] = {}
+    for way, names, key in (
+            ("kind", list(KINDS), lambda v: v.kind),
+            ("scope", scopes, lambda v: _top_scope(v.op_name))):
+        col = {name: i for i, name in enumerate(names)}
+        other = len(names)
+        diff = [[0] * (n + 1) for _ in range(other + 1)]
+        for v in values:
+            row = diff[col.get(key(v), other)]
+            lo, hi = max(0, v.start), min(n - 1, v.end)
+            if lo <= hi:
+                row[lo] += v.bytes
+                row[hi + 1] -= v.bytes
+        series = []
+        for row in diff:
+            acc, run = 0, []
+            for t in range(n):
+                acc += row[t]
+                run.append(acc)
+            series.append([run[t] for t in steps])
+        # What the listed values leave out of the timeline (values not listed, aliasing).
+        series[other] = [max(0, tl[t] - sum(s[j] for s in series[:other]))
+                         for j, t in enumerate(steps)]
+        out[way] = {"names": names + ["other"],
+                    "series": [s if any(s) else [] for s in series]}
+    return out
+
+
+def _top_scope(op_name: str) -> str:
+    """The first scope under the function's name: ``jvp()`` of ``jit(step)/jvp()/dot``."""
+    path = _scope(op_name)
+    if len(path) >= 2 and path[0].startswith(("jit(", "pjit(")):
+        return path[1]
+    return path[0] if path else ""
 
 
 def _xla(figs: XlaFigures | None) -> dict[str, Any] | None:
@@ -324,7 +441,7 @@ def dump_report_data(name: str, figs: XlaFigures,
                        total=figs.total_bytes).to_dict(),
                    "peak_values": [[label, shapes.get(label, ""), size, "", label.split("{")[0],
                                     "", ""] for label, size in figs.live_range_peak_values],
-                   "timeline": [], "values": []},
+                   "timeline": [], "values": [], "stacks": {}},
         "xla": _xla(figs), "findings": [], "kernels": [], "edges": [],
         "groups": [{"title": name, "kind": "module", "parent": -1, "groups": [],
                     "kernels": [], "size": 0}], "top": 0, "notes": [],
