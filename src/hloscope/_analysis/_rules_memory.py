@@ -35,8 +35,9 @@ _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 # -- HS106 -----------------------------------------------------------------------------
 
 def side_by_side(ctx: AdviceContext) -> list[Finding]:
-    """Three or more large temporaries (an eighth of the peak or more) made by kernels
-    with no data path between them are alive together at the peak: computed one chain
+    """Three or more large temporaries (an eighth of the peak or more; not a constant XLA
+    broadcast into memory, not a value waiting for a collective) made by kernels with no
+    data path between them are alive together at the peak: computed one chain
     after another, each folded into the result before the next starts, two are alive at
     a time (an accumulator and the chain at hand), so the others' memory is saved.  Two
     alone save nothing (the step that combines them needs both).  Scheduled modules
@@ -46,9 +47,12 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
     bodies = {c.name for c in ctx.df.computations} - {ctx.module.entry.name}
     # Values made inside a loop (a scan's stacked outputs written in place every step)
     # are one recurrence's state: no schedule runs them one after another.
+    collectives = {c.name for c in ctx.graph.collectives}
     big = [v for v in ctx.lr.peak_values if v.size >= ctx.peak // 8
            and launches_work(v.inst) and ctx.value_kind(v) == "temporary"
-           and _computation_of(ctx, v.inst) not in bodies]
+           and _computation_of(ctx, v.inst) not in bodies
+           and _computed(ctx, v.inst.name)
+           and not {e.dst for e in ctx.edges_from.get(v.inst.name, ())} & collectives]
     if len(big) < 2:
         return []
     big = big[:_MAX_SIDE_BY_SIDE]
@@ -76,6 +80,13 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         "backend in jax 0.10 does), so check the peak after the change",
         tuple(ev_kernel(k) for k in ks), ctx.saving(peak=saved),
         place_key(ks[0].op_name if ks else "", ks[0].source if ks else None))]
+
+
+def _computed(ctx: AdviceContext, name: str) -> bool:
+    """Whether kernel `name` computes on arguments or other kernels' results (a constant
+    XLA broadcast into memory is no chain of the user's)."""
+    return any(e.src_kind in ("kernel", "argument", "loop state")
+               for e in ctx.edges_to.get(name, ()))
 
 
 def _computation_of(ctx: AdviceContext, inst: Instruction) -> str:
