@@ -142,6 +142,48 @@ def test_run_reproduces_torch_xla(name):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def _shard_shape(shape: list[int], sharding: str) -> list[int]:
+    """The shape of one device's piece under a sharding as torch_xla prints it."""
+    m = re.search(r"devices=\[([\d,]+)\]", sharding)
+    if m is None:
+        return list(shape)  # {replicated}, {maximal ...}
+    tiles = [int(x) for x in m.group(1).split(",")]
+    if "last_tile_dim_replicate" in sharding:
+        tiles = tiles[:-1]
+    return [-(-d // t) for d, t in zip(shape, tiles)]
+
+
+def _leaves(shape: str) -> list[str]:
+    """f32[4,8] for each array in a (tuple) shape, layouts dropped."""
+    return sorted(re.sub(r"\{[^}]*\}", "", x) for x in re.findall(r"\w+\[[\d,]*\](?:\{[^}]*\})?",
+                                                                shape))
+
+
+@pytest.mark.parametrize("name", ["sharded_matmul_2x2", "sharded_train_8"])
+def test_sharded_programs_run_torch_xla_collectives_and_output_shardings(name):
+    """The sharded programs run as torch_xla runs them: the same kind of collectives over
+    the same devices carrying the same arrays (XLA may combine several into one tuple
+    all-reduce), and each output split as torch_xla's output sharding says."""
+    meta = json.loads((TXLA / name / "meta.json").read_text())
+    r = run_cli(*_run_args(name), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)
+    mine = out["collectives"]
+    assert {c["opcode"] for c in mine} == {c["opcode"] for c in meta["collectives"]}
+    carried = sorted(x for c in mine for x in _leaves(c["shape"]))
+    theirs = sorted(x for c in meta["collectives"] for x in _leaves(c["shape"]))
+    assert carried == theirs
+    assert ({str(sorted(map(tuple, c["groups"]))) for c in mine}
+            == {str(sorted(tuple(int(d) for d in g.split(",")) for g in
+                           re.findall(r"\{([\d,]+)\}", c["groups"])))
+                for c in meta["collectives"]})
+    assert len(out["outputs"]) == len(meta["output_shardings"])
+    assert any(o.get("shards") for o in out["outputs"])
+    for o, sharding in zip(out["outputs"], meta["output_shardings"]):
+        for shard in o.get("shards") or []:
+            assert shard["shape"] == _shard_shape(o["shape"], sharding), (o["index"], sharding)
+
+
 def test_run_finds_a_wrong_output():
     d = TXLA / "mlp_forward"
     r = run_cli("run", str(d / "program.hlo"), "--inputs", str(d / "inputs.npz"),

@@ -85,6 +85,7 @@ class AdviceContext:
             self.device, self.device_label = _CPU, None
         self.link_bandwidth = _LINK[self.platform]
         self.peak = lr.peak_bytes or 0
+        self.cache: dict[str, Any] = {}  # what several rules compute once (by name)
 
     # -- indexes ----------------------------------------------------------------------
     @cached_property

@@ -49,12 +49,14 @@ def loop_collective(ctx: AdviceContext) -> list[Finding]:
         out.append(Finding(
             "HS109", "a collective in a loop moves the same data every iteration",
             f"{c.name} ({c.opcode}, {format_bytes(moved)} sent per device) runs on loop "
-            f"state the body never changes, so each of the loop's {n} iteration(s) repeats "
-            "the same communication",
+            "state the body never changes, so each of the loop's "
+            + (f"{n} iterations" if n > 1 else "iterations") + " repeats the same "
+            "communication",
             "hoist it out of the loop: do the all-gather/all-reduce once before the loop "
             "and pass the result in",
             (ev_inst(inst, "collective"),),
-            ctx.saving(link_bytes=moved * max(0, n - 1) * ctx.runs(g.parent)),
+            # All but one iteration's transfer (one at least, where the count is unknown).
+            ctx.saving(link_bytes=moved * max(1, n - 1) * ctx.runs(g.parent)),
             place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
 
@@ -76,7 +78,12 @@ def _loop_invariant_indices(body: Computation) -> set[int]:
 # -- HS113 and HS115 read XLA's placement on the device ---------------------------------
 
 def _view(ctx: AdviceContext):  # type: ignore[no-untyped-def]
-    return hardware_view(ctx.module, ctx.df, ctx.lr, ctx.graph, top=64)
+    """XLA's placement on the device (computed once per advice, for HS113 and HS115)."""
+    view = ctx.cache.get("hardware")
+    if view is None:
+        view = ctx.cache["hardware"] = hardware_view(ctx.module, ctx.df, ctx.lr, ctx.graph,
+                                                     top=64)
+    return view
 
 
 def exposed_collective(ctx: AdviceContext) -> list[Finding]:

@@ -53,7 +53,7 @@ def fused_instructions(inst: Instruction) -> Iterator[Instruction]:
                 yield i
 
 
-def _is_library(k: Kernel | None, ctx: AdviceContext) -> bool:
+def _is_library(k: Kernel | None) -> bool:
     if k is None:
         return False
     if k.category in _LIBRARY or k.opcode in ("dot", "convolution", "fft", "custom-call"):
@@ -88,7 +88,7 @@ def reduction_split(ctx: AdviceContext) -> list[Finding]:
             p = ctx.kernel(e.src)
             readers = {x.dst for x in ctx.edges_from.get(e.src, ()) if x.value == e.value}
             if p is not None and p.category == "fusion" and p.group == k.group \
-                    and not _is_library(p, ctx) and readers == {k.name}:
+                    and not _is_library(p) and readers == {k.name}:
                 producers.append((p, e))
         if not producers:
             continue
@@ -170,7 +170,7 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
-        if not any(_is_library(x, ctx) for x in before + after):
+        if not any(_is_library(x) for x in before + after):
             continue
         runs = ctx.runs(k.group)
         out.append(Finding(
@@ -262,7 +262,7 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
         n = trip_count(caller) if caller is not None else 1
         kernels = ctx.graph.kernels_in(g.name)
         if n < 2 or n > SHORT_LOOP or not kernels \
-                or any(k.category != "fusion" or _is_library(k, ctx) for k in kernels):
+                or any(k.category != "fusion" or _is_library(k) for k in kernels):
             continue
         state = [e for e in ctx.edges_into_group(g.name) if e.src_kind == "loop state"]
         values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))

@@ -64,7 +64,7 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         if all(v.inst.name not in reach.get(c.inst.name, set())
                and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
             chosen.append(v)
-    if len(chosen) < 3 or _one_collective_reads_all(ctx, chosen):
+    if len(chosen) < 3:
         return []
     names = [v.inst.name for v in chosen]
     saved = sum(v.size for v in chosen[2:])
@@ -92,15 +92,6 @@ def _computed(ctx: AdviceContext, name: str) -> bool:
 def _computation_of(ctx: AdviceContext, inst: Instruction) -> str:
     k = ctx.kernel(inst.name)
     return k.group if k is not None else ctx.module.entry.name
-
-
-def _one_collective_reads_all(ctx: AdviceContext, values: list) -> bool:  # type: ignore[type-arg]
-    """Values held for one combined collective (XLA's combiner merges a step's
-    reduce-scatters into one) wait for it, not for the schedule."""
-    common = set.intersection(*({e.dst for e in ctx.edges_from.get(v.inst.name, ())}
-                                for v in values))
-    names = {c.name for c in ctx.graph.collectives}
-    return bool(common & names)
 
 
 def _reachability(ctx: AdviceContext, starts: list[str]) -> dict[str, set[str]]:
@@ -195,8 +186,8 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     nums = ", ".join(str(p.parameter_number) for p, _ in pairs[:8]) + (
         ", ..." if len(pairs) > 8 else "")
     # JAX names each parameter by its argument's path (params[0]['w1']): the arguments.
-    names = list(dict.fromkeys(m.group(1) for p, _ in pairs
-                               if (m := _ARG.match(p.metadata.op_name))))
+    names = list(dict.fromkeys(arg.group(1) for p, _ in pairs
+                               if (arg := _ARG.match(p.metadata.op_name))))
     how = (f"jax.jit(step, donate_argnames=({', '.join(repr(n) for n in names)},))"
            if names else "jax.jit(step, donate_argnums=...) (or donate_argnames)")
     return [Finding(
