@@ -1,10 +1,11 @@
 """The advisor's precision and recall on programs its rules were not tuned on.
 
-    python benchmarks/advisor_heldout.py [--case NAME ...] [--verbose]
+    python benchmarks/advisor_heldout.py [--set 1|2] [--case NAME ...] [--verbose]
 
-The set is tests/advisor_heldout.py: 30 programs a JAX user would write (training steps,
-solvers, particle codes, sharded programs, H100 and TPU v5e compiles), labelled blind,
-before the advisor ran on them.  Labels found wrong after looking at the module are not
+Set 1 is tests/advisor_heldout.py: 30 programs a JAX user would write (training steps,
+solvers, particle codes, sharded programs, H100 and TPU v5e compiles); set 2,
+tests/advisor_heldout2.py, 30 more of other kinds (vision, RL, graphs, solvers, sharded,
+GPU and TPU programs).  Each was labelled blind, before the advisor ran on it.  Labels found wrong after looking at the module are not
 edited; they are corrected in that file's `REVISED`, so this prints two scores: the blind
 one (the committed labels) and the revised one (labels with the corrections).  Per rule:
 fired = programs where a group of it was shown; right = of those, programs where it was
@@ -68,12 +69,15 @@ def _print_table(title: str, rules: list[str], names: dict[str, str],
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", choices=("1", "2"), default="1", help="which held-out set")
     ap.add_argument("--case", nargs="*", default=None, help="only these programs")
     ap.add_argument("--verbose", action="store_true", help="the groups of every program")
     opts = ap.parse_args()
 
     import hloscope
-    from advisor_heldout import CASES, MISTAKES, REVISED
+
+    held = importlib.import_module("advisor_heldout" + ("2" if opts.set == "2" else ""))
+    revised_labels, mistakes = held.REVISED, held.MISTAKES
 
     extras = {"gpu": importlib.util.find_spec("jax_cuda12_plugin") is not None,
               "tpu": importlib.util.find_spec("libtpu") is not None}
@@ -84,7 +88,7 @@ def main() -> int:
     shown: dict[str, object] = {}
     skipped = []
     t0 = time.perf_counter()
-    for case in CASES:
+    for case in held.CASES:
         if opts.case and case.name not in opts.case:
             continue
         if case.target and not extras[case.target]:
@@ -94,12 +98,13 @@ def main() -> int:
         shown[case.name] = advice
         fired = {g.rule for g in advice.groups}
         blind.append((case.name, fired, set(case.expect)))
-        expect = REVISED[case.name][0] if case.name in REVISED else case.expect
+        expect = (revised_labels[case.name][0] if case.name in revised_labels
+                  else case.expect)
         revised.append((case.name, fired, set(expect)))
     n = len(blind)
-    print(f"advisor held-out set: {n} programs ({len(skipped)} skipped for a missing target "
+    print(f"advisor held-out set {opts.set}: {n} programs ({len(skipped)} skipped for a missing target "
           f"extra{': ' + ', '.join(skipped) if skipped else ''}), "
-          f"{time.perf_counter() - t0:.0f} s; {len(REVISED)} labels revised\n")
+          f"{time.perf_counter() - t0:.0f} s; {len(revised_labels)} labels revised\n")
     _print_table("blind labels (as committed before the advisor ran)", rules, names,
                  _score(rules, blind))
     _print_table("revised labels (REVISED corrections applied)", rules, names,
@@ -113,10 +118,10 @@ def main() -> int:
         print(f"{name}: expected {sorted(expected) or '[]'}"
               f"{f' (blind {sorted(first) or []})' if first != expected else ''}, fired "
               f"{sorted(fired) or '[]'}: {tag}")
-        if name in REVISED:
-            print(f"  label revised: {REVISED[name][1]}")
-        if name in MISTAKES:
-            print(f"  advisor wrong: {MISTAKES[name]}")
+        if name in revised_labels:
+            print(f"  label revised: {revised_labels[name][1]}")
+        if name in mistakes:
+            print(f"  advisor wrong: {mistakes[name]}")
         for g in advice.groups:  # type: ignore[attr-defined]
             mark = "" if g.rule in expected else "  <- not expected"
             print(f"  {g.rule} x{g.count} {100 * g.share:.1f}% of the {g.basis}: "

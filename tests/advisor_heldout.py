@@ -19,16 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor_programs import Case, _compiled, _np
+from advisor_programs import Case, _compiled, _np, registrar
 
 CASES: list[Case] = []
 
 
-def case(expect: tuple[str, ...], why: str, target: str | None = None):  # type: ignore[no-untyped-def]
-    def register(fn):  # type: ignore[no-untyped-def]
-        CASES.append(Case(fn.__name__, fn, expect, why, target))
-        return fn
-    return register
+case = registrar(CASES)
 
 
 # -- shared model pieces ---------------------------------------------------------------

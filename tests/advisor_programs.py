@@ -15,7 +15,7 @@ matter beside the program's peak.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,17 +29,22 @@ class Case:
     expect: tuple[str, ...]          # rules that must fire; all others must stay quiet
     why: str
     target: str | None = None        # "gpu" or "tpu" when it needs that extra
-    tags: tuple[str, ...] = field(default_factory=tuple)
 
 
 CASES: list[Case] = []
 
 
-def case(expect: tuple[str, ...], why: str, target: str | None = None):  # type: ignore[no-untyped-def]
-    def register(fn):  # type: ignore[no-untyped-def]
-        CASES.append(Case(fn.__name__, fn, expect, why, target))
-        return fn
-    return register
+def registrar(cases: list[Case]):  # type: ignore[no-untyped-def]
+    """A `case(expect, why, target)` decorator that adds the function to `cases`."""
+    def case(expect: tuple[str, ...], why: str, target: str | None = None):  # type: ignore[no-untyped-def]
+        def register(fn):  # type: ignore[no-untyped-def]
+            cases.append(Case(fn.__name__, fn, expect, why, target))
+            return fn
+        return register
+    return case
+
+
+case = registrar(CASES)
 
 
 def _compiled(fn: Any, *args: Any, target: str | None = None, **kw: Any) -> Any:

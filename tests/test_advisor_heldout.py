@@ -1,4 +1,5 @@
-"""The held-out evaluation set (tests/advisor_heldout.py) stays consistent with itself:
+"""The held-out evaluation sets (tests/advisor_heldout.py, tests/advisor_heldout2.py) stay
+consistent with themselves:
 labels name real rules, every revision and every recorded mistake names a program of the
 set, and the advisor disagrees with the (revised) labels exactly where `MISTAKES` says
 it does, so a fix to the advisor shows up here as a mistake to strike off the list."""
@@ -10,41 +11,48 @@ import os
 
 import pytest
 
-from advisor_heldout import CASES, MISTAKES, REVISED
+import advisor_heldout
+import advisor_heldout2
 
 import hloscope
+
+SETS = {"set1": advisor_heldout, "set2": advisor_heldout2}
 
 _EXTRA = {"gpu": "jax_cuda12_plugin", "tpu": "libtpu"}
 _RULES = {r.id for r in hloscope.RULES}
 
 
-def test_the_set_is_well_formed():
-    names = [c.name for c in CASES]
+@pytest.mark.parametrize("held", SETS.values(), ids=SETS.keys())
+def test_the_set_is_well_formed(held):
+    names = [c.name for c in held.CASES]
     assert len(names) == len(set(names)) >= 25
-    for c in CASES:
+    for c in held.CASES:
         assert set(c.expect) <= _RULES, c.name
         assert c.why and c.target in (None, "gpu", "tpu"), c.name
-    for name, (expect, why) in REVISED.items():
+    for name, (expect, why) in held.REVISED.items():
         assert name in names and set(expect) <= _RULES and why, name
-        assert set(expect) != set(next(c for c in CASES if c.name == name).expect), name
-    assert set(MISTAKES) <= set(names)
+        assert set(expect) != set(next(c for c in held.CASES if c.name == name).expect), name
+    assert set(held.MISTAKES) <= set(names)
 
 
 def _params():  # type: ignore[no-untyped-def]
     out = []
-    for c in CASES:
-        missing = (c.target is not None and not os.environ.get("CI")
-                   and importlib.util.find_spec(_EXTRA[c.target]) is None)
-        marks = [pytest.mark.skip(reason=f"needs hloscope[{c.target}-target]")] if missing else []
-        out.append(pytest.param(c, id=c.name, marks=marks))
+    for set_name, held in SETS.items():
+        for c in held.CASES:
+            missing = (c.target is not None and not os.environ.get("CI")
+                       and importlib.util.find_spec(_EXTRA[c.target]) is None)
+            marks = ([pytest.mark.skip(reason=f"needs hloscope[{c.target}-target]")]
+                     if missing else [])
+            out.append(pytest.param(held, c, id=f"{set_name}-{c.name}", marks=marks))
     return out
 
 
-@pytest.mark.parametrize("case", _params())
-def test_the_advisor_errs_only_where_recorded(case):
+@pytest.mark.parametrize("held, case", _params())
+def test_the_advisor_errs_only_where_recorded(held, case):
     fired = {g.rule for g in hloscope.advise_groups(case.build()).groups}
-    expect = set(REVISED[case.name][0] if case.name in REVISED else case.expect)
-    if case.name in MISTAKES:
+    revised = held.REVISED
+    expect = set(revised[case.name][0] if case.name in revised else case.expect)
+    if case.name in held.MISTAKES:
         assert fired != expect, f"{case.name}: the advisor now agrees: strike it off MISTAKES"
     else:
         assert fired == expect, f"{case.name}: fired {sorted(fired)}, expected {sorted(expect)}"

@@ -19,6 +19,7 @@ from .._hlo._module import Instruction, Module
 from ._dataflow import Dataflow
 from ._devices import DEVICES, Device
 from ._findings import Evidence, Finding, Saving
+from ._hardware import HardwareView, hardware_view
 from ._heap import classify_buffers
 from ._kernels import Edge, Kernel, KernelGraph
 from ._liverange import LiveRanges
@@ -85,7 +86,6 @@ class AdviceContext:
             self.device, self.device_label = _CPU, None
         self.link_bandwidth = _LINK[self.platform]
         self.peak = lr.peak_bytes or 0
-        self.cache: dict[str, Any] = {}  # what several rules compute once (by name)
 
     # -- indexes ----------------------------------------------------------------------
     @cached_property
@@ -120,6 +120,12 @@ class AdviceContext:
 
     def edges_into_group(self, group: str) -> list[Edge]:
         return self._edges_into_group.get(group, [])
+
+    @cached_property
+    def hardware(self) -> HardwareView:
+        """XLA's placement on the device (async collectives, tile padding), for the rules
+        that read it."""
+        return hardware_view(self.module, self.df, self.lr, self.graph, top=64)
 
     def inst(self, k: Kernel) -> Instruction | None:
         """The instruction of kernel `k` (looked up in its own computation)."""
@@ -169,8 +175,7 @@ class AdviceContext:
     def total_seconds(self) -> float:
         total = 0.0
         for k in self.graph.kernels:
-            et = k.shape.split("[", 1)[0].lstrip("(")
-            total += k.roofline_seconds(self.device, et) * self.runs(k.group)
+            total += k.roofline_seconds(self.device, k.element_type) * self.runs(k.group)
         for c in self.graph.collectives:
             total += (c.sent_per_device or c.bytes) / self.link_bandwidth * self.runs(c.group)
         return total

@@ -134,6 +134,11 @@ class Kernel:
     def intensity(self) -> float:
         return ratio(self.flops, self.bytes_accessed)
 
+    @property
+    def element_type(self) -> str:
+        """The element type of its (first) result: ``f32`` of ``(f32[8], s32[])``."""
+        return self.shape.split("[", 1)[0].lstrip("(")
+
     def roofline_seconds(self, dev: Device, element_type: str = "f32") -> float:
         compute = ratio(self.flops, dev.peak_flops(element_type))
         memory = ratio(self.bytes_accessed, dev.bandwidth)

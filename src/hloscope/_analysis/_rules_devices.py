@@ -14,7 +14,7 @@ from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, trip_count
 from ._findings import Evidence, Finding, place_key
-from ._hardware import done_of, hardware_view, is_collective_start
+from ._hardware import done_of, is_collective_start
 from ._walk import gte_index, operand
 
 __all__ = ["exposed_collective", "loop_collective", "repeated_collective", "tile_padding"]
@@ -77,15 +77,6 @@ def _loop_invariant_indices(body: Computation) -> set[int]:
 
 # -- HS113 and HS115 read XLA's placement on the device ---------------------------------
 
-def _view(ctx: AdviceContext):  # type: ignore[no-untyped-def]
-    """XLA's placement on the device (computed once per advice, for HS113 and HS115)."""
-    view = ctx.cache.get("hardware")
-    if view is None:
-        view = ctx.cache["hardware"] = hardware_view(ctx.module, ctx.df, ctx.lr, ctx.graph,
-                                                     top=64)
-    return view
-
-
 def exposed_collective(ctx: AdviceContext) -> list[Finding]:
     """On a GPU or TPU, a collective whose transfer the compute does not hide: an
     asynchronous one whose start and done enclose kernels that take less time than the
@@ -94,7 +85,7 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
     if ctx.platform == "cpu":
         return []  # XLA's CPU backend runs every collective synchronously
     moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
-    view = _view(ctx)
+    view = ctx.hardware
     blocking = set(view.blocking)
     out = []
     for comp in ctx.module.computations:
@@ -113,7 +104,7 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
                 between = [k for i in comp.instructions[order[id(inst)] + 1:order[id(done)]]
                            if (k := ctx.kernel(i.name)) is not None and k.group == comp.name
                            and not i.opcode.startswith("async-update")]
-                hidden = sum(k.roofline_seconds(ctx.device, _etype(k)) for k in between)
+                hidden = sum(k.roofline_seconds(ctx.device, k.element_type) for k in between)
                 sync = '"is_sync":true' in inst.attr_text
             else:
                 continue
@@ -164,10 +155,6 @@ def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool) -> str:
             "matmul)")
 
 
-def _etype(k) -> str:  # type: ignore[no-untyped-def]
-    return k.shape.split("[", 1)[0].lstrip("(")
-
-
 def tile_padding(ctx: AdviceContext) -> list[Finding]:
     """On a TPU, a value whose tiled layout (``T(8,128)``) more than doubles its size: a
     short minor dimension is padded to 128 lanes (an ``f32[N,3]``)."""
@@ -175,7 +162,7 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
         return []
     out = []
     at_peak = {v.label for v in ctx.lr.peak_values}
-    for p in _view(ctx).padded:
+    for p in ctx.hardware.padded:
         if p.padding_bytes < PADDING_RATIO * p.logical_bytes:
             continue
         m = _SPACE_RE.search(p.shape)

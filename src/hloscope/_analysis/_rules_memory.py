@@ -311,11 +311,14 @@ def remat(ctx: AdviceContext) -> list[Finding]:
                 for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
             residuals.append(v)
     total = sum(v.size for v in residuals)
+    if total < REMAT_SHARE * ctx.peak:
+        return []
     # Where the program checkpoints already, what is left is what the checkpoints keep:
-    # worth a finding only where it still holds much of the peak.
+    # worth a finding only where it still holds much of the peak.  (Looked for only here:
+    # it reads every instruction's metadata.)
     checkpointed = any("rematted_computation" in i.metadata.op_name
                        for i in ctx.module.instructions())
-    if total < (CHECKPOINTED_SHARE if checkpointed else REMAT_SHARE) * ctx.peak:
+    if checkpointed and total < CHECKPOINTED_SHARE * ctx.peak:
         return []
     loops = [w.inst for v in residuals for w in ctx.df.buffer_of[v.id].values
              if w.inst.opcode == "while"]
@@ -399,7 +402,7 @@ def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
                           and any(o.name in upcast or _from_upcast(o, upcast)
                                   for o in i.operands) for i in inner)
         heavy_next = []
-        if not matmul_here and _leaves_f32(k):
+        if not matmul_here and k.element_type == "f32":
             readers = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
             heavy_next = [r for r in readers if r is not None and _f32_matmul(ctx, r, k.name)]
         if matmul_here or heavy_next:
@@ -443,10 +446,6 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
             if o.name == source:
                 return True
     return False
-
-
-def _leaves_f32(k) -> bool:  # type: ignore[no-untyped-def]
-    return k.shape.lstrip("(").startswith("f32[")
 
 
 def upcast_note(ctx: AdviceContext) -> str | None:

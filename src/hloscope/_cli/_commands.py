@@ -228,8 +228,7 @@ def kernels(
                 "modules": [graph_.to_dict()]}
         if dev is not None:
             for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
-                et = k.shape.split("[", 1)[0].lstrip("(")
-                kd["roofline_seconds"] = k.roofline_seconds(dev, et)
+                kd["roofline_seconds"] = k.roofline_seconds(dev, k.element_type)
         sys.stdout.write(render_json(data))
         return
     echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))

@@ -87,7 +87,7 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             row = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
                    or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
             if device is not None:
-                et = k.shape.split("[", 1)[0].lstrip("(")
+                et = k.element_type
                 t = k.roofline_seconds(device, et)
                 peak = device.peak_flops(et)
                 bound = "compute" if peak and ratio(k.flops, peak) >= ratio(

@@ -182,19 +182,6 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
                             device or DEVICES[REFERENCE_DEVICE])
 
 
-def _element_type(shape: str) -> str:
-    """The element type of a kernel's (first) output: ``f32`` of ``(f32[8]{0}, s32[])``."""
-    head = shape.lstrip("(")
-    return head[:head.find("[")] if "[" in head else head
-
-
-def _seconds(k: Any, dev: Device) -> float:
-    peak = dev.peak_flops(_element_type(k.shape))
-    t_flops = k.flops / peak if peak > 0 else 0.0
-    t_bytes = k.bytes_accessed / dev.bandwidth if dev.bandwidth > 0 else 0.0
-    return max(t_flops, t_bytes)
-
-
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
                  memory: MemoryReport, advice: Advice, dev: Device) -> dict[str, Any]:
     notes: list[str] = []
@@ -217,7 +204,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "shape": k.shape, "bytes": k.bytes_out, "flops": k.flops,
             "bytes_accessed": k.bytes_accessed,
             "bytes_in": max(0, k.bytes_accessed - k.bytes_out),
-            "time": float(f"{_seconds(k, dev):.3g}"),
+            "time": float(f"{k.roofline_seconds(dev, k.element_type):.3g}"),
             "op_name": k.op_name, "source": k.source or "",
             "computation": k.group, "hlo": hlo,
         })
