@@ -16,6 +16,7 @@ from .._hlo._module import Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
+from ._dataflow import Value
 from ._kernels import launches_work
 from ._walk import gte_index
 from ._rules_kernels import fused_instructions
@@ -468,7 +469,7 @@ def _where_to_wrap(ctx: AdviceContext, dropped: list, loops: list[Instruction]) 
 _CARRY_PATH = frozenset({"bitcast", "copy", "reshape", "broadcast", "convert"})
 
 
-def _layer_input(ctx: AdviceContext, v, order: dict[int, int]) -> bool:  # type: ignore[no-untyped-def]
+def _layer_input(ctx: AdviceContext, v: Value, order: dict[int, int]) -> bool:
     """Whether residual `v` is what any checkpoint keeps: a scan's carry stacked for the
     backward pass (the loop writes its state at the start of each step into the stack),
     or, outside loops, a value that every later step of the forward pass goes through
@@ -516,7 +517,7 @@ def _stacks_carry(loop: Instruction, i: int) -> bool:
                 and nxt.operands and nxt.operands[0].opcode == "parameter")
 
 
-def _forward_cut(ctx: AdviceContext, v, order: dict[int, int]) -> bool:  # type: ignore[no-untyped-def]
+def _forward_cut(ctx: AdviceContext, v: Value, order: dict[int, int]) -> bool:
     comp = ctx.module.entry
     t = order.get(id(v.inst))
     if t is None:
