@@ -199,7 +199,9 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
                                if (arg := _ARG.match(p.metadata.op_name))))
     how = (f"jax.jit(step, donate_argnames=({', '.join(repr(n) for n in names)},))"
            if names else "jax.jit(step, donate_argnums=...) (or donate_argnames)")
-    what = (f"{len(pairs)} argument(s) (parameter(s) {nums}) come back updated"
+    many = len(pairs) > 1
+    what = (f"{len(pairs)} argument{'s' if many else ''} (parameter{'s' if many else ''} "
+            f"{nums}) come{'' if many else 's'} back updated"
             + (" in place (dynamic_update_slice or scatter)" if in_place == len(pairs)
                else "") + f" in the same shape and type, {format_bytes(size)} in all, and "
             "none is donated: XLA keeps each output in memory of its own beside the argument "
@@ -428,8 +430,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
             "instead of one per step",
             evidence(residuals), ctx.saving(peak=total), "residuals")]
-    order = {id(x): n for n, x in enumerate(ctx.module.entry.instructions)}
-    inputs = [v for v in residuals if _layer_input(ctx, v, order)]
+    cuts = _Cuts(ctx)
+    inputs = [v for v in residuals if _layer_input(ctx, v, cuts)]
     kept = sum(v.size for v in inputs)
     dropped = [v for v in residuals if v not in inputs]
     saved = total - kept
@@ -469,7 +471,7 @@ def _where_to_wrap(ctx: AdviceContext, dropped: list, loops: list[Instruction]) 
 _CARRY_PATH = frozenset({"bitcast", "copy", "reshape", "broadcast", "convert"})
 
 
-def _layer_input(ctx: AdviceContext, v: Value, order: dict[int, int]) -> bool:
+def _layer_input(ctx: AdviceContext, v: Value, cuts: _Cuts) -> bool:
     """Whether residual `v` is what any checkpoint keeps: a scan's carry stacked for the
     backward pass (the loop writes its state at the start of each step into the stack),
     or, outside loops, a value that every later step of the forward pass goes through
@@ -477,7 +479,7 @@ def _layer_input(ctx: AdviceContext, v: Value, order: dict[int, int]) -> bool:
     for w in ctx.df.buffer_of[v.id].values:
         if w.inst.opcode == "while" and w.index:
             return _stacks_carry(w.inst, w.index[0])
-    return _forward_cut(ctx, v, order)
+    return _forward_cut(ctx, v, cuts)
 
 
 def _stacks_carry(loop: Instruction, i: int) -> bool:
@@ -517,19 +519,42 @@ def _stacks_carry(loop: Instruction, i: int) -> bool:
                 and nxt.operands and nxt.operands[0].opcode == "parameter")
 
 
-def _forward_cut(ctx: AdviceContext, v: Value, order: dict[int, int]) -> bool:
-    comp = ctx.module.entry
-    t = order.get(id(v.inst))
-    if t is None:
-        return False
-    for x in comp.instructions[:t]:
-        if x.opcode in ("parameter", "constant", "tuple", "get-tuple-element", "bitcast") \
-                or not _forward(x.metadata.op_name) or x.shape.total_byte_size * 2 < v.size:
-            continue
-        if any(order.get(id(u), -1) > t and _forward(u.metadata.op_name)
-               and u.opcode not in ("tuple",) for u in x.users):
-            return False
-    return True
+def _forward_cut(ctx: AdviceContext, v: Value, cuts: _Cuts) -> bool:
+    """Whether no other forward value at least half `v`'s size is made before `v` and
+    read by the forward pass after it: every later forward step goes through `v`."""
+    t = cuts.order.get(id(v.inst))
+    return t is not None and cuts.crossing(t, v.size // 2) <= t
+
+
+class _Cuts:
+    """The entry's schedule as HS111 reads it: each instruction's position, and for the
+    forward pass's values, the last position a forward instruction reads them."""
+
+    def __init__(self, ctx: AdviceContext) -> None:
+        comp = ctx.module.entry
+        self.order = {id(x): n for n, x in enumerate(comp.instructions)}
+        self._made: list[tuple[int, int]] = []  # (size, last forward read) per position
+        skip = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+        for n, x in enumerate(comp.instructions):
+            last = -1
+            if x.opcode not in skip and _forward(x.metadata.op_name):
+                last = max((self.order.get(id(u), -1) for u in x.users
+                            if u.opcode != "tuple" and _forward(u.metadata.op_name)),
+                           default=-1)
+            self._made.append((x.shape.total_byte_size, last))
+        self._prefix: dict[int, list[int]] = {}
+
+    def crossing(self, t: int, size: int) -> int:
+        """The last forward read of a value of at least `size` bytes made before `t`."""
+        pre = self._prefix.get(size)
+        if pre is None:
+            pre, best = [], -1
+            for nbytes, last in self._made:
+                pre.append(best)
+                if nbytes >= size:
+                    best = max(best, last)
+            self._prefix[size] = pre
+        return pre[t] if 0 <= t < len(pre) else -1
 
 
 def _forward(op_name: str) -> bool:
