@@ -642,6 +642,24 @@ def tpu_points_elementwise():
                      target="tpu-v5e")
 
 
+def _tpu_embeddings(width: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    return _compiled(lambda t, i, w: jnp.tanh(t[i] @ w), jnp.ones((32768, width)),
+                     jnp.zeros((65536,), jnp.int32), jnp.ones((width, 256)), target="tpu-v5e")
+
+
+@case(("HS115",), "embeddings of width 130 gathered on a TPU: the activations (and the "
+      "table's copy) pad 130 to 256 lanes, x2.0 (issue 28: HS115 wanted a padding of 100% "
+      "or more, and saw only the weights)", target="tpu")
+def tpu_embeddings_130():
+    return _tpu_embeddings(130)
+
+
+@case((), "the same with width 128: no padding", target="tpu")
+def tpu_embeddings_128():
+    return _tpu_embeddings(128)
+
+
 @case((), "an attention block on a TPU v5e: async copies into on-chip memory (S(1)) are "
       "not layout changes", target="tpu")
 def tpu_attention():
