@@ -83,8 +83,8 @@ def platform_of(dev: Device) -> str:
 def target_device(target: Mapping[str, Any] | None) -> Device | None:
     """A compile target's peak rates per device (an inspect report's `target`) as a
     `Device`, named after its chip; None without a target or without its figures.  The
-    one device `inspect`, and `lint`, `kernels` and `report` on its saved report, weigh
-    findings and time kernels with."""
+    one device `inspect`, and `lint` and `report` on its saved report, weigh findings
+    with."""
     if not target or not isinstance(target.get("flops"), dict):
         return None
     try:
