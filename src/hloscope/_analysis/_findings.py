@@ -93,6 +93,7 @@ class Check:
     before: float = 0.0
     after: float = 0.0
     estimate: Saving = field(default_factory=Saving)
+    also: tuple[tuple[str, int, int], ...] = ()  # other figures it moved (name, bytes)
 
     @property
     def saved(self) -> float:
@@ -108,14 +109,17 @@ class Check:
         (``from the outputs' bytes; not compiled: ...``)."""
         if self.status != "checked":
             return "estimated" + (f" {self.how}" if self.how else "")
+        also = "".join(f"; {name} {format_bytes(a)} -> {format_bytes(b)}"
+                       for name, a, b in self.also)
         return (f"checked: {self.figure} {self.amount(self.before)} -> "
-                f"{self.amount(self.after)}" + (f" with {self.fix}" if self.fix else ""))
+                f"{self.amount(self.after)}{also}" + (f" with {self.fix}" if self.fix else ""))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "how": self.how}
         if self.status == "checked":
             out.update(fix=self.fix, figure=self.figure, unit=self.unit, before=self.before,
-                       after=self.after, saved=self.saved)
+                       after=self.after, saved=self.saved,
+                       also=[{"figure": n, "before": a, "after": b} for n, a, b in self.also])
         out["estimate"] = self.estimate.to_dict()
         return out
 

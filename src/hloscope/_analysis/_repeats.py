@@ -42,6 +42,8 @@ def unrolled_loop(module: Module) -> Unrolled | None:
                                               "get-tuple-element"):
                 continue
             counts[(str(loc), inst.opcode)] += 1
+    if not counts:
+        return _by_period(module)
     best: tuple[int, int] | None = None
     for c in set(counts.values()):
         if c < MIN_COPIES:
@@ -56,6 +58,28 @@ def unrolled_loop(module: Module) -> Unrolled | None:
     return Unrolled(copies, covered // copies, covered, tuple(lines))
 
 
+def _by_period(module: Module) -> Unrolled | None:
+    """Without source lines: the entry's opcodes repeating with one period (the gap
+    that recurs most between the same opcode's places, checked over the sequence)."""
+    ops = [i.opcode for i in module.entry.instructions
+           if i.opcode not in ("parameter", "constant", "tuple", "get-tuple-element")]
+    n = len(ops)
+    places: dict[str, list[int]] = {}
+    for k, op in enumerate(ops):
+        places.setdefault(op, []).append(k)
+    gaps: Counter[int] = Counter()
+    for where in places.values():
+        if len(where) >= MIN_COPIES:
+            gap, _n = Counter(b - a for a, b in zip(where, where[1:])).most_common(1)[0]
+            gaps[gap] += 1
+    for period in sorted(g for g in gaps if g > 0):
+        same = sum(a == b for a, b in zip(ops, ops[period:]))
+        copies = n // period
+        if copies >= MIN_COPIES and same >= 0.8 * (n - period):
+            return Unrolled(copies, period, copies * period, ())
+    return None
+
+
 def describe_lowered(module: Module) -> str:
     """``the lowered module has 12,345 operations; 41 operations from prog.py:12-14
     repeat 300 times: a Python loop unrolled 300 times ...``"""
@@ -66,6 +90,6 @@ def describe_lowered(module: Module) -> str:
         return text
     where = ", ".join(u.lines[:3]) + (f" and {len(u.lines) - 3} more lines"
                                        if len(u.lines) > 3 else "")
-    return (f"{text}; {u.per_copy} operations from {where} repeat {u.copies} times: a "
-            f"Python loop unrolled {u.copies} times, which XLA compiles {u.copies} times "
-            "(lax.scan or lax.fori_loop compiles the body once)")
+    return (f"{text}; {u.per_copy} operations" + (f" from {where}" if where else "")
+            + f" repeat {u.copies} times: a Python loop unrolled {u.copies} times, every "
+            "copy optimized by XLA (lax.scan or lax.fori_loop compiles the body once)")

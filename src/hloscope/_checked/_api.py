@@ -21,6 +21,7 @@ def inspect(fn: Any, *args: Any, check: bool = True,
     program = Program(fn, args, kwargs, static_argnums, static_argnames, compiler_options,
                       target, mesh, shard)
     report = program.inspect()
+    report._cache["program"] = program  # noqa: SLF001  (for lint's own threshold)
     if check and type(fn).__name__ != "Lowered":  # a Lowered has no function to change
         report._cache["advice"] = check_advice(report, program)  # noqa: SLF001
     return report

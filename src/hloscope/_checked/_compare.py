@@ -146,12 +146,15 @@ def _check(fix: Fix, g: FindingGroup, report: Any, variant: Any, before: dict[st
         name = FIGURES[key] if key == "footprint" or before.get("peak_source") else \
             "hloscope's peak"
         return Check("checked", "", note, name, "bytes", before[key], after[key], g.saving)
+    # A fix for time may cost memory (XLA's flags hold two iterations' data): said too.
+    peak = FIGURES["peak"] if before.get("peak_source") else "hloscope's peak"
+    also = ((peak, int(before["peak"]), int(after["peak"])),)
     if key == "exposed":
         places = {f.place for f in g.findings}
         return Check("checked", "", note, FIGURES[key], "seconds", g.saving.seconds,
-                     _exposed(variant, places), g.saving)
+                     _exposed(variant, places), g.saving, also)
     return Check("checked", "", note, FIGURES[key], "seconds", ctx.total_seconds,
-                 _context(variant).total_seconds, g.saving)
+                 _context(variant).total_seconds, g.saving, also)
 
 
 def _saving(c: Check) -> Saving:

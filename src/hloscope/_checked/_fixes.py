@@ -166,7 +166,8 @@ def _xla_flags(groups: list[FindingGroup], report: Any, program: Program) -> Fix
 
 # -- rematerialization (HS111) ----------------------------------------------------------
 
-_POLICY = re.compile(r"checkpoint_policies\.([a-z_]+)")
+_POLICY = re.compile(r"\b([a-z_]*saveable|checkpoint_dots[a-z_]*|save_anything_except_these_names"
+                     r"|offload_dot_with_no_batch_dims)\b")
 
 
 def _remat(groups: list[FindingGroup], report: Any, program: Program) -> Fix | str:
@@ -178,7 +179,7 @@ def _remat(groups: list[FindingGroup], report: Any, program: Program) -> Fix | s
         return ("there is no scan body to wrap: jax.checkpoint on the layer function is a "
                 "change to the program's code")
     named = [p for g in groups for f in g.findings for p in _POLICY.findall(f.suggestion)]
-    policy = "nothing_saveable" if "nothing_saveable" in named or not named else named[0]
+    policy = named[0] if named else "nothing_saveable"  # the first the advice names
     reached: list[int] = []
     user = getattr(program.fn, "__wrapped__", None) if hasattr(program.fn, "_jit_info") \
         else program.fn

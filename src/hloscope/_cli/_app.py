@@ -37,15 +37,7 @@ def main() -> None:
             fail(e)
         except typer.Exit as ex:
             sys.exit(ex.exit_code)
-    except KeyboardInterrupt as e:
-        from .._jax._progress import CompileInterrupted
-
-        if isinstance(e, CompileInterrupted):
-            # Said already; XLA's compile goes on in its thread, which cannot be stopped:
-            # leave without waiting for it.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(130)
+    except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
     except Exception as e:  # a bug in hloscope, unless the user's own code raised it

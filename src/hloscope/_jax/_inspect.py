@@ -513,7 +513,11 @@ def _describe_lowered(lowered: Any) -> str:
     from .._analysis._repeats import describe_lowered
     from .._sources._reader import read_text
 
-    return describe_lowered(read_text(lowered.as_text(dialect="hlo"),
+    try:  # with source lines, where this JAX gives them
+        text = lowered.as_text(dialect="hlo", debug_info=True)
+    except TypeError:
+        text = lowered.as_text(dialect="hlo")
+    return describe_lowered(read_text(text,
                                       filename="<lowered>").module)
 
 

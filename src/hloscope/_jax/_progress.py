@@ -95,9 +95,15 @@ class _Line:
 
 def _columns() -> int:
     try:
-        return os.get_terminal_size(sys.stderr.fileno()).columns
+        n = os.get_terminal_size(sys.stderr.fileno()).columns
     except (OSError, ValueError, AttributeError):
-        return 100
+        n = 0
+    if n <= 0:
+        try:
+            n = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            n = 0
+    return n if n > 0 else 100
 
 
 def _label(text: str) -> str:
