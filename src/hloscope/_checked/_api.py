@@ -23,7 +23,9 @@ def inspect(fn: Any, *args: Any, check: bool = True,
     report = program.inspect()
     report._cache["program"] = program  # noqa: SLF001  (for lint's own threshold)
     if check and type(fn).__name__ != "Lowered":  # a Lowered has no function to change
-        report._cache["advice"] = check_advice(report, program)  # noqa: SLF001
+        # Checked when the advice is first read: a caller after the module alone compiles
+        # nothing more.
+        report._cache["check"] = lambda advice: check_advice(report, program, advice)  # noqa: SLF001
     return report
 
 
@@ -32,7 +34,8 @@ inspect.__doc__ = (_base.inspect.__doc__ or "") + """
     (donation, XLA flags, remat of scan bodies, precision of upcast matmuls): the fixed
     function is compiled the same way and each group says XLA's figures for both
     compiles (``checked: XLA's footprint 8.38 MiB -> 5.75 MiB``), or ``estimated``; at
-    most one extra compile per kind of finding (docs/advisor.md).
+    most one extra compile per kind of finding, when `report.advice` is first read
+    (docs/advisor.md).
     """
 
 

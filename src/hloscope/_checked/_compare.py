@@ -81,7 +81,9 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
     """`report`'s advice with every group checked where a fix is mechanical (module
     docstring); `report.timings['check']` gets the seconds it took."""
     t0 = time.perf_counter()
-    advice = advice if advice is not None else report.advice
+    if advice is None:
+        report._cache.pop("check", None)  # noqa: SLF001  (checked here, not again)
+        advice = report.advice
     groups = list(advice.groups)
     fixes, why = plan(groups, report, program)
     checks: dict[int, Check] = {}

@@ -21,11 +21,10 @@ import inspect as _inspect
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from .._analysis._findings import FindingGroup
-from ._program import Program, rejit
+from ._program import Fix, Program, rejit
 from ._upcast import upcast_fix
 
 __all__ = ["ESTIMATED", "Fix", "plan"]
@@ -49,20 +48,6 @@ ESTIMATED = {
     "HS115": "from the padding's bytes",
 }
 NOT_MECHANICAL = "the fix is a change to the program's code"
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One kind's fix: the `rules` it answers, what was changed (`fix`, in words), the
-    changed `program`, the `figure` it is judged by (``footprint``, ``peak``,
-    ``exposed``, ``time``) and `reached()`: whether tracing applied the change."""
-
-    kind: str
-    rules: tuple[str, ...]
-    fix: str
-    program: Program
-    figure: str
-    reached: Callable[[], bool] = field(default=lambda: True)
 
 
 def plan(groups: list[FindingGroup], report: Any,

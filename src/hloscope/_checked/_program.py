@@ -1,5 +1,5 @@
-"""What was compiled: the user's function with its arguments and how it was compiled, and
-the same function jitted again with one change (`rejit`).
+"""What was compiled: the user's function with its arguments and how it was compiled, the
+same function jitted again with one change (`rejit`), and a fix: a changed `Program`.
 
 `inspect` compiles a `Program`; a fix is another `Program` (the function donated, or
 compiled with XLA options, or its scan bodies checkpointed), compiled the same way, for
@@ -9,9 +9,10 @@ the same device or target.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Program", "rejit"]
+__all__ = ["Fix", "Program", "rejit"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,17 @@ def rejit(program: Program, fun: Any | None = None, **changes: Any) -> Any:
         return jax.jit(body, **kwargs, **shardings, **changes)
     except Exception:  # noqa: BLE001  (JAX's private fields differ between versions)
         return jax.jit(body, **{**kwargs, **changes})
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One kind's fix: the `rules` it answers, what was changed (`fix`, in words), the
+    changed `program`, the `figure` it is judged by (``footprint``, ``peak``,
+    ``exposed``, ``time``) and `reached()`: whether tracing applied the change."""
+
+    kind: str
+    rules: tuple[str, ...]
+    fix: str
+    program: Program
+    figure: str
+    reached: Callable[[], bool] = field(default=lambda: True)

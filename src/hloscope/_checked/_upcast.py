@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._analysis._findings import FindingGroup
-from ._program import Program, rejit
+from ._program import Fix, Program, rejit
 
 __all__ = ["upcast_fix"]
 
@@ -22,8 +22,6 @@ _NARROW = ("bfloat16", "float16")
 
 
 def upcast_fix(groups: list[FindingGroup], report: Any, program: Program) -> Any:
-    from ._fixes import Fix
-
     fn = program.fn
     jitted = hasattr(fn, "_jit_info") and hasattr(fn, "__wrapped__")
     user = fn.__wrapped__ if jitted else fn

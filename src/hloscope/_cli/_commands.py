@@ -608,6 +608,7 @@ def inspect_cmd(
     try:
         rep = _compile_function("inspect", target, arg, inputs, static, devices, hw, mesh,
                                 shard, not no_check)
+        advice = rep.advice  # checked now (its time among the timings)
         if output is not None:
             write_text(output, rep.html())
         if save is not None:
@@ -627,7 +628,7 @@ def inspect_cmd(
          f"jax {rep.versions.get('jax')}\n\n"
          + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
          + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_advice(m.name, rep.advice, width=width),
+         + render_advice(m.name, advice, width=width),
          width)
 
 

@@ -111,15 +111,19 @@ class Report:
     @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
-        estimated for the target's chip where the report has one."""
+        estimated for the target's chip where the report has one.  From
+        `hloscope.inspect(..., check=True)`, each group checked by compiling its fix
+        (on first use: see `hloscope._checked`)."""
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
             df, lr = self._flow()
             dev = self.roofline_device()
-            self._cache["advice"] = advise_groups(
+            advice = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
                 device_label=f"{dev.name} ({self.target.get('name')})" if dev else None)
+            check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
+            self._cache["advice"] = check(advice) if check is not None else advice
         return self._cache["advice"]
 
     @property
