@@ -12,7 +12,7 @@ the finding's saving is about on the two compiles:
   compute on XLA's schedule (hloscope's roofline over each compile's kernels, at the
   findings' places);
 - ``time`` (precision): the program's estimated time (the same roofline over every
-  kernel of each compile).
+  kernel of each compile, each matmul at the rate of the type it multiplies in).
 
 The group's saving becomes the difference (its estimate stays beside, in its `Check`);
 a group whose checked saving is under the advisor's threshold is dropped with a note.
@@ -28,11 +28,12 @@ from typing import Any
 from .._analysis._advice_context import AdviceContext
 from .._analysis._advisor import Advice, advise_groups
 from .._analysis._findings import Check, FindingGroup, Saving
+from .._analysis._rules_kernels import fused_instructions
 from .._jax._progress import prefix
 from ._fixes import ESTIMATED, Fix, plan
 from ._program import Program
 
-__all__ = ["check_advice", "figures"]
+__all__ = ["check_advice", "checked_groups", "figures"]
 
 FIGURES = {
     "footprint": "XLA's footprint",
@@ -84,11 +85,32 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
     if advice is None:
         report._cache.pop("check", None)  # noqa: SLF001  (checked here, not again)
         advice = report.advice
+    kept: list[FindingGroup] = []
+    dropped: list[str] = []
+    left_out = 0
+    for g, worth in checked_groups(report, program, advice):
+        if worth:
+            kept.append(g)
+            continue
+        c = g.check
+        assert c is not None
+        left_out += g.count
+        dropped.append(f"{g.rule} {g.title}: the fix compiled ({c.fix}) saves "
+                       f"{c.amount(c.saved)} of {c.figure}, under the threshold: left out "
+                       f"(estimated {c.estimate.describe(advice.device)})")
+    kept.sort(key=lambda g: -g.share)
+    report.timings["check"] = time.perf_counter() - t0
+    return Advice(kept, advice.device, advice.optimized, advice.quiet + left_out,
+                  advice.notes + tuple(dropped))
+
+
+def checked_groups(report: Any, program: Program,
+                   advice: Advice) -> list[tuple[FindingGroup, bool]]:
+    """Each group of `advice` with its `Check` (where checked, its saving XLA's
+    difference) and whether it is still worth a user's attention."""
     groups = list(advice.groups)
     fixes, why = plan(groups, report, program)
     checks: dict[int, Check] = {}
-    dropped: list[str] = []
-    left_out = 0
     ctx = _context(report)
     before = figures(report) if fixes else {}
     for n, fix in enumerate(fixes, 1):
@@ -111,29 +133,21 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
         for i in mine:
             checks[i] = _check(fix, groups[i], report, variant, before, ctx,
                                together=len(mine))
-    out: list[FindingGroup] = []
+    out: list[tuple[FindingGroup, bool]] = []
     for i, g in enumerate(groups):
         c = checks.get(i)
         if c is None:
             how = ESTIMATED.get(g.rule, "from the compiled module")
             reason = why.get(g.rule)
-            out.append(dataclasses.replace(g, check=Check(
+            out.append((dataclasses.replace(g, check=Check(
                 "estimated", how + (f"; not compiled: {reason}" if reason else ""),
-                estimate=g.saving)))
+                estimate=g.saving)), True))
             continue
         saving = _saving(c)
         share, basis = ctx.share(saving)
-        if not ctx.worth_it(saving):
-            left_out += g.count
-            dropped.append(f"{g.rule} {g.title}: the fix compiled ({c.fix}) saves "
-                           f"{c.amount(c.saved)} of {c.figure}, under the threshold: left "
-                           f"out (estimated {g.saving.describe(advice.device)})")
-            continue
-        out.append(dataclasses.replace(g, saving=saving, share=share, basis=basis, check=c))
-    out.sort(key=lambda g: -g.share)
-    report.timings["check"] = time.perf_counter() - t0
-    return Advice(out, advice.device, advice.optimized, advice.quiet + left_out,
-                  advice.notes + tuple(dropped))
+        out.append((dataclasses.replace(g, saving=saving, share=share, basis=basis, check=c),
+                    ctx.worth_it(saving)))
+    return out
 
 
 def _check(fix: Fix, g: FindingGroup, report: Any, variant: Any, before: dict[str, float],
@@ -155,8 +169,27 @@ def _check(fix: Fix, g: FindingGroup, report: Any, variant: Any, before: dict[st
         places = {f.place for f in g.findings}
         return Check("checked", "", note, FIGURES[key], "seconds", g.saving.seconds,
                      _exposed(variant, places), g.saving, also)
-    return Check("checked", "", note, FIGURES[key], "seconds", ctx.total_seconds,
-                 _context(variant).total_seconds, g.saving, also)
+    return Check("checked", "", note, FIGURES[key], "seconds", _seconds(ctx),
+                 _seconds(_context(variant)), g.saving, also)
+
+
+def _seconds(ctx: AdviceContext) -> float:
+    """The program's estimated time with each matmul or convolution at the rate of the
+    type it multiplies in (XLA fuses a bf16->f32 convert into the matmul's kernel, whose
+    result is f32 either way: the operands say which rate it runs at)."""
+    total = 0.0
+    for k in ctx.graph.kernels:
+        inst = ctx.inst(k)
+        kind = k.element_type
+        if inst is not None:
+            for i in fused_instructions(inst):
+                if i.opcode in ("dot", "convolution") and i.operands:
+                    kind = i.operands[0].shape.element_type or kind
+                    break
+        total += k.roofline_seconds(ctx.device, kind) * ctx.runs(k.group)
+    for c in ctx.graph.collectives:
+        total += (c.sent_per_device or c.bytes) / ctx.link_bandwidth * ctx.runs(c.group)
+    return total
 
 
 def _saving(c: Check) -> Saving:

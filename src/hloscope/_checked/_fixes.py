@@ -164,7 +164,9 @@ def _remat(groups: list[FindingGroup], report: Any, program: Program) -> Fix | s
         return ("there is no scan body to wrap: jax.checkpoint on the layer function is a "
                 "change to the program's code")
     named = [p for g in groups for f in g.findings for p in _POLICY.findall(f.suggestion)]
-    policy = named[0] if named else "nothing_saveable"  # the first the advice names
+    # nothing_saveable where the advice names it: its estimate is every saved value's
+    # bytes, which that policy drops; else the first policy it names.
+    policy = "nothing_saveable" if "nothing_saveable" in named or not named else named[0]
     reached: list[int] = []
     user = getattr(program.fn, "__wrapped__", None) if hasattr(program.fn, "_jit_info") \
         else program.fn

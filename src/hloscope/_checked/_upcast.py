@@ -85,8 +85,11 @@ def _eval(jaxpr: Any, consts: Any, args: list[Any], rewritten: list[int]) -> lis
                 sub = eqn.params["jaxpr"]
                 outs = _eval(sub.jaxpr, sub.consts, invals, rewritten)
             else:
-                subfuns, params = eqn.primitive.get_bind_params(eqn.params)
-                ans = eqn.primitive.bind(*subfuns, *invals, **params)
+                got = eqn.primitive.get_bind_params(eqn.params)
+                # (subfuns, params) in older JAX, params alone in newer
+                subfuns, params = got if isinstance(got, tuple) else ((), got)
+                with eqn.ctx.manager:
+                    ans = eqn.primitive.bind(*subfuns, *invals, **params)
                 outs = list(ans) if eqn.primitive.multiple_results else [ans]
         for v, x in zip(eqn.outvars, outs):
             env[v] = x
