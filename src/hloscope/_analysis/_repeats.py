@@ -80,11 +80,12 @@ def _by_period(module: Module) -> Unrolled | None:
     return None
 
 
-def describe_lowered(module: Module) -> str:
+def describe_lowered(module: Module,
+                     what: str = "the lowered module (before XLA's optimization)") -> str:
     """``the lowered module has 12,345 operations; 41 operations from prog.py:12-14
     repeat 300 times: a Python loop unrolled 300 times ...``"""
     n = module.instruction_count
-    text = f"the lowered module (before XLA's optimization) has {n:,} operations"
+    text = f"{what} has {n:,} operations"
     u = unrolled_loop(module)
     if u is None:
         return text

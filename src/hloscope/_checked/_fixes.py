@@ -60,7 +60,10 @@ def plan(groups: list[FindingGroup], report: Any,
     for rule in rules:
         mine = [g for g in groups if g.rule == rule]
         builder = _BUILDERS.get(rule)
-        got = builder(mine, report, program) if builder is not None else NOT_MECHANICAL
+        try:
+            got = builder(mine, report, program) if builder is not None else NOT_MECHANICAL
+        except Exception as e:  # noqa: BLE001  (the advice stands without its check)
+            got = f"hloscope could not build the fix ({type(e).__name__}: {e})"[:200]
         if isinstance(got, Fix):
             fixes.append(got)
         else:
@@ -71,6 +74,7 @@ def plan(groups: list[FindingGroup], report: Any,
 # -- donation (HS110) -------------------------------------------------------------------
 
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
+_NUMBERS = re.compile(r"parameters? ((?:\d+(?:, )?)+)")
 
 
 def _positional(fn: Any) -> list[str]:
@@ -83,14 +87,24 @@ def _positional(fn: Any) -> list[str]:
 
 
 def _donation(groups: list[FindingGroup], report: Any, program: Program) -> Fix | str:
-    evidence = [e for g in groups for f in g.findings for e in f.evidence
+    evidence = [(e.name, e.op_name) for g in groups for f in g.findings for e in f.evidence
                 if e.what == "parameter"]
+    # The evidence lists a few parameters; the message numbers more of them.
+    params = report.module.entry.parameters
+    by_number = {p.parameter_number: p for p in params}
+    for g in groups:
+        for f in g.findings:
+            for listed in _NUMBERS.findall(f.message):
+                for n in re.findall(r"\d+", listed):
+                    p = by_number.get(int(n))
+                    if p is not None:
+                        evidence.append((p.name, p.metadata.op_name))
     positional = _positional(program.fn)
     nums: set[int] = set()
     names: set[str] = set()
     unresolved = []
-    for e in evidence:
-        m = _ARG.match(e.op_name or "")
+    for e in dict.fromkeys(evidence):
+        m = _ARG.match(e[1] or "")
         name = m.group(1) if m else None
         if name is not None and name in program.kwargs:
             names.add(name)
@@ -106,12 +120,11 @@ def _donation(groups: list[FindingGroup], report: Any, program: Program) -> Fix 
 
         leaves = [i for i, a in enumerate(program.args)
                   for _ in jax.tree_util.tree_leaves(a)]
-        params = report.module.entry.parameters
         if program.kwargs or program.static_argnums or len(leaves) != len(params):
             return "the donated arguments could not be told from the parameters' names"
         by_name = {p.name: p.parameter_number for p in params}
         for e in unresolved:
-            n = by_name.get(e.name)
+            n = by_name.get(e[0])
             if n is None:
                 return "the donated arguments could not be told from the parameters' names"
             nums.add(leaves[n])
