@@ -25,8 +25,20 @@ def inspect(fn: Any, *args: Any, check: bool = True,
     if check and type(fn).__name__ != "Lowered":  # a Lowered has no function to change
         # Checked when the advice is first read: a caller after the module alone compiles
         # nothing more.
-        report._cache["check"] = lambda advice: check_advice(report, program, advice)  # noqa: SLF001
+        report._cache["check"] = lambda advice: _checked(report, program, advice)  # noqa: SLF001
     return report
+
+
+def _checked(report: Any, program: Program, advice: Any) -> Any:
+    """`check_advice`; where checking itself fails, the advice as estimated, saying so."""
+    try:
+        return check_advice(report, program, advice)
+    except Exception as e:  # noqa: BLE001  (the advice stands without its checks)
+        from .._analysis._advisor import Advice
+
+        return Advice(advice.groups, advice.device, advice.optimized, advice.quiet,
+                      advice.notes + (f"the savings could not be checked ({type(e).__name__}: "
+                                      f"{str(e)[:160]}): they are estimated",))
 
 
 inspect.__doc__ = (_base.inspect.__doc__ or "") + """
