@@ -8,7 +8,7 @@ advisor's estimate, the checked figure (XLA's difference between the two compile
 their ratio and whether the estimate is within 2x; then the share within 2x, and
 inspect's time with and without checking (the target: checking adds at most 3x).
 
-    python benchmarks/advisor_checked.py                          # tests/advisor_programs.py
+    python benchmarks/advisor_checked.py     # tests/advisor_programs.py and EXTRA below
     python benchmarks/advisor_checked.py --cases tests/advisor_blind.py:CASES
     python benchmarks/advisor_checked.py --only sgd_step_not_donated,rnn_grad
 
@@ -39,7 +39,41 @@ from hloscope._checked._program import Program  # noqa: E402
 from hloscope._jax import _inspect as base  # noqa: E402
 
 
+class _Case:
+    """A program of this script's own (`EXTRA`): `build()` returns its `Program`."""
+
+    def __init__(self, name: str, build: Any) -> None:
+        self.name, self.build = name, build
+
+
+def _fsdp_scan() -> Program:
+    """The README's FSDP scan step (examples/train_step.py) for 8 H100s: HS111 and
+    HS113 with XLA's pipelining flags."""
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from train_step import train_step
+
+    return Program(train_step, (jax.ShapeDtypeStruct((8, 2048, 2048), jnp.bfloat16),
+                                jax.ShapeDtypeStruct((1024, 2048), jnp.bfloat16)),
+                   target="h100x8", shard={0: "None,data,None", 1: "data"})
+
+
+def _sgd_cpu() -> Program:
+    """examples/sgd_step.py on the CPU: HS110."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from sgd_step import make_inputs, sgd_step
+
+    return Program(sgd_step, tuple(make_inputs()))
+
+
+EXTRA = [_Case("fsdp_scan_h100x8", _fsdp_scan), _Case("examples_sgd_step", _sgd_cpu)]
+
+
 def _load(spec: str) -> list[Any]:
+    if spec == "EXTRA":
+        return list(EXTRA)
     path, _, attr = spec.partition(":")
     module_spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path
                                                          if not os.path.isabs(path) else path)
@@ -92,11 +126,14 @@ def _fmt(c: Any, v: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cases", default="tests/advisor_programs.py:CASES",
-                    help="PATH.py:ATTRIBUTE, a list of cases with build()")
+    ap.add_argument("--cases", action="append",
+                    help="PATH.py:ATTRIBUTE, a list of cases with build(); repeat for "
+                         "several (default: tests/advisor_programs.py:CASES and EXTRA, "
+                         "this script's own programs)")
     ap.add_argument("--only", default="", help="comma-separated case names")
     opts = ap.parse_args()
-    cases = _load(opts.cases)
+    cases = [c for spec in (opts.cases or ["tests/advisor_programs.py:CASES", "EXTRA"])
+             for c in _load(spec)]
     if opts.only:
         wanted = set(opts.only.split(","))
         cases = [c for c in cases if getattr(c, "name", "") in wanted]
