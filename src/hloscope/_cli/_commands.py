@@ -339,8 +339,9 @@ def _lint_function(target: str, arg: list[str], inputs: str | None, static: list
     try:
         rep = _compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
                                 shard, False)
-        advice = rep.advice
-        if dev is not None or min_share is not None:
+        if dev is None and min_share is None:
+            advice = rep.advice
+        else:
             from .._analysis._advisor import advise_groups
 
             df, lr = rep._flow()  # noqa: SLF001
