@@ -116,11 +116,14 @@ def test_lint_function_checked_and_no_check(tmp_path):
 
 
 def test_hlo_text_says_estimated():
-    r = run_cli("lint", str(ROOT / "tests/data/generated/f_recalc.hlo"), "--json")
-    groups = json.loads(r.stdout)["modules"][0]["groups"]
+    from hloscope._render._kernels_text import render_advice
+
+    m = hloscope.read(ROOT / "tests/data/generated/f_recalc.hlo").module
+    advice = hloscope.advise_groups(m)
+    groups = advice.to_dict()["groups"]
     assert groups and all(g["check"]["status"] == "estimated" for g in groups)
-    r = run_cli("lint", str(ROOT / "tests/data/generated/f_recalc.hlo"))
-    assert "checked" not in r.stdout and "), estimated" in r.stdout
+    text = render_advice(m.name, advice)
+    assert "checked" not in text and "), estimated" in text
 
 
 def test_unrolled_loop_in_the_lowered_module():
@@ -209,3 +212,34 @@ def test_ctrl_c_during_a_slow_compile_says_what_it_waited_for(tmp_path):
     assert "interrupted: XLA compiling f for" in text
     assert "Python loop unrolled 150 times" in text
     assert "Traceback" not in text
+
+
+def test_upcast_rewrite_multiplies_the_narrow_values():
+    """HS112's fix, applied to the jaxpr: the matmul reads the bf16 values with
+    preferred_element_type=f32 and computes the same numbers."""
+    from hloscope._checked._program import Program
+    from hloscope._checked._upcast import upcast_fix
+
+    def f(x, w):
+        return jnp.tanh(x.astype(jnp.float32) @ w.astype(jnp.float32))
+
+    x = (jnp.arange(64 * 32).reshape(64, 32) % 7).astype(jnp.bfloat16)
+    w = (jnp.arange(32 * 16).reshape(32, 16) % 5).astype(jnp.bfloat16) / 8
+    fix = upcast_fix([], None, Program(f, (x, w)))
+    text = str(jax.make_jaxpr(fix.program.fn)(x, w))
+    assert fix.reached()
+    assert "preferred_element_type=float32" in text and "dot_general" in text
+    assert jnp.allclose(fix.program.fn(x, w), jax.jit(f)(x, w))
+
+
+def test_remat_checked_on_a_scan_body():
+    def loss(w, xs, h):
+        h, _ = jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), h, xs)
+        return (h ** 2).mean()
+
+    report = hloscope.inspect(jax.grad(loss), jnp.ones((128, 128)) * 0.01,
+                              jnp.ones((64, 32, 128)), jnp.ones((32, 128)))
+    [g] = [g for g in report.advice.groups if g.rule == "HS111"]
+    c = g.check
+    assert c is not None and c.status == "checked", c
+    assert "jax.checkpoint" in c.fix and c.figure == "XLA's peak" and c.after < c.before
