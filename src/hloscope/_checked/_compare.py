@@ -30,8 +30,8 @@ from .._analysis._advisor import Advice, advise_groups
 from .._analysis._findings import Check, FindingGroup, Saving
 from .._analysis._rules_kernels import fused_instructions
 from .._jax._progress import prefix
-from ._fixes import ESTIMATED, Fix, plan
-from ._program import Program
+from ._fixes import ESTIMATED, plan
+from ._program import Fix, Program
 
 __all__ = ["check_advice", "checked_groups", "figures"]
 

@@ -27,7 +27,7 @@ from .._analysis._findings import FindingGroup
 from ._program import Fix, Program, rejit
 from ._upcast import upcast_fix
 
-__all__ = ["ESTIMATED", "Fix", "plan"]
+__all__ = ["ESTIMATED", "plan"]
 
 # How each rule estimates its saving (docs/advisor.md, "saving estimated").
 ESTIMATED = {
