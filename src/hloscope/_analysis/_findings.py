@@ -19,7 +19,8 @@ from typing import Any
 from .._repr import brief_repr
 from .._units import format_bytes
 
-__all__ = ["Evidence", "Finding", "FindingGroup", "Saving", "group_findings", "place_key"]
+__all__ = ["Check", "Evidence", "Finding", "FindingGroup", "Saving", "group_findings",
+           "place_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,55 @@ def _duration(s: float) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """Whether a group's saving was checked by compiling its fix (`hloscope._checked`):
+    `status` ``checked`` (the fix was compiled: `figure` is what was compared, `before`
+    and `after` its values on the two compiles, in bytes or seconds as `unit` says) or
+    ``estimated`` (`how`: what the estimate is, or why no fix was compiled).  `fix`:
+    the change that was compiled; `estimate`: the advisor's own saving, kept beside."""
+
+    __repr__ = brief_repr
+
+    status: str
+    how: str = ""
+    fix: str = ""
+    figure: str = ""
+    unit: str = "bytes"
+    before: float = 0.0
+    after: float = 0.0
+    estimate: Saving = field(default_factory=Saving)
+    also: tuple[tuple[str, int, int], ...] = ()  # other figures it moved (name, bytes)
+
+    @property
+    def saved(self) -> float:
+        return self.before - self.after
+
+    def amount(self, value: float) -> str:
+        """`value` in the figure's unit (``2.62 MiB``, ``198.0 us``)."""
+        sign, value = ("-", -value) if value < 0 else ("", value)
+        return sign + (format_bytes(int(value)) if self.unit == "bytes" else _duration(value))
+
+    def describe(self) -> str:
+        """``checked: XLA's peak 12.45 GiB -> 1.95 GiB with FIX`` or ``estimated HOW``
+        (``from the outputs' bytes; not compiled: ...``)."""
+        if self.status != "checked":
+            return "estimated" + (f" {self.how}" if self.how else "")
+        also = "".join(f"; {name} {format_bytes(a)} -> {format_bytes(b)}"
+                       for name, a, b in self.also)
+        return (f"checked: {self.figure} {self.amount(self.before)} -> "
+                f"{self.amount(self.after)}{also}" + (f" with {self.fix}" if self.fix else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "how": self.how}
+        if self.status == "checked":
+            out.update(fix=self.fix, figure=self.figure, unit=self.unit, before=self.before,
+                       after=self.after, saved=self.saved,
+                       also=[{"figure": n, "before": a, "after": b} for n, a, b in self.also])
+        out["estimate"] = self.estimate.to_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """A kernel, array or instruction a finding points at."""
 
@@ -146,6 +196,7 @@ class FindingGroup:
     basis: str
     findings: tuple[Finding, ...]
     places: tuple[tuple[str, str | None, int], ...]
+    check: Check | None = None  # set where the fix was compiled (hloscope._checked)
 
     @property
     def kind(self) -> str:
@@ -154,6 +205,16 @@ class FindingGroup:
     @property
     def count(self) -> int:
         return len(self.findings)
+
+    def check_line(self, device: str | None = None) -> str:
+        """``checked: XLA's peak 8.25 MiB -> 5.25 MiB (the fix); estimated 4.00 MiB of
+        peak memory`` where the fix was compiled, else ``estimated`` (with how)."""
+        c = self.check
+        if c is None:
+            return "estimated"
+        if c.status != "checked":
+            return c.describe()
+        return f"{c.describe()}; estimated {c.estimate.describe(device)}"
 
     @property
     def first(self) -> Finding:
@@ -165,6 +226,8 @@ class FindingGroup:
                 "basis": self.basis,
                 "message": self.first.message, "suggestion": self.first.suggestion,
                 "places": [{"op_name": o, "source": s, "count": n} for o, s, n in self.places],
+                "check": (self.check.to_dict() if self.check is not None else
+                          {"status": "estimated", "how": "", "estimate": self.saving.to_dict()}),
                 "findings": [f.to_dict() for f in self.findings]}
 
 

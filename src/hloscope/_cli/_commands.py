@@ -31,6 +31,16 @@ _MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE
 _FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
 _WIDE = typer.Option(False, "--wide", help=WIDE_HELP)
 _TARGET_HELP = "The function: FILE.py:FUNCTION or package.module:FUNCTION."
+_NO_CHECK = typer.Option(False, "--no-check", help="Do not compile the advisor's "
+                         "mechanical fixes to check their savings (they stay estimated).")
+_ARG = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, e.g. f32[128,2] "
+                    "(zeros of that shape); repeat for each argument.")
+_INPUTS = typer.Option(None, "--inputs", metavar="CALL", help="A call in the same file that "
+                       "returns the arguments (one, or a tuple of them: pytrees, sharded "
+                       "arrays), e.g. 'make_input(128)'; after any --arg.")
+_STATIC = typer.Option([], "--static", metavar="NAME=VALUE", help="A static keyword "
+                       "argument (a Python literal); repeat.")
+_DEVICES = typer.Option(None, "--devices", metavar="N", help="Run on N virtual CPU devices.")
 
 
 @command()
@@ -267,6 +277,14 @@ def lint(
                                       "several."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
+    arg: list[str] = _ARG,
+    inputs: str | None = _INPUTS,
+    static: list[str] = _STATIC,
+    devices: int | None = _DEVICES,
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    no_check: bool = _NO_CHECK,
     wide: bool = _WIDE,
 ) -> None:
     """The advisor: what in the compiled program costs memory or time, and how much.
@@ -274,6 +292,10 @@ def lint(
     Findings of one rule on one pattern (one per layer of a deep model) are grouped and
     ranked by what acting on them would save (peak memory, memory traffic, kernels,
     time); each comes with its places (op_name, source line) and the change to try.
+    PATH may be a JAX function, FILE.py:FUNCTION with --arg or --inputs (and --target):
+    it is compiled, and each saving whose fix is mechanical (donation, XLA flags, remat
+    of a scan body, an upcast matmul) is checked by compiling the fix; on a file the
+    savings are estimated.
     """
     from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise_groups
     from .._analysis._devices import device as find_device
@@ -297,12 +319,20 @@ def lint(
         dev = find_device(device) if device is not None else None
     except _errors.HloscopeError as e:
         fail(e)
-    _inputs, entry = pick(path, module, function)
-    m = entry.module
-    try:
-        advice = advise_groups(m, min_share=min_share, **_advice_device(dev, entry.target))
-    except _errors.HloscopeError as e:
-        fail(e)
+    if is_function_target(str(path)):
+        advice, m = _lint_function(str(path), arg, inputs, static, devices, hw, mesh, shard,
+                                   not no_check, dev, min_share)
+    else:
+        if arg or inputs or static or devices is not None or hw or mesh or shard:
+            fail(_errors.HloscopeError(
+                "--arg, --inputs, --static, --devices, --target, --mesh and --shard are for "
+                "a function; PATH is a file", hint="give FILE.py:FUNCTION"))
+        _inputs, entry = pick(path, module, function)
+        m = entry.module
+        try:
+            advice = advise_groups(m, min_share=min_share, **_advice_device(dev, entry.target))
+        except _errors.HloscopeError as e:
+            fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
                 "modules": [{"module": m.name, **advice.to_dict()}]}
@@ -312,6 +342,34 @@ def lint(
                            width=text_width(wide)))
     if {g.rule for g in advice.groups} & wanted:
         raise typer.Exit(1)
+
+
+def _lint_function(target: str, arg: list[str], inputs: str | None, static: list[str],
+                   devices: int | None, hw: str | None, mesh: str | None, shard: list[str],
+                   check: bool, dev, min_share: float | None):  # type: ignore[no-untyped-def]
+    """`hloscope lint FILE.py:FUNCTION`: the function compiled, its advice (checked
+    unless `check` is off) and its module."""
+    try:
+        rep = _compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
+                                shard, False)
+        if dev is None and min_share is None:
+            advice = rep.advice
+        else:
+            from .._analysis._advisor import advise_groups
+
+            df, lr = rep._flow()  # noqa: SLF001
+            advice = advise_groups(rep.module, graph=rep.kernels, df=df, lr=lr,
+                                   device=dev or rep.roofline_device(), min_share=min_share)
+        if check:
+            from .._checked._compare import check_advice
+
+            program = rep._cache["program"]  # noqa: SLF001
+            advice = check_advice(rep, program, advice)
+        return advice, rep.module
+    except _errors.HloscopeError as e:
+        fail(e)
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
 
 
 @command()
@@ -508,20 +566,40 @@ def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: 
     return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **kwargs)
 
 
+def _compile_function(command_name: str, target: str, arg: list[str], inputs: str | None,
+                      static: list[str], devices: int | None, hw: str | None,
+                      mesh: str | None, shard: list[str], check: bool):  # type: ignore[no-untyped-def]
+    """`hloscope.inspect` on the function FILE.py:FUNCTION with the command line's
+    arguments (raises `HloscopeError`, or the user's own exception)."""
+    from .._jax._user import check_call
+
+    require_jax(command_name)
+    extra = hardware_target(hw, mesh, shard, devices)
+    if devices is not None:
+        from .._jax._compare import use_cpu_devices
+
+        use_cpu_devices(devices)
+    from .._jax._quiet import start_jax_quietly
+
+    start_jax_quietly()
+    kwargs = static_kwargs(static)
+    fn = load_target(target)
+    args = array_args(arg, abstract=hw is not None) + (
+        call_inputs(target, inputs) if inputs else [])
+    check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
+    from .._checked._api import inspect as run_inspect
+
+    return run_inspect(fn, *args, check=check, static_argnames=tuple(kwargs), **extra,
+                       **kwargs)
+
+
 @command("inspect")
 def inspect_cmd(
     target: str = typer.Argument(..., metavar="TARGET", help=_TARGET_HELP),
-    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, "
-                                  "e.g. f32[128,2] (zeros of that shape); repeat for each "
-                                  "argument."),
-    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
-                                      "same file that returns the arguments (one, or a tuple "
-                                      "of them: pytrees, sharded arrays), e.g. "
-                                      "'make_input(128)'; after any --arg."),
-    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
-                                     "keyword argument (a Python literal); repeat."),
-    devices: int | None = typer.Option(None, "--devices", metavar="N",
-                                       help="Run on N virtual CPU devices."),
+    arg: list[str] = _ARG,
+    inputs: str | None = _INPUTS,
+    static: list[str] = _STATIC,
+    devices: int | None = _DEVICES,
     hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
     mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
     shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
@@ -529,36 +607,23 @@ def inspect_cmd(
                                        help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
                                      "as JSON (hloscope.load and every command read it)."),
+    no_check: bool = _NO_CHECK,
     wide: bool = _WIDE,
 ) -> None:
     """Compile a JAX function once and show what XLA did.
 
-    Its kernels, its memory (beside XLA's own figures), the advisor's findings,
-    and the time of each compile phase.  With --target, for a GPU or TPU that need
-    not be here, and whether it fits in that device's memory.
+    Its kernels, its memory (beside XLA's own figures), the advisor's findings
+    (each saving checked by compiling its fix where the fix is mechanical), and the
+    time of each compile phase.  With --target, for a GPU or TPU that need not be
+    here, and whether it fits in that device's memory.
     """
-    from .._jax._user import check_call
     from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     try:
-        require_jax("inspect")
-        extra = hardware_target(hw, mesh, shard, devices)
-        if devices is not None:
-            from .._jax._compare import use_cpu_devices
-
-            use_cpu_devices(devices)
-        from .._jax._quiet import start_jax_quietly
-
-        start_jax_quietly()
-        kwargs = static_kwargs(static)
-        fn = load_target(target)
-        args = array_args(arg, abstract=hw is not None) + (
-            call_inputs(target, inputs) if inputs else [])
-        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-        from .._jax._inspect import inspect as run_inspect
-
-        rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
+        rep = _compile_function("inspect", target, arg, inputs, static, devices, hw, mesh,
+                                shard, not no_check)
+        advice = rep.advice  # checked now (its time among the timings)
         if output is not None:
             write_text(output, rep.html())
         if save is not None:
@@ -578,7 +643,7 @@ def inspect_cmd(
          f"jax {rep.versions.get('jax')}\n\n"
          + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
          + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_advice(m.name, rep.advice, width=width),
+         + render_advice(m.name, advice, width=width),
          width)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from .._errors import HloscopeError
 from .._repr import clip
 from .._sources._saved import INSPECT_SCHEMA
+from ._progress import phase, wait_for
 from ._user import INSTALL_JAX, user_code
 
 __all__ = ["REPORT_SCHEMA", "Report", "inspect", "load", "show"]
@@ -110,7 +111,9 @@ class Report:
     @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
-        estimated for the target's chip where the report has one."""
+        estimated for the target's chip where the report has one.  From
+        `hloscope.inspect(..., check=True)`, each group checked by compiling its fix
+        (on first use: see `hloscope._checked`)."""
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
@@ -118,9 +121,11 @@ class Report:
 
             df, lr = self._flow()
             dev = self.roofline_device()
-            self._cache["advice"] = advise_groups(
+            advice = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
                 device_label=target_label(self.target, dev) if dev else None)
+            check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
+            self._cache["advice"] = check(advice) if check is not None else advice
         return self._cache["advice"]
 
     @property
@@ -424,21 +429,28 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         jitted = fn if hasattr(fn, "trace") else jax.jit(
             fn, static_argnums=static_argnums, static_argnames=static_argnames)
         t0 = time.perf_counter()
-        with user_code(f"JAX traced {name}"), _mesh_context(prepared):
+        with phase(f"tracing {name}"), user_code(f"JAX traced {name}"), \
+                _mesh_context(prepared):
             traced = jitted.trace(*args, **kwargs)
         timings["trace"] = time.perf_counter() - t0
         jaxpr = str(traced.jaxpr)
         t0 = time.perf_counter()
-        with user_code(f"JAX lowered {name}"):
+        with phase(f"lowering {name}"), user_code(f"JAX lowered {name}"):
             lowered = traced.lower()
         timings["lower"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="hloscope-") as dump:
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
-        try:
+
+        def compile_it() -> Any:
             with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
-                compiled = lowered.compile(compiler_options=options)
+                return lowered.compile(compiler_options=options)
+
+        where = f" for {prepared.target.name}" if prepared is not None else ""
+        try:
+            compiled = wait_for(f"XLA compiling {name}{where}", compile_it,
+                                describe_slow=lambda: _describe_lowered(lowered))
         except Exception as e:
             if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
                 # The answer to "does it fit?" when the target's compiler refuses it.
@@ -492,6 +504,19 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     )
     report._cache["compiled"] = compiled  # for bench; not saved
     return report
+
+
+def _describe_lowered(lowered: Any) -> str:
+    """What the module JAX gave XLA already shows (its size, an unrolled loop)."""
+    from .._analysis._repeats import describe_lowered
+    from .._sources._reader import read_text
+
+    try:  # with source lines, where this JAX gives them
+        text = lowered.as_text(dialect="hlo", debug_info=True)
+    except TypeError:
+        text = lowered.as_text(dialect="hlo")
+    return describe_lowered(read_text(text,
+                                      filename="<lowered>").module)
 
 
 def _mesh_context(prepared: Any) -> Any:

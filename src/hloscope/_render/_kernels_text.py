@@ -156,8 +156,14 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
         out.append("")
         out.append(safe(f"{rank}. {g.rule} {g.kind}: {g.title}"
                         + (f" (x{g.count})" if g.count > 1 else "")))
-        out.append(f"  saves {g.saving.describe(advice.device)} ({100 * g.share:.1f}% of the "
-                   f"program's {g.basis})")
+        c = g.check
+        share = f"{100 * g.share:.1f}% of the program's {g.basis}"
+        if c is not None and c.status == "checked":
+            out.append(f"  saves {c.amount(c.saved)} of {c.figure} ({share})")
+            out.append(f"  {safe(g.check_line(advice.device))}")
+        else:
+            out.append(f"  saves {g.saving.describe(advice.device)} ({share}), "
+                       f"{safe(g.check_line(advice.device))}")
         out.append(f"  {safe(f.message)}")
         for op_name, source, count in g.places[:3]:
             where = ", ".join(safe(x) for x in (op_name, source) if x) or "-"

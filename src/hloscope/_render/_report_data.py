@@ -286,8 +286,11 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
         "xla": _xla(memory.xla),
         "findings": [{"rule": g.rule, "kind": g.kind, "title": g.title, "count": g.count,
                       "message": g.first.message, "suggestion": g.first.suggestion,
-                      "saving": f"{g.saving.describe(advice.device)} ({100 * g.share:.1f}% "
-                                f"of the program's {g.basis})",
+                      "saving": (f"{g.check.amount(g.check.saved)} of {g.check.figure}"
+                                 if g.check is not None and g.check.status == "checked"
+                                 else g.saving.describe(advice.device))
+                                + f" ({100 * g.share:.1f}% of the program's {g.basis})",
+                      "check": g.check_line(advice.device),
                       "places": [[o, s or "", n] for o, s, n in g.places[:5]],
                       "evidence": [e.name for e in g.first.evidence]} for g in advice.groups],
         "kernels": kernels, "edges": edges, "groups": groups, "top": top,
