@@ -128,19 +128,29 @@ class Report:
 
     @property
     def fit(self):  # type: ignore[no-untyped-def]
-        """Whether the program fits in the target's HBM per device (see `hbm_fit`); None
-        when the report was not compiled for a target."""
+        """Whether the program fits in what the target gives it per device (see `hbm_fit`):
+        XLA's available HBM on a TPU, JAX's allocator's share on a GPU; None when the
+        report was not compiled for a target."""
         t = self.target
         if not t or not isinstance(t.get("hbm_bytes"), int) or t["hbm_bytes"] <= 0:
             return None
         if "fit" not in self._cache:
             from .._analysis._fit import hbm_fit
 
-            hbm = next((sp.peak_bytes for sp in self.hardware.spaces if sp.space == 0),
-                       None)
-            self._cache["fit"] = hbm_fit(self.memory, t["hbm_bytes"],
-                                         str(t.get("device_kind") or t.get("name")),
-                                         self._xla_allocation(), hbm_peak=hbm)
+            xla = self.memory.xla
+            limit, what = t.get("limit_bytes"), t.get("limit")
+            if t.get("platform") == "gpu" and t.get("chip"):
+                # JAX's allocator's share under the settings of this process, not of the
+                # one that compiled (a report loaded back is judged here).
+                from .._target._catalog import device_limit
+
+                got = device_limit(str(t["chip"]))
+                limit, what = got.bytes, got.what
+            self._cache["fit"] = hbm_fit(
+                self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
+                self.memory_analysis, limit_bytes=int(limit or 0), limit=str(what or ""),
+                count_code=t.get("platform") == "tpu",
+                temp_from_dump=xla.temp_bytes if xla is not None else None)
         return self._cache["fit"]
 
     @property
@@ -153,16 +163,6 @@ class Report:
             df, lr = self._flow()
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
-
-    def _xla_allocation(self) -> dict[str, Any] | None:
-        """XLA's `memory_analysis()`; where a TPU compile reports a temp of 0 there, the
-        temp of its buffer assignment in device memory instead (the same figure as XLA
-        allocates it)."""
-        ma = self.memory_analysis
-        xla = self.memory.xla
-        if ma and self._tpu_without_temp() and xla is not None and xla.temp_bytes:
-            return {**ma, "temp_size_in_bytes": xla.temp_bytes}
-        return ma
 
     def _tpu_without_temp(self) -> bool:
         """A TPU target's deviceless compile reports a temp of 0 whatever the program
@@ -405,14 +405,17 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
 
         prepared = prepare(target, mesh)
         # A function jitted for real devices: the same function, jitted for the target.
-        fn, own_specs = retarget_jit(fn, prepared.mesh)
+        notes: list[str] = []
+        fn, own_specs = retarget_jit(fn, prepared.mesh, notes)
         given = shard if isinstance(shard, dict) else dict(enumerate(shard or ()))
         if any(not isinstance(k, int) or isinstance(k, bool) for k in given):
             raise HloscopeError("shard= maps argument numbers to partition specs",
                                 hint="for example shard={0: 'data,None'} or a list, one "
                                      "spec (or None) per argument")
         specs = {**own_specs, **{k: parse_spec(v) for k, v in given.items() if v is not None}}
-        args = tuple(abstract_args(args, prepared.mesh, specs))
+        args = tuple(abstract_args(args, prepared.mesh, specs, notes))
+        if notes:
+            prepared.info["notes"] = notes
     elif mesh is not None or shard is not None:
         raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
                             hint="give target= too, such as target='h100x8'")
