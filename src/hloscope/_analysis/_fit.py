@@ -1,11 +1,11 @@
 """Does it fit?  The memory a compiled program needs per device, against what the device
 really gives it.
 
-The need is what XLA allocates when the program runs: its arguments, its outputs (less
-those written into donated arguments), its temp allocation and, on a TPU, its code,
-from XLA's own ``memory_analysis()`` (on a TPU whose deviceless compile reports a temp
-of 0, the temp of XLA's buffer assignment); without those, hloscope's estimate of the
-same sum.  The limit is the one XLA or the runtime applies (`hloscope._target._limits`:
+The need is what XLA allocates when the program runs (the memory report's headline,
+`MemoryFigures.headline`): its arguments, its outputs (less those written into donated
+arguments), its temp allocation and, on a TPU, its code, from XLA's own
+``memory_analysis()`` (on a TPU whose deviceless compile reports a temp of 0, the temp
+of XLA's buffer assignment); without those, hloscope's estimate of the same sum.  The limit is the one XLA or the runtime applies (`hloscope._target._limits`:
 XLA's available HBM on a TPU, JAX's allocator's share on a GPU), not the HBM printed on
 the box.  A program that does not fit is told how much more it needs and which values
 are largest at the peak, with the lines of code that made them.
@@ -14,7 +14,6 @@ are largest at the peak, with the lines of code that made them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,38 +67,28 @@ class HbmFit:
                 "largest": [b.to_dict() for b in self.largest]}
 
 
-def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str,
-            memory_analysis: Mapping[str, float] | None = None, top: int = 5, *,
-            limit_bytes: int = 0, limit: str = "",
-            count_code: bool = False, temp_from_dump: int | None = None) -> HbmFit:
-    """The fit of one device's program (an SPMD module is one device's program).
+_BASIS = {"memory_analysis()": "xla",
+          "memory_analysis() + XLA's buffer assignment": "xla+buffer-assignment"}
 
-    `limit_bytes`/`limit`: the memory the program may use and where that figure comes
-    from (default: all of `hbm_bytes`); `count_code`: the generated code is in device
-    memory (a TPU's); `temp_from_dump`: XLA's buffer assignment's temp, used where
-    `memory_analysis` reports a temp of 0 (deviceless TPU compiles).  The need is the
-    allocation, never a peak larger than it: XLA reserves the allocation, and a peak of
-    live values above it only means that results reuse their operands' memory."""
-    ma = {k: int(v) for k, v in (memory_analysis or {}).items()}
-    keys = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes")
-    if all(k in ma for k in keys):
-        aliased = ma.get("alias_size_in_bytes", 0)
-        temp, basis = ma[keys[2]], "xla"
-        if not temp and temp_from_dump:
-            temp, basis = temp_from_dump, "xla+buffer-assignment"
-        parts = [("arguments", ma[keys[0]]), ("outputs", max(0, ma[keys[1]] - aliased)),
-                 ("temp", temp)]
-        if count_code and ma.get("generated_code_size_in_bytes"):
-            parts.append(("code", ma["generated_code_size_in_bytes"]))
-    else:
-        aliased, basis = memory.alias_bytes, "hloscope"
-        parts = [("arguments", memory.argument_bytes),
-                 ("outputs", max(0, memory.output_bytes - aliased)),
-                 ("temp", temp_from_dump or memory.temp_estimate_bytes)]
+
+def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
+            limit_bytes: int = 0, limit: str = "") -> HbmFit:
+    """The fit of one device's program (an SPMD module is one device's program): what it
+    must hold (`MemoryFigures.headline`, XLA's allocation) against `limit_bytes`, the
+    memory it may use (`limit`: where that figure comes from; default all of
+    `hbm_bytes`).  The need is the allocation, never a peak larger than it: XLA reserves
+    the allocation, and a peak of live values above it only means that results reuse
+    their operands' memory."""
+    head = memory.figures.headline
+    terms = dict(head.parts) if head is not None else {}
+    aliased = terms.pop("aliased", 0)
+    parts = tuple(terms.items())
+    need = head.bytes if head is not None and head.bytes is not None else 0
+    basis = _BASIS.get(head.source if head is not None else "", "hloscope")
     in_hbm = [b for b in memory.peak_values if not _other_space(b.shape)]
     largest = tuple(sorted(in_hbm, key=lambda b: (-b.bytes, b.label))[:top])
-    return HbmFit(device, int(hbm_bytes), sum(b for _, b in parts), basis, tuple(parts),
-                  largest, int(limit_bytes), limit, int(aliased))
+    return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest,
+                  int(limit_bytes), limit, int(aliased))
 
 
 _SPACE = re.compile(r"S\((\d+)\)")

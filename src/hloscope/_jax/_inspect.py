@@ -94,7 +94,8 @@ class Report:
 
             df, lr = self._flow()
             self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files(), df=df,
-                                                   lr=lr, memory_analysis=self.memory_analysis)
+                                                   lr=lr, memory_analysis=self.memory_analysis,
+                                                   code_in_memory=self._on_tpu())
         return self._cache["memory"]
 
     @property
@@ -137,7 +138,6 @@ class Report:
         if "fit" not in self._cache:
             from .._analysis._fit import hbm_fit
 
-            xla = self.memory.xla
             limit, what = t.get("limit_bytes"), t.get("limit")
             if t.get("platform") == "gpu" and t.get("chip"):
                 # JAX's allocator's share under the settings of this process, not of the
@@ -148,9 +148,7 @@ class Report:
                 limit, what = got.bytes, got.what
             self._cache["fit"] = hbm_fit(
                 self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
-                self.memory_analysis, limit_bytes=int(limit or 0), limit=str(what or ""),
-                count_code=t.get("platform") == "tpu",
-                temp_from_dump=xla.temp_bytes if xla is not None else None)
+                limit_bytes=int(limit or 0), limit=str(what or ""))
         return self._cache["fit"]
 
     @property
@@ -164,11 +162,9 @@ class Report:
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
 
-    def _tpu_without_temp(self) -> bool:
-        """A TPU target's deviceless compile reports a temp of 0 whatever the program
-        needs: not a figure to put beside hloscope's."""
-        return bool(self.target and self.target.get("platform") == "tpu"
-                    and not (self.memory_analysis or {}).get("temp_size_in_bytes"))
+    def _on_tpu(self) -> bool:
+        """Compiled for a TPU (a target or the local devices): its code is in HBM."""
+        return (self.target or self.device or {}).get("platform") == "tpu"
 
     def target_lines(self) -> list[str]:
         """What the report says about its target, as text: which hardware, whether the
@@ -225,7 +221,8 @@ class Report:
         df, lr = self._flow()
         # Every value (not only the largest 20 of `memory`): the timeline stacked by kind.
         mem = analyze_memory(self.module, xla=self._xla_files(), top=1 << 30, df=df, lr=lr,
-                             memory_analysis=self.memory_analysis)
+                             memory_analysis=self.memory_analysis,
+                             code_in_memory=self._on_tpu())
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
                            self.advice, device=self.roofline_device())
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
@@ -253,20 +250,19 @@ class Report:
         return render_html(data)
 
     def summary_line(self) -> str:
+        """One line: what the device must hold (XLA's allocation), the most live at once,
+        the kernels and the compile time."""
+        from .._units import format_bytes
+
         m = self.memory
-        ma = self.memory_analysis
-        xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
+        head = m.figures.headline
+        each = " per device" if m.figures.per_device else ""
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
-        parts = [f"{self.name}: {nk} kernel{'' if nk == 1 else 's'}",
-                 f"{nt} array{'' if nt == 1 else 's'} between kernels",
-                 f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
-                 f"temp {m.temp_estimate_bytes:,} B" + (
-                     f" (XLA: {ma['temp_size_in_bytes']:,} B)"
-                     if ma and "temp_size_in_bytes" in ma and not self._tpu_without_temp()
-                     else f" (XLA's buffer assignment: {m.xla.temp_bytes:,} B)"
-                     if self._tpu_without_temp() and m.xla is not None and m.xla.temp_bytes
-                     else "")]
+        parts = [f"{self.name}: needs {format_bytes(head.bytes or 0)}{each} (what XLA "
+                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once",
+                 f"{nk} kernel{'' if nk == 1 else 's'}",
+                 f"{nt} array{'' if nt == 1 else 's'} between kernels"]
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)
