@@ -193,7 +193,7 @@ def _allocation(ma: dict[str, int], arguments: int, outputs: int, aliased: int,
         temp, source = xla_temp, "hloscope + XLA dump"
     else:
         temp, source = temp_estimate, "hloscope"
-    parts = [("arguments", arguments), ("outputs", outputs - aliased), ("temp", temp)]
+    parts = [("arguments", arguments), ("outputs", max(0, outputs - aliased)), ("temp", temp)]
     if code_in_memory and ma.get("generated_code_size_in_bytes"):
         parts.append(("code", ma["generated_code_size_in_bytes"]))
     if aliased:

@@ -448,9 +448,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
                 # The answer to "does it fit?" when the target's compiler refuses it.
                 said = str(e).strip().splitlines()[0].replace("RESOURCE_EXHAUSTED: ", "")
+                said = said.rstrip(".")
                 raise HloscopeError(
                     f"{name} does not fit on {prepared.target.name}: XLA's compiler for it "
-                    f"says: {said}",
+                    f"says: {said}" + _estimate(lowered, prepared),
                     hint="shard it over more devices (a larger topology, with --shard), "
                          "donate arguments (donate_argnums), or rematerialize "
                          "(jax.checkpoint)") from None
@@ -497,6 +498,26 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     )
     report._cache["compiled"] = compiled  # for bench; not saved
     return report
+
+
+def _estimate(lowered: Any, prepared: Any) -> str:
+    """For a program XLA refuses on one device: hloscope's own figure beside XLA's words,
+    its estimate of the allocation from the module before XLA's passes, and the target's
+    limit (nothing for several devices: that module is not yet one device's)."""
+    if len(prepared.devices) != 1:
+        return ""
+    try:
+        from .._analysis._memory import analyze_memory
+        from .._sources._reader import read_text
+        from .._units import format_bytes
+
+        module = read_text(lowered.as_text(dialect="hlo"), filename="<lowered>").module
+        need = analyze_memory(module).figures.headline.bytes or 0
+        limit = int(prepared.info["limit_bytes"])
+    except Exception:  # noqa: BLE001  (XLA's own answer stands without it)
+        return ""
+    return (f"; hloscope's estimate before XLA's passes (fusion and buffer reuse lower it): "
+            f"about {format_bytes(need)} of the {format_bytes(limit)} it may use")
 
 
 def _mesh_context(prepared: Any) -> Any:
