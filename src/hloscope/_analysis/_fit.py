@@ -5,10 +5,11 @@ The need is what XLA allocates when the program runs (the memory report's headli
 `MemoryFigures.headline`): its arguments, its outputs (less those written into donated
 arguments), its temp allocation and, on a TPU, its code, from XLA's own
 ``memory_analysis()`` (on a TPU whose deviceless compile reports a temp of 0, the temp
-of XLA's buffer assignment); without those, hloscope's estimate of the same sum.  The limit is the one XLA or the runtime applies (`hloscope._target._limits`:
-XLA's available HBM on a TPU, JAX's allocator's share on a GPU), not the HBM printed on
-the box.  A program that does not fit is told how much more it needs and which values
-are largest at the peak, with the lines of code that made them.
+of XLA's buffer assignment); without those, hloscope's estimate of the same sum.  The
+limit is the one XLA or the runtime applies (`hloscope._target._limits`: XLA's
+available HBM on a TPU, JAX's allocator's share on a GPU), not the HBM printed on the
+box.  A program that does not fit is told how much more it needs and which values are
+largest at the peak, with the lines of code that made them.
 """
 
 from __future__ import annotations

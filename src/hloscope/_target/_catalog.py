@@ -70,9 +70,11 @@ CHIPS: tuple[Chip, ...] = (
     Chip("a100-pcie-80", "gpu", "NVIDIA A100 80GB PCIe", spec="a100_pcie_80.txtpb"),
     Chip("v100", "gpu", "NVIDIA Tesla V100-SXM2-16GB", spec="v100.txtpb"),
     Chip("tpu-v2", "tpu", "TPU v2", ("v2",), tpu_name="v2", hbm_bytes=16 * GiB,
-         flops=(("bf16", 45 * T),), bandwidth=600e9, source=f"{_CLOUD} TPU v2", devices_per_chip=2),
+         flops=(("bf16", 45 * T),), bandwidth=600e9, source=f"{_CLOUD} TPU v2",
+         devices_per_chip=2),
     Chip("tpu-v3", "tpu", "TPU v3", ("v3",), tpu_name="v3", hbm_bytes=32 * GiB,
-         flops=(("bf16", 123 * T),), bandwidth=900e9, source=f"{_CLOUD} TPU v3", devices_per_chip=2),
+         flops=(("bf16", 123 * T),), bandwidth=900e9, source=f"{_CLOUD} TPU v3",
+         devices_per_chip=2),
     Chip("tpu-v4", "tpu", "TPU v4", ("v4",), tpu_name="v4", hbm_bytes=32 * GiB,
          flops=(("bf16", 275 * T), ("s8", 275 * T)), bandwidth=1200e9,
          source=f"{_CLOUD} TPU v4", three_d=True, devices_per_chip=2),
@@ -88,8 +90,9 @@ CHIPS: tuple[Chip, ...] = (
          source=f"{_CLOUD} TPU v6e"),
     Chip("tpu7x", "tpu", "TPU7x (Ironwood)", ("tpu-v7x", "ironwood", "v7x"), tpu_name="tpu7x",
          hbm_bytes=192 * GiB, flops=(("bf16", 2307 * T), ("f8e4m3fn", 4614 * T)),
-         bandwidth=7370e9, source=f"{_CLOUD} TPU7x (Ironwood); HBM 192 GiB as libtpu counts it (94.75 GiB "
-         "available to XLA per device, two per chip, plus its reserve)", three_d=True, devices_per_chip=2),
+         bandwidth=7370e9, source=f"{_CLOUD} TPU7x (Ironwood); HBM 192 GiB as libtpu counts "
+         "it (94.75 GiB available to XLA per device, two per chip, plus its reserve)",
+         three_d=True, devices_per_chip=2),
 )
 _BY_NAME = {n: c for c in CHIPS for n in (c.key, *c.aliases)}
 
