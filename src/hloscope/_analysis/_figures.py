@@ -4,10 +4,12 @@ A module's memory has several honest answers, and users meet them side by
 side: hloscope's "Peak", the highest point of its timeline, XLA's
 ``compiled.memory_analysis()`` fields (whose ``peak_memory_in_bytes`` is a
 different figure on each backend), XLA's temp allocation.  `memory_figures`
-puts them in one labelled list and adds an explanation for every pair that
-looks contradictory (the timeline above the peak, a temp allocation above the
-peak, ``peak_memory_in_bytes`` far from the peak), so that the text, the JSON
-and the HTML report all say the same thing.  docs/memory.md defines each.
+leads with one of them, the headline a memory question is answered with: what
+the device must hold, XLA's allocation (`MemoryFigures.headline`); the rest
+follow in one labelled list, with an explanation for every pair that looks
+contradictory (the timeline above the peak, a temp allocation above the peak,
+``peak_memory_in_bytes`` far from the peak), so that the text, the JSON and the
+HTML report all say the same thing.  docs/memory.md defines each.
 
 Pure: plain numbers in, frozen data out; it imports nothing from the model.
 """

@@ -166,6 +166,12 @@ class Report:
         """Compiled for a TPU (a target or the local devices): its code is in HBM."""
         return (self.target or self.device or {}).get("platform") == "tpu"
 
+    def _tpu_without_temp(self) -> bool:
+        """A TPU target's deviceless compile reports a temp of 0 whatever the program
+        needs (the memory report's headline takes XLA's buffer assignment's instead)."""
+        return bool(self.target and self.target.get("platform") == "tpu"
+                    and not (self.memory_analysis or {}).get("temp_size_in_bytes"))
+
     def target_lines(self) -> list[str]:
         """What the report says about its target, as text: which hardware, whether the
         program fits, and what XLA made for it (empty without a target)."""
