@@ -88,7 +88,7 @@ def render_catalog(rows: list[Mapping[str, Any]], width: int | None = None) -> s
         "15.75G of 15.75G hbm'), per device (x2: two per chip).  GPU: the share JAX's",
         "allocator takes, 75% unless XLA_PYTHON_CLIENT_MEM_FRACTION says otherwise (all of",
         "it with XLA_PYTHON_CLIENT_ALLOCATOR=platform); here: "
-        + (safe(str(gpu["limit"])).split(" of the ")[0] if gpu else "-") + ".",
+        + (safe(str(gpu.get("limit_share") or "-")) if gpu else "-") + ".",
         "GPUs need pip install 'hloscope[gpu-target]', TPUs pip install 'hloscope[tpu-target]'."]
     return "\n".join(lines) + "\n"
 

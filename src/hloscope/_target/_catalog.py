@@ -251,5 +251,5 @@ def targets() -> list[dict[str, object]]:
                      "bandwidth": device.bandwidth, "example": example,
                      "source": device.source, "devices_per_chip": chip.devices_per_chip,
                      "limit_bytes": limit.bytes, "limit": limit.what,
-                     "limit_source": limit.source})
+                     "limit_source": limit.source, "limit_share": limit.share or None})
     return rows

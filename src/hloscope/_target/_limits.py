@@ -56,6 +56,7 @@ class Limit:
     hbm_bytes: int
     what: str
     source: str
+    share: str = ""  # a GPU's: "75%", or "all" with the platform allocator
 
 
 def tpu_limit(tpu_name: str, hbm_bytes: int) -> Limit:
@@ -93,7 +94,7 @@ def gpu_limit(name: str, hbm_bytes: int, env: Mapping[str, str] | None = None) -
     if allocator == "platform":
         return Limit(hbm_bytes, hbm_bytes, f"all of the {name}'s {format_bytes(hbm_bytes)}: "
                      "XLA_PYTHON_CLIENT_ALLOCATOR=platform allocates from the whole device",
-                     _GPU_SOURCE)
+                     _GPU_SOURCE, "all")
     fraction, var = _fraction(env)
     grow = env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").strip() in ("false", "False", "0")
     how = "grows to" if grow else "takes"
@@ -102,4 +103,5 @@ def gpu_limit(name: str, hbm_bytes: int, env: Mapping[str, str] | None = None) -
     what = (f"{fraction * 100:g}% of the {name}'s {format_bytes(hbm_bytes)} that JAX's "
             f"allocator {how} {said}" + (", XLA_PYTHON_CLIENT_PREALLOCATE=false" if grow
                                          else ""))
-    return Limit(int(hbm_bytes * fraction), hbm_bytes, what, _GPU_SOURCE)
+    return Limit(int(hbm_bytes * fraction), hbm_bytes, what, _GPU_SOURCE,
+                 f"{fraction * 100:g}%")
