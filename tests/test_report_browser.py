@@ -167,8 +167,8 @@ def test_memory_figures_are_labelled_and_explained(browser, tmp_path):
     show(page, "memory")
     rows = page.locator("#memory-figures tr[data-key]")
     keys = [rows.nth(i).get_attribute("data-key") for i in range(rows.count())]
-    assert keys[:2] == ["live_range_peak", "timeline_max"]
-    assert {"xla_live_range_peak", "xla_temp", "device_footprint"} <= set(keys)
+    assert keys[:3] == ["allocation", "live_range_peak", "timeline_max"]
+    assert {"xla_live_range_peak", "xla_temp", "allocation"} <= set(keys)
     peak = page.locator("#memory-figures tr[data-key='live_range_peak']").inner_text()
     assert "2,097,176 B" in peak and "step 6" in peak
     assert "above the peak" in page.locator("#memory-explanations").inner_text()

@@ -95,7 +95,8 @@ class Report:
 
             df, lr = self._flow()
             self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files(), df=df,
-                                                   lr=lr, memory_analysis=self.memory_analysis)
+                                                   lr=lr, memory_analysis=self.memory_analysis,
+                                                   code_in_memory=self._on_tpu())
         return self._cache["memory"]
 
     @property
@@ -135,19 +136,26 @@ class Report:
 
     @property
     def fit(self):  # type: ignore[no-untyped-def]
-        """Whether the program fits in the target's HBM per device (see `hbm_fit`); None
-        when the report was not compiled for a target."""
+        """Whether the program fits in what the target gives it per device (see `hbm_fit`):
+        XLA's available HBM on a TPU, JAX's allocator's share on a GPU; None when the
+        report was not compiled for a target."""
         t = self.target
         if not t or not isinstance(t.get("hbm_bytes"), int) or t["hbm_bytes"] <= 0:
             return None
         if "fit" not in self._cache:
             from .._analysis._fit import hbm_fit
 
-            hbm = next((sp.peak_bytes for sp in self.hardware.spaces if sp.space == 0),
-                       None)
-            self._cache["fit"] = hbm_fit(self.memory, t["hbm_bytes"],
-                                         str(t.get("device_kind") or t.get("name")),
-                                         self._xla_allocation(), hbm_peak=hbm)
+            limit, what = t.get("limit_bytes"), t.get("limit")
+            if t.get("platform") == "gpu" and t.get("chip"):
+                # JAX's allocator's share under the settings of this process, not of the
+                # one that compiled (a report loaded back is judged here).
+                from .._target._catalog import device_limit
+
+                got = device_limit(str(t["chip"]))
+                limit, what = got.bytes, got.what
+            self._cache["fit"] = hbm_fit(
+                self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
+                limit_bytes=int(limit or 0), limit=str(what or ""))
         return self._cache["fit"]
 
     @property
@@ -161,19 +169,13 @@ class Report:
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
 
-    def _xla_allocation(self) -> dict[str, Any] | None:
-        """XLA's `memory_analysis()`; where a TPU compile reports a temp of 0 there, the
-        temp of its buffer assignment in device memory instead (the same figure as XLA
-        allocates it)."""
-        ma = self.memory_analysis
-        xla = self.memory.xla
-        if ma and self._tpu_without_temp() and xla is not None and xla.temp_bytes:
-            return {**ma, "temp_size_in_bytes": xla.temp_bytes}
-        return ma
+    def _on_tpu(self) -> bool:
+        """Compiled for a TPU (a target or the local devices): its code is in HBM."""
+        return (self.target or self.device or {}).get("platform") == "tpu"
 
     def _tpu_without_temp(self) -> bool:
         """A TPU target's deviceless compile reports a temp of 0 whatever the program
-        needs: not a figure to put beside hloscope's."""
+        needs (the memory report's headline takes XLA's buffer assignment's instead)."""
         return bool(self.target and self.target.get("platform") == "tpu"
                     and not (self.memory_analysis or {}).get("temp_size_in_bytes"))
 
@@ -224,7 +226,8 @@ class Report:
         df, lr = self._flow()
         # Every value (not only the largest 20 of `memory`): the timeline stacked by kind.
         mem = analyze_memory(self.module, xla=self._xla_files(), top=1 << 30, df=df, lr=lr,
-                             memory_analysis=self.memory_analysis)
+                             memory_analysis=self.memory_analysis,
+                             code_in_memory=self._on_tpu())
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
                            self.advice, device=self.roofline_device())
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
@@ -252,20 +255,19 @@ class Report:
         return render_html(data)
 
     def summary_line(self) -> str:
+        """One line: what the device must hold (XLA's allocation), the most live at once,
+        the kernels and the compile time."""
+        from .._units import format_bytes
+
         m = self.memory
-        ma = self.memory_analysis
-        xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
+        head = m.figures.headline
+        each = " per device" if m.figures.per_device else ""
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
-        parts = [f"{self.name}: {nk} kernel{'' if nk == 1 else 's'}",
-                 f"{nt} array{'' if nt == 1 else 's'} between kernels",
-                 f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
-                 f"temp {m.temp_estimate_bytes:,} B" + (
-                     f" (XLA: {ma['temp_size_in_bytes']:,} B)"
-                     if ma and "temp_size_in_bytes" in ma and not self._tpu_without_temp()
-                     else f" (XLA's buffer assignment: {m.xla.temp_bytes:,} B)"
-                     if self._tpu_without_temp() and m.xla is not None and m.xla.temp_bytes
-                     else "")]
+        parts = [f"{self.name}: needs {format_bytes(head.bytes or 0)}{each} (what XLA "
+                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once",
+                 f"{nk} kernel{'' if nk == 1 else 's'}",
+                 f"{nt} array{'' if nt == 1 else 's'} between kernels"]
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)
@@ -404,14 +406,17 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
 
         prepared = prepare(target, mesh)
         # A function jitted for real devices: the same function, jitted for the target.
-        fn, own_specs = retarget_jit(fn, prepared.mesh)
+        notes: list[str] = []
+        fn, own_specs = retarget_jit(fn, prepared.mesh, notes)
         given = shard if isinstance(shard, dict) else dict(enumerate(shard or ()))
         if any(not isinstance(k, int) or isinstance(k, bool) for k in given):
             raise HloscopeError("shard= maps argument numbers to partition specs",
                                 hint="for example shard={0: 'data,None'} or a list, one "
                                      "spec (or None) per argument")
         specs = {**own_specs, **{k: parse_spec(v) for k, v in given.items() if v is not None}}
-        args = tuple(abstract_args(args, prepared.mesh, specs))
+        args = tuple(abstract_args(args, prepared.mesh, specs, notes))
+        if notes:
+            prepared.info["notes"] = notes
     elif mesh is not None or shard is not None:
         raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
                             hint="give target= too, such as target='h100x8'")
@@ -455,9 +460,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
                 # The answer to "does it fit?" when the target's compiler refuses it.
                 said = str(e).strip().splitlines()[0].replace("RESOURCE_EXHAUSTED: ", "")
+                said = said.rstrip(".")
                 raise HloscopeError(
                     f"{name} does not fit on {prepared.target.name}: XLA's compiler for it "
-                    f"says: {said}",
+                    f"says: {said}" + _estimate(lowered, prepared),
                     hint="shard it over more devices (a larger topology, with --shard), "
                          "donate arguments (donate_argnums), or rematerialize "
                          "(jax.checkpoint)") from None
@@ -517,6 +523,26 @@ def _describe_lowered(lowered: Any) -> str:
         text = lowered.as_text(dialect="hlo")
     return describe_lowered(read_text(text,
                                       filename="<lowered>").module)
+
+
+def _estimate(lowered: Any, prepared: Any) -> str:
+    """For a program XLA refuses on one device: hloscope's own figure beside XLA's words,
+    its estimate of the allocation from the module before XLA's passes, and the target's
+    limit (nothing for several devices: that module is not yet one device's)."""
+    if len(prepared.devices) != 1:
+        return ""
+    try:
+        from .._analysis._memory import analyze_memory
+        from .._sources._reader import read_text
+        from .._units import format_bytes
+
+        module = read_text(lowered.as_text(dialect="hlo"), filename="<lowered>").module
+        need = analyze_memory(module).figures.headline.bytes or 0
+        limit = int(prepared.info["limit_bytes"])
+    except Exception:  # noqa: BLE001  (XLA's own answer stands without it)
+        return ""
+    return (f"; hloscope's estimate before XLA's passes (fusion and buffer reuse lower it): "
+            f"about {format_bytes(need)} of the {format_bytes(limit)} it may use")
 
 
 def _mesh_context(prepared: Any) -> Any:
