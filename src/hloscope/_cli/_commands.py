@@ -22,6 +22,7 @@ from .._write import write_text
 from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
+from ._profile_cmd import PROFILE_HELP, read_measured
 from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
                        hardware_target, is_function_target, load_target, require_jax,
                        static_hint, static_kwargs)
@@ -192,6 +193,7 @@ def kernels(
                                             "--bandwidth), instead of --device."),
     bandwidth: float | None = typer.Option(None, "--bandwidth", metavar="BYTES",
                                            help="Your device's memory bandwidth in bytes/s."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
@@ -222,16 +224,28 @@ def kernels(
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
         fail(e)
+    times = read_measured(profile, m) if profile is not None else None
+    measured = {k.name: k.median for k in times.kernels} if times is not None else None
     if json_out:
         data = {"schema": KERNELS_SCHEMA, "file": str(path),
                 "device": None if dev is None else {"name": dev.name, "source": dev.source},
                 "modules": [graph_.to_dict()]}
-        if dev is not None:
-            for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+        for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+            if dev is not None:
                 kd["roofline_seconds"] = k.roofline_seconds(dev, k.element_type)
+            if measured is not None:
+                kd["measured_seconds"] = measured.get(k.name)
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
         return
-    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))
+    text = render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
+                          measured=measured)
+    if times is not None:
+        from .._render._profile_text import render_profile
+
+        text += "\n" + render_profile(times, width=text_width(wide))
+    echo(text)
 
 
 @command()
@@ -253,6 +267,9 @@ def lint(
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
                                       "several."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP
+                                        + " Groups are ranked by the measured time of "
+                                        "their kernels."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
@@ -286,13 +303,22 @@ def lint(
     except _errors.HloscopeError as e:
         fail(e)
     m = pick_module(path, module, function)
+    times = read_measured(profile, m) if profile is not None else None
     try:
-        advice = advise_groups(m, device=dev, min_share=min_share)
+        if times is None:
+            advice = advise_groups(m, device=dev, min_share=min_share)
+        else:
+            from .._profile._rank import rank_measured
+
+            advice = rank_measured(advise_groups(m, device=dev, min_share=0), times,
+                                   min_share=0.01 if min_share is None else min_share)
     except _errors.HloscopeError as e:
         fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
                 "modules": [{"module": m.name, **advice.to_dict()}]}
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
     else:
         echo(render_advice(m.name, advice, top=None if show_all else 10,
@@ -346,6 +372,7 @@ def report(
                                 "files alone."),
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
                                 help="The HTML file to write."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
 ) -> None:
@@ -375,8 +402,14 @@ def report(
             kernels_n = len(graph_.kernels)
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
-            data = report_data(m, summarize(m), graph_, memory_,
-                               advise_groups(m, graph=graph_, df=df, lr=lr))
+            times = read_measured(profile, m) if profile is not None else None
+            advice = advise_groups(m, graph=graph_, df=df, lr=lr,
+                                   min_share=None if times is None else 0)
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            data = report_data(m, summarize(m), graph_, memory_, advice, times=times)
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
