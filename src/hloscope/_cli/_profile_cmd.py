@@ -86,7 +86,7 @@ def profile_cmd(
         fn = load_target(target)
         args = array_args(arg) + (call_inputs(target, inputs) if inputs else [])
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-        from .._profile._capture import profile
+        from .._profile._api import profile
 
         result = profile(fn, *args, runs=runs, warmup=warmup,
                          keep=str(keep) if keep is not None else None, **kwargs)

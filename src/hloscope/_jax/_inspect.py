@@ -108,17 +108,32 @@ class Report:
         return self._cache["kernels"]
 
     @property
+    def measured(self):  # type: ignore[no-untyped-def]
+        """Each kernel's measured time (`MeasuredTimes`) when inspected with
+        ``profile=True``; None otherwise."""
+        p = self._cache.get("profile")
+        return None if p is None else p.times
+
+    @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
-        estimated for the target's chip where the report has one."""
+        estimated for the target's chip where the report has one; ranked by measured time
+        when the report was profiled."""
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
             df, lr = self._flow()
             dev = self.roofline_device()
-            self._cache["advice"] = advise_groups(
+            times = self.measured
+            advice = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
-                device_label=f"{dev.name} ({self.target.get('name')})" if dev else None)
+                device_label=f"{dev.name} ({self.target.get('name')})" if dev else None,
+                min_share=None if times is None else 0)
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            self._cache["advice"] = advice
         return self._cache["advice"]
 
     @property
@@ -227,7 +242,7 @@ class Report:
         mem = analyze_memory(self.module, xla=self._xla_files(), top=1 << 30, df=df, lr=lr,
                              memory_analysis=self.memory_analysis)
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
-                           self.advice, device=self.roofline_device())
+                           self.advice, device=self.roofline_device(), times=self.measured)
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         data["texts"], cut = {}, []
@@ -379,7 +394,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             static_argnames: str | tuple[str, ...] = (),
             compiler_options: dict[str, Any] | None = None, target: str | None = None,
             mesh: str | dict[str, int] | None = None,
-            shard: dict[int, Any] | list[Any] | None = None, **kwargs: Any) -> Report:
+            shard: dict[int, Any] | list[Any] | None = None, profile: bool | int = False,
+            **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
 
@@ -393,6 +409,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     (``{0: "data,None"}`` or `PartitionSpec`s); arguments without one keep the spec of
     their own `NamedSharding`, or are replicated.  The function runs under that mesh, so
     bare `PartitionSpec`s in sharding constraints work unchanged.
+
+    `profile` (True, or a number of runs; not with `target`) then runs the compiled
+    function under JAX's profiler (see `hloscope.profile`): `report.measured` holds each
+    kernel's measured time, and the advice and page rank by it.
     """
     try:
         import jax
@@ -497,6 +517,13 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         target=prepared.info if prepared is not None else None,
     )
     report._cache["compiled"] = compiled  # for bench; not saved
+    if profile and prepared is None:
+        from .._profile._capture import profile_report
+
+        skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        runs = 10 if profile is True else int(profile)
+        report._cache["profile"] = profile_report(
+            report, [a for i, a in enumerate(args) if i not in skip], runs=runs)
     return report
 
 

@@ -1,5 +1,5 @@
-"""`hloscope.profile(fn, *args)`: run a compiled function under JAX's profiler and give
-each kernel of its kernel graph its measured time.
+"""Run a compiled function under JAX's profiler and give each kernel of its kernel graph
+its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
 
 The function is compiled once (by `inspect`, which also gives the module and its
 kernel graph), run `warmup` times, then `runs` times under
@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
-from .._jax._inspect import Report, inspect
 from .._jax._user import user_code
 from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["Profile", "profile", "profile_report"]
+__all__ = ["Profile", "profile_report"]
 
 
 @dataclass
@@ -40,7 +39,7 @@ class Profile:
 
     name: str
     times: MeasuredTimes
-    report: Report
+    report: Any  # the `inspect` Report
     wall: list[float] = field(default_factory=list)
     read_seconds: float = 0.0
     trace_dir: str | None = None
@@ -61,7 +60,7 @@ class Profile:
         return f"Profile({self.name!r}: {self.times!r})"
 
 
-def profile_report(report: Report, args: list[Any], *, runs: int = 10, warmup: int = 3,
+def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
                    keep: str | None = None) -> Profile:
     """Profile the function `report` compiled (`inspect`), on its dynamic `args`."""
     import jax
@@ -106,19 +105,3 @@ def profile_report(report: Report, args: list[Any], *, runs: int = 10, warmup: i
             shutil.rmtree(folder, ignore_errors=True)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated)
-
-
-def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
-            static_argnums: int | tuple[int, ...] = (), keep: str | None = None,
-            **kwargs: Any) -> Profile:
-    """Compile `fn(*args)` once, run it `warmup` times, then `runs` times under JAX's
-    profiler, and give each kernel its measured time (median and spread over the runs,
-    calls per run, share of the step, the roofline estimate beside it), time per source
-    line and op_name scope, and the step's wall time taken apart into kernels, dispatch,
-    idle and wait.  `keep`: a folder to keep the trace in (for XProf or TensorBoard).
-    See docs/profile.md."""
-    report = inspect(fn, *args, static_argnums=static_argnums, static_argnames=tuple(kwargs),
-                     **kwargs)
-    skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    dynamic = [a for i, a in enumerate(args) if i not in skip]
-    return profile_report(report, dynamic, runs=runs, warmup=warmup, keep=keep)

@@ -1,0 +1,117 @@
+"""Measured time: `hloscope.profile`, `read_profile` and ``--profile DIR`` (small and
+fast: the full evaluation is benchmarks/profile_accuracy.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+
+import pytest
+
+import hloscope
+from hloscope._render._profile_text import format_time, render_profile
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "profiles")
+
+
+def _mlp(x, w):
+    return jnp.tanh(x @ w).sum(axis=0)
+
+
+def test_profile_a_small_function():
+    p = hloscope.profile(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), runs=3, warmup=1)
+    t = p.times
+    assert t.module == "jit__mlp" and t.runs == 3 and len(p.wall) == 3
+    assert t.matched_share > 0.9
+    assert t.kernels and all(k.median > 0 and k.calls >= 1 for k in t.kernels)
+    g = t.gaps
+    assert g.step > 0 and g.dispatch >= 0 and g.wait >= 0 and g.idle >= 0
+    d = p.to_dict()
+    assert d["schema"] == "hloscope.profile/1"
+    json.dumps(d)
+    text = render_profile(t, width=100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "Kernels by measured time" in text
+
+
+def test_inspect_with_profile_ranks_by_measured_time():
+    rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
+    assert rep.measured is not None and rep.measured.runs == 2
+    assert '"measured"' in rep.html()
+
+
+@pytest.mark.parametrize("name,devices", [("cpu_scan", 1), ("cpu_sharded8", 8)])
+def test_read_committed_profiles(name, devices):
+    folder = os.path.join(DATA, name)
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    assert t.runs == 3 and t.devices == devices
+    assert t.matched_share >= 0.95
+    assert abs(t.gaps.explained - t.step) <= 0.05 * t.step
+    if name == "cpu_scan":  # the loop body's kernels run once per step of the scan
+        assert any(k.calls == 4 for k in t.kernels)
+    else:
+        assert [k.name for k in t.collectives] == ["all-reduce"]
+
+
+def test_profile_of_another_module_is_refused():
+    with pytest.raises(hloscope.HloscopeError, match="jit_scan_mlp.*jit_sharded_matmul"):
+        hloscope.read_profile(os.path.join(DATA, "cpu_scan"),
+                              os.path.join(DATA, "cpu_sharded8", "module.hlo"))
+
+
+def test_not_a_profile(tmp_path):
+    bad = tmp_path / "x.xplane.pb"
+    bad.write_bytes(b"\x00not a profile")
+    with pytest.raises(hloscope.HloscopeError, match="not a profile"):
+        hloscope.read_profile(str(bad), os.path.join(DATA, "cpu_scan", "module.hlo"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(hloscope.HloscopeError, match="no \\*.xplane.pb"):
+        hloscope.read_profile(str(empty), os.path.join(DATA, "cpu_scan", "module.hlo"))
+
+
+def test_format_time():
+    assert [format_time(x) for x in (850e-9, 12.3e-6, 4.56e-3, 1.5)] == [
+        "850 ns", "12.3 us", "4.56 ms", "1.5 s"]
+
+
+def test_bench_times_a_donating_function():
+    @partial(jax.jit, donate_argnums=0)
+    def step(x, y):
+        return x * 2 + y
+
+    x = jnp.ones((32, 32))
+    r = hloscope.bench(step, x, jnp.ones((32, 32)), warmup=1, iterations=3)
+    assert len(r.times) == 3
+    assert "donated" in r.metadata["donated_arguments"]
+    assert "copied fresh" in r.summary_line()
+    assert float(x.sum()) == 32 * 32  # the caller's array is never donated
+
+
+def test_cli_profile_and_profile_dir(tmp_path):
+    from conftest import run_cli
+
+    prog = tmp_path / "prog.py"
+    prog.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.tanh(x @ x)\n")
+    r = run_cli("profile", f"{prog}:f", "--arg", "f32[64,64]", "-n", "2", "--warmup", "0",
+                "--keep", str(tmp_path / "trace"), columns=100)
+    assert r.returncode == 0, r.stderr
+    assert "Kernels by measured time" in r.stdout and "jit_f" in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 100
+    folder = os.path.join(DATA, "cpu_scan")
+    r = run_cli("kernels", os.path.join(folder, "module.hlo"), "--profile", folder, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["profile"]["schema"] == "hloscope.profile/1"
+    assert any(k.get("measured_seconds") for k in data["modules"][0]["kernels"])
+    r = run_cli("lint", os.path.join(DATA, "cpu_sharded8", "module.hlo"), "--profile", folder)
+    assert r.returncode == 2 and "jit_scan_mlp" in r.stderr and "jit_sharded_matmul" in r.stderr
+    out = tmp_path / "r.html"
+    r = run_cli("report", os.path.join(folder, "module.hlo"), "--profile", folder, "-o",
+                str(out))
+    assert r.returncode == 0, r.stderr
+    assert '"measured"' in out.read_text()
