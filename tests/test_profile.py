@@ -115,3 +115,16 @@ def test_cli_profile_and_profile_dir(tmp_path):
                 str(out))
     assert r.returncode == 0, r.stderr
     assert '"measured"' in out.read_text()
+
+
+def test_diff_with_two_profiles():
+    from conftest import run_cli
+
+    folder = os.path.join(DATA, "cpu_scan")
+    hlo = os.path.join(folder, "module.hlo")
+    r = run_cli("diff", hlo, hlo, "--profile", folder, "--profile", folder, "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["measured"]["kernels"]
+    assert rows and all(row["change_seconds"] == 0 for row in rows)
+    r = run_cli("diff", hlo, hlo, "--profile", folder)
+    assert r.returncode == 2 and "--profile goes twice" in r.stderr

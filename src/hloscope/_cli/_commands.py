@@ -455,6 +455,10 @@ def diff(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
                                      "functions: a static keyword argument (a Python "
                                      "literal); repeat."),
+    profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
+                                       "two files: a profile of A's runs, then one of B's "
+                                       "(see hloscope kernels --profile); adds each "
+                                       "kernel's measured time change."),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
@@ -468,6 +472,7 @@ def diff(
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
+    timed = None
     try:
         result = _diff_functions(a, b, arg, inputs, static, module, function)
         if result is None:
@@ -475,8 +480,19 @@ def diff(
                 raise _errors.HloscopeError("--arg, --inputs and --static are for two "
                                             "functions; A and B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
-            result = diff_modules(pick_module(Path(a), module, function),
-                                  pick_module(Path(b), module, function))
+            ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
+                                                                          function)
+            result = diff_modules(ma, mb)
+        if profile:
+            if len(profile) != 2 or result is None or is_function_target(a):
+                raise _errors.HloscopeError("--profile goes twice, with two files: A's "
+                                            "profile, then B's",
+                                            hint="hloscope diff a.hlo b.hlo --profile A_DIR "
+                                                 "--profile B_DIR")
+            from .._profile._diff import time_diff
+
+            timed = time_diff(result.a, read_measured(profile[0], ma), result.b,
+                              read_measured(profile[1], mb))
         if output is not None:
             from .._render._diff_html import render_diff_html
 
@@ -486,9 +502,15 @@ def diff(
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
         fail_user(e, static_hint(static))
     if json_out:
-        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
+        extra = {"measured": timed.to_dict()} if timed is not None else {}
+        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict(), **extra}))
         return
-    echo(render_diff(result, width=text_width(wide)))
+    text = render_diff(result, width=text_width(wide))
+    if timed is not None:
+        from .._render._profile_text import render_time_diff
+
+        text += "\n" + render_time_diff(timed, width=text_width(wide))
+    echo(text)
 
 
 def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],

@@ -3,11 +3,12 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 
 from __future__ import annotations
 
+from .._profile._diff import TimeDiff
 from .._profile._times import MeasuredTimes
 from ._term import safe
 from ._text import table
 
-__all__ = ["format_time", "render_profile"]
+__all__ = ["format_time", "render_profile", "render_time_diff"]
 
 
 def format_time(s: float | None) -> str:
@@ -81,3 +82,20 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20,
         out.append(table(["event", "measured"], rows, right=(1,), width=width))
         out.append("")
     return "\n".join(out)
+
+
+def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:
+    """Each kernel's measured time in A and B, the largest change first."""
+    change = d.step_b - d.step_a
+    out = [f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
+           f"({'+' if change >= 0 else ''}{format_time(change)})"]
+    rows = []
+    for a, b, ta, tb in d.rows[:top]:
+        diff = (tb or 0.0) - (ta or 0.0)
+        rows.append([a or "-", b or "-", format_time(ta), format_time(tb),
+                     ("+" if diff >= 0 else "") + format_time(diff)])
+    out.append(table(["kernel in A", "kernel in B", "A", "B", "change"], rows,
+                     right=(2, 3, 4), width=width))
+    if len(d.rows) > top:
+        out.append(f"  ... and {len(d.rows) - top} more (see --json)")
+    return "\n".join(out) + "\n"
