@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-import bisect
+import operator
 import statistics
 from collections import defaultdict
 
@@ -32,6 +32,7 @@ __all__ = ["CPU_ROOFLINE", "default_device", "measure"]
 
 # The advisor's nominal CPU (_advice_context): what hloscope's estimates on a CPU are.
 CPU_ROOFLINE = Device("cpu", {"*": 1e11}, 2e10, "nominal figures for weighing findings only")
+_START = operator.itemgetter(2)  # TraceEvent.start
 _CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-done"})
 
 
@@ -54,11 +55,14 @@ def _quartiles(xs: list[float]) -> tuple[float, float, float]:
 def _runs(trace: Trace, events: list[TraceEvent]) -> list[tuple[float, float, list[TraceEvent]]]:
     """The runs: (start, end, events), from the capture's windows or from run ids."""
     if trace.windows:
-        starts = [w[0] for w in trace.windows]
-        out = [(a, b, []) for a, b in trace.windows]
-        for e in events:
-            i = bisect.bisect_right(starts, e.start) - 1
-            if i >= 0 and e.start <= trace.windows[i][1]:
+        out: list[tuple[float, float, list[TraceEvent]]] = [(a, b, []) for a, b in trace.windows]
+        i, n = 0, len(out)
+        for e in sorted(events, key=_START):  # one sweep over the events in time order
+            while i < n and out[i][1] < e.start:
+                i += 1
+            if i == n:
+                break
+            if out[i][0] <= e.start:
                 out[i][2].append(e)
         return [r for r in out if r[2]]
     by_id: dict[int | None, list[TraceEvent]] = defaultdict(list)

@@ -90,53 +90,68 @@ def read_trace(path: str) -> Trace:
         raise HloscopeError("reading a profile needs JAX (jax.profiler.ProfileData)",
                             hint="pip install 'hloscope[jax]'") from None
     files = find_profile_files(path)
-    events: list[TraceEvent] = []
-    windows: list[tuple[float, float]] = []
-    platform = "cpu"
+    loaded = []
     for file in files:
         try:
-            data = ProfileData.from_file(file)
+            loaded.append((file, ProfileData.from_file(file)))
         except Exception as e:  # noqa: BLE001  (JAX's RuntimeError on a damaged file)
             raise HloscopeError(f"{file}: not a profile JAX can read ({e})",
                                 hint="give the .xplane.pb that jax.profiler.trace or "
                                      "TensorBoard's profiler wrote, whole") from None
-        host = os.path.basename(file)[:-len(".xplane.pb")]
-        for plane in data.planes:
-            name = plane.name
-            if name.startswith("/device:GPU"):
-                platform = "gpu"
-            elif name.startswith("/device:TPU"):
-                platform = "tpu"
-            if name.startswith("/device:"):
-                _device_plane(plane, f"{host}{name}", events)
-            elif name.startswith("/host:CPU"):
-                _host_plane(plane, host, events, windows)
+    events: list[TraceEvent] = []
+    windows: list[tuple[float, float]] = []
+    platform = "cpu"
+    for with_runs in (False, True):
+        events.clear()
+        for file, data in loaded:
+            host = os.path.basename(file)[:-len(".xplane.pb")]
+            for plane in data.planes:
+                name = plane.name
+                if name.startswith("/device:GPU"):
+                    platform = "gpu"
+                elif name.startswith("/device:TPU"):
+                    platform = "tpu"
+                if name.startswith("/device:"):
+                    _device_plane(plane, f"{host}{name}", events)
+                elif name.startswith("/host:CPU"):
+                    _host_plane(plane, host, events, windows, with_runs)
+        # hloscope's own capture marks its runs; other profiles need XLA's run ids, read
+        # from every CPU event (slower: the first pass reads each kernel's stats once).
+        if windows or platform != "cpu":
+            break
     return Trace(path, platform, tuple(events), tuple(sorted(windows)))
 
 
-def _stats(event: Any) -> dict[str, Any]:
-    return dict(event.stats)
-
-
 def _host_plane(plane: Any, host: str, events: list[TraceEvent],
-                windows: list[tuple[float, float]]) -> None:
-    """CPU thunks (stats hlo_op, hlo_module, device_ordinal, run_id) and the runs marked."""
+                windows: list[tuple[float, float]], with_runs: bool) -> None:
+    """CPU thunks (named after their instruction; stats hlo_op, hlo_module, device_ordinal,
+    run_id) and the runs hloscope marked.  Without `with_runs` each (thread, name)'s stats
+    are read once and its events' run ids are left unknown."""
+    add = events.append
+    new = tuple.__new__  # a TraceEvent without NamedTuple's Python-level __new__
     for line in plane.lines:
+        seen: dict[str, tuple[str, str, str] | None] = {}
         for e in line.events:
             name = e.name
-            if name == RUN_ANNOTATION:
-                windows.append((e.start_ns, e.start_ns + e.duration_ns))
-                continue
             if name.startswith(_SKIP):
                 continue
-            st = _stats(e)
-            op, module = st.get("hlo_op"), st.get("hlo_module")
-            if op is None or module is None:
+            if name == RUN_ANNOTATION:
+                if not with_runs:
+                    windows.append((e.start_ns, e.start_ns + e.duration_ns))
                 continue
-            run = st.get("run_id")
-            events.append(TraceEvent(str(module), str(op), e.start_ns, e.duration_ns,
-                                     f"{host}/cpu:{st.get('device_ordinal', 0)}",
-                                     int(run) if isinstance(run, int) else None))
+            run = None
+            if with_runs or name not in seen:
+                st = dict(e.stats)
+                op, module = st.get("hlo_op"), st.get("hlo_module")
+                hit = None if op is None or module is None else (
+                    str(module), str(op), f"{host}/cpu:{st.get('device_ordinal', 0)}")
+                seen[name] = hit
+                r = st.get("run_id")
+                run = int(r) if isinstance(r, int) else None
+            else:
+                hit = seen[name]
+            if hit is not None:
+                add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run)))
 
 
 def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
@@ -156,7 +171,7 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
             continue
         ops_line = line.name in ("XLA Ops", "Async XLA Ops")
         for e in line.events:
-            st = _stats(e)
+            st = dict(e.stats)
             op = st.get("hlo_op") or (e.name if ops_line else None)
             if not op:
                 continue
