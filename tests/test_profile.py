@@ -128,3 +128,12 @@ def test_diff_with_two_profiles():
     assert rows and all(row["change_seconds"] == 0 for row in rows)
     r = run_cli("diff", hlo, hlo, "--profile", folder)
     assert r.returncode == 2 and "--profile goes twice" in r.stderr
+
+
+def test_json_keys_are_documented():
+    folder = os.path.join(DATA, "cpu_scan")
+    d = hloscope.read_profile(folder, os.path.join(folder, "module.hlo")).to_dict()
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "json.md")).read()
+    keys = set(d) | set(d["gaps"]) | set(d["kernels"][0]) | set(d["lines"][0])
+    for key in keys:
+        assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
