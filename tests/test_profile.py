@@ -137,3 +137,14 @@ def test_json_keys_are_documented():
     keys = set(d) | set(d["gaps"]) | set(d["kernels"][0]) | set(d["lines"][0])
     for key in keys:
         assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
+
+
+def test_profile_a_sharded_function_counts_every_device():
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 CPU devices (tests/conftest.py sets them)")
+    mesh = jax.make_mesh((8,), ("data",))
+    x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, PartitionSpec("data", None)))
+    p = hloscope.profile(lambda x: jnp.sin(x).sum(), x, runs=2, warmup=1)
+    assert p.times.devices == 8 and p.times.collectives

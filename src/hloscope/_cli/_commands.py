@@ -224,7 +224,7 @@ def kernels(
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
         fail(e)
-    times = read_measured(profile, m) if profile is not None else None
+    times = read_measured(profile, m, dev) if profile is not None else None
     measured = {k.name: k.median for k in times.kernels} if times is not None else None
     if json_out:
         data = {"schema": KERNELS_SCHEMA, "file": str(path),
@@ -303,7 +303,7 @@ def lint(
     except _errors.HloscopeError as e:
         fail(e)
     m = pick_module(path, module, function)
-    times = read_measured(profile, m) if profile is not None else None
+    times = read_measured(profile, m, dev) if profile is not None else None
     try:
         if times is None:
             advice = advise_groups(m, device=dev, min_share=min_share)

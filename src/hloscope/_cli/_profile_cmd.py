@@ -21,8 +21,9 @@ PROFILE_HELP = ("A profile of this module's runs: the folder jax.profiler.trace 
                 ".xplane.pb file; times are then measured, not estimated.")
 
 
-def read_measured(profile: Path, module):  # type: ignore[no-untyped-def]
-    """The measured times of `profile` joined to `module` (the CLI's error on failure)."""
+def read_measured(profile: Path, module, device=None):  # type: ignore[no-untyped-def]
+    """The measured times of `profile` joined to `module`, estimates for `device` beside
+    (the CLI's error on failure)."""
     from .._analysis._kernels import kernel_graph
     from .._profile._match import measure
     from .._profile._read import read_trace
@@ -32,7 +33,8 @@ def read_measured(profile: Path, module):  # type: ignore[no-untyped-def]
         from .._jax._quiet import start_jax_quietly
 
         start_jax_quietly()
-        return measure(read_trace(str(profile)), kernel_graph(module), module)
+        return measure(read_trace(str(profile)), kernel_graph(module), module, device=device,
+                       device_label=None if device is None else device.name)
     except _errors.HloscopeError as e:
         fail(e)
 

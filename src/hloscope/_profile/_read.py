@@ -115,10 +115,14 @@ def read_trace(path: str) -> Trace:
                     _device_plane(plane, f"{host}{name}", events)
                 elif name.startswith("/host:CPU"):
                     _host_plane(plane, host, events, windows, with_runs)
-        # hloscope's own capture marks its runs; other profiles need XLA's run ids, read
-        # from every CPU event (slower: the first pass reads each kernel's stats once).
-        if windows or platform != "cpu":
+        # The first pass reads each thread's stats once per kernel name: right for one
+        # device, when hloscope's own capture marked the runs.  Several CPU devices (their
+        # kernels share threads) or XLA's run ids need every event's stats: slower.
+        devices = {e.device for e in events}
+        if platform != "cpu" or (windows and len(devices) <= 1):
             break
+    if platform != "cpu":  # the device's own events; the host's launches are not kernels
+        events = [e for e in events if "/device:" in e.device]
     return Trace(path, platform, tuple(events), tuple(sorted(windows)))
 
 
