@@ -32,9 +32,9 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20,
     g = t.gaps
     runs = f"{t.runs} run{'' if t.runs == 1 else 's'}"
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
-    spread = max(t.steps) - min(t.steps) if t.steps else 0.0
+    lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
     out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(median; min to max {format_time(spread)})",
+           f"(median; min {format_time(lo)}, max {format_time(hi)})",
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
