@@ -148,3 +148,26 @@ def test_profile_a_sharded_function_counts_every_device():
     x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, PartitionSpec("data", None)))
     p = hloscope.profile(lambda x: jnp.sin(x).sum(), x, runs=2, warmup=1)
     assert p.times.devices == 8 and p.times.collectives
+
+
+def test_advice_ranked_by_measured_time():
+    from hloscope._analysis._advisor import Advice
+    from hloscope._analysis._findings import Evidence, Finding, FindingGroup, Saving
+    from hloscope._profile._rank import MEASURED_BASIS, rank_measured
+
+    folder = os.path.join(DATA, "cpu_scan")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    slow, fast = t.kernels[0].name, t.kernels[-1].name
+
+    def group(rule, kernel, share, basis):
+        ev = Evidence(kernel, "kernel", "f32[1]", 4, "", None)
+        f = Finding(rule, rule, "m", "s", (ev,), Saving(), rule)
+        return FindingGroup(rule, rule, Saving(), share, basis, (f,), ())
+
+    advice = Advice([group("HS1", fast, 0.02, "peak"),
+                     group("HS2", slow, 0.001, "estimated time")], None, True, 0)
+    ranked = rank_measured(advice, t)
+    assert [g.rule for g in ranked.groups] == ["HS2", "HS1"]
+    assert ranked.groups[0].basis == MEASURED_BASIS
+    assert ranked.groups[0].share == pytest.approx(t.kernels[0].share)
+    assert ranked.groups[1].basis == "peak"  # its peak share is larger than its time's

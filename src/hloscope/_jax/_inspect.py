@@ -420,6 +420,11 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         raise HloscopeError("JAX is not installed: hloscope.inspect compiles with JAX",
                             hint=INSTALL_JAX) from None
     prepared = None
+    if profile and target is not None:
+        raise HloscopeError("profile= runs the function here; target= compiles it for "
+                            "hardware that need not be here",
+                            hint="profile without target=, or read a profile taken on the "
+                                 "target with hloscope.read_profile")
     if target is not None:
         from ._target import abstract_args, parse_spec, prepare, retarget_jit
 
@@ -517,7 +522,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         target=prepared.info if prepared is not None else None,
     )
     report._cache["compiled"] = compiled  # for bench; not saved
-    if profile and prepared is None:
+    if profile:
         from .._profile._capture import profile_report
 
         skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
