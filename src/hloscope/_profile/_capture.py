@@ -54,7 +54,7 @@ class Profile:
     def __str__(self) -> str:
         from .._render._profile_text import render_profile
 
-        return render_profile(self.times, width=100)
+        return render_profile(self.times, top=5, places=3, width=100)
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r}: {self.times!r})"

@@ -26,9 +26,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def render_profile(t: MeasuredTimes, *, top: int | None = 20,
+def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                    width: int | None = None) -> str:
-    """The measured times of `t` in `width` columns (None: every line whole)."""
+    """The measured times of `t` in `width` columns (None: every line whole): the `top`
+    kernels (None: all) and `places` source lines and op_name scopes."""
     g = t.gaps
     runs = f"{t.runs} run{'' if t.runs == 1 else 's'}"
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
@@ -60,10 +61,10 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20,
     if top is not None and len(t.kernels) > top:
         out.append(f"  ... and {len(t.kernels) - top} more (see --json)")
     out.append("")
-    for title, places, head in (("Time by source line", t.lines, "source"),
+    for title, rows_of, head in (("Time by source line", t.lines, "source"),
                                 ("Time by op_name scope", t.scopes, "op_name scope")):
         rows = [[p.place, format_time(p.seconds), _pct(p.share), str(p.kernels)]
-                for p in places[:10]]
+                for p in rows_of[:places]]
         if rows:
             out.append(title)
             out.append(table([head, "measured", "share", "kernels"], rows, right=(1, 2, 3),
