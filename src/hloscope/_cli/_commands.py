@@ -484,7 +484,7 @@ def diff(
                                                                           function)
             result = diff_modules(ma, mb)
         if profile:
-            if len(profile) != 2 or result is None or is_function_target(a):
+            if len(profile) != 2 or is_function_target(a):
                 raise _errors.HloscopeError("--profile goes twice, with two files: A's "
                                             "profile, then B's",
                                             hint="hloscope diff a.hlo b.hlo --profile A_DIR "
