@@ -171,3 +171,26 @@ def test_advice_ranked_by_measured_time():
     assert ranked.groups[0].basis == MEASURED_BASIS
     assert ranked.groups[0].share == pytest.approx(t.kernels[0].share)
     assert ranked.groups[1].basis == "peak"  # its peak share is larger than its time's
+
+
+@pytest.mark.parametrize("kind", ["gpu", "tpu"])
+def test_gpu_and_tpu_shaped_profiles(kind, tmp_path):
+    """The device-plane reader on hand-written XSpaces in the shape of XLA's GPU and TPU
+    profilers (tests/data/profiles/synthetic: no real GPU or TPU profile could be had)."""
+    from jax.profiler import ProfileData
+
+    folder = os.path.join(DATA, "synthetic")
+    with open(os.path.join(folder, f"{kind}.pbtxt")) as f:
+        blob = ProfileData.text_proto_to_serialized_xspace(f.read())
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(blob)
+    t = hloscope.read_profile(str(tmp_path), os.path.join(folder, "module.hlo"))
+    assert (t.platform, t.runs, t.devices) == (kind, 2, 1)
+    got = {k.name: (round(k.median * 1e6, 3), k.calls) for k in t.kernels}
+    if kind == "gpu":  # copy.2 launches two kernels: their times summed
+        assert got == {"fusion.1": (10.0, 1), "copy.2": (5.0, 2)}
+    else:
+        assert got == {"fusion.1": (8.0, 1), "copy.2": (4.0, 1)}
+    assert t.matched_share == 1.0
+    assert t.device == ("h100" if kind == "gpu" else "tpu-v5e") + " (assumed)"

@@ -52,8 +52,11 @@ def _quartiles(xs: list[float]) -> tuple[float, float, float]:
     return q[0], q[1], q[2]
 
 
-def _runs(trace: Trace, events: list[TraceEvent]) -> list[tuple[float, float, list[TraceEvent]]]:
-    """The runs: (start, end, events), from the capture's windows or from run ids."""
+def _runs(trace: Trace, events: list[TraceEvent],
+          starters: list[str]) -> list[tuple[float, float, list[TraceEvent]]]:
+    """The runs: (start, end, events), from the capture's windows, or XLA's run ids, or
+    else (a GPU's kernels carry none) each device's k-th call of the first of `starters`
+    (the entry computation's kernels, in order) that ran begins its run k."""
     if trace.windows:
         out: list[tuple[float, float, list[TraceEvent]]] = [(a, b, []) for a, b in trace.windows]
         i, n = 0, len(out)
@@ -66,10 +69,22 @@ def _runs(trace: Trace, events: list[TraceEvent]) -> list[tuple[float, float, li
                 out[i][2].append(e)
         return [r for r in out if r[2]]
     by_id: dict[int | None, list[TraceEvent]] = defaultdict(list)
-    for e in events:
-        by_id[e.run].append(e)
-    spans = sorted((min(e.start for e in es), max(e.start + e.duration for e in es), es)
-                   for es in by_id.values())
+    if all(e.run is None for e in events):
+        ran = {e.op for e in events}
+        first = next((k for k in starters if k in ran), None)
+        by_dev: dict[str, list[TraceEvent]] = defaultdict(list)
+        for e in sorted(events, key=_START):
+            by_dev[e.device].append(e)
+        for es in by_dev.values():
+            k = -1
+            for e in es:
+                k += e.op == first
+                by_id[max(k, 0)].append(e)
+    else:
+        for e in events:
+            by_id[e.run].append(e)
+    spans = sorted(((min(e.start for e in es), max(e.start + e.duration for e in es), es)
+                    for es in by_id.values()), key=lambda r: r[:2])
     merged: list[tuple[float, float, list[TraceEvent]]] = []
     for a, b, es in spans:  # one run on several devices: run ids that overlap in time
         if merged and a < merged[-1][1]:
@@ -115,7 +130,8 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
             "compile of it",
             hint="give the module compiled for the run profiled (compiled.as_text() of the "
                  "same compile, or its XLA dump)")
-    runs = _runs(trace, events)
+    entry = module.entry.name
+    runs = _runs(trace, events, [k.name for k in graph.kernels if k.group == entry])
     if not runs:
         raise HloscopeError(f"the profile {trace.path} holds no run of {name}",
                             hint="profile at least one run after the first (compile) run")
