@@ -38,6 +38,7 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
+from typing import Any  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -194,7 +195,7 @@ def main() -> None:
         big_trace()
 
 
-def overhead(report, args, rounds: int = 5, n: int = 5) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def overhead(report: Any, args: Any, rounds: int = 5, n: int = 5) -> tuple[float, float]:
     """A profiled run against a plain one (timed as `bench` times it), alternated: the
     median over rounds of the ratio of medians, and the ratio of the minima."""
     from hloscope._profile._capture import profile_report
