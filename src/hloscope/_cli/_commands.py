@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -248,11 +249,22 @@ def kernels(
     echo(text)
 
 
+def _advice_device(dev: Any, target: dict[str, Any] | None) -> dict[str, Any]:
+    """What the advisor weighs findings for: the device given (--device), else a saved
+    inspect report's target device, as `inspect` itself does (one figure, not two)."""
+    from .._analysis._devices import target_device, target_label
+
+    if dev is not None:
+        return {"device": dev}
+    tdev = target_device(target)
+    return {"device": tdev, "device_label": target_label(target, tdev)} if tdev else {}
+
+
 @command()
 def lint(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/2): "
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/3): "
                                   "every group with its findings and savings."),
     show_all: bool = typer.Option(False, "--all", help="Show every group of findings, not "
                                   "the 10 that would save the most."),
@@ -302,15 +314,17 @@ def lint(
         dev = find_device(device) if device is not None else None
     except _errors.HloscopeError as e:
         fail(e)
-    m = pick_module(path, module, function)
+    _inputs, entry = pick(path, module, function)
+    m = entry.module
     times = read_measured(profile, m, dev) if profile is not None else None
     try:
+        kw = _advice_device(dev, entry.target)
         if times is None:
-            advice = advise_groups(m, device=dev, min_share=min_share)
+            advice = advise_groups(m, min_share=min_share, **kw)
         else:
             from .._profile._rank import rank_measured
 
-            advice = rank_measured(advise_groups(m, device=dev, min_share=0), times,
+            advice = rank_measured(advise_groups(m, min_share=0, **kw), times,
                                    min_share=0.01 if min_share is None else min_share)
     except _errors.HloscopeError as e:
         fail(e)
@@ -404,7 +418,8 @@ def report(
                                      memory_analysis=entry.memory_analysis)
             times = read_measured(profile, m) if profile is not None else None
             advice = advise_groups(m, graph=graph_, df=df, lr=lr,
-                                   min_share=None if times is None else 0)
+                                   min_share=None if times is None else 0,
+                                   **_advice_device(None, entry.target))
             if times is not None:
                 from .._profile._rank import rank_measured
 
