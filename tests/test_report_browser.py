@@ -417,3 +417,23 @@ def test_l64_overview_fits_one_screen_and_graph_labels_are_readable(browser, l64
     show(page, "advisor")
     assert page.locator(".finding").count() <= 5
     assert not errors, errors
+
+
+def test_a_profiled_report_ranks_and_colours_by_measured_time(browser, tmp_path):
+    folder = os.path.join(os.path.dirname(__file__), "data", "profiles", "cpu_scan")
+    out = tmp_path / "p.html"
+    r = run_cli("report", os.path.join(folder, "module.hlo"), "--profile", folder, "-o",
+                str(out))
+    assert r.returncode == 0, r.stderr
+    page, errors = open_report(browser, out)
+    assert "Longest kernels (measured" in page.inner_text("#main")
+    show(page, "kernels")
+    heads = page.inner_text("#kernel-table thead")
+    assert "measured" in heads and "estimated" in heads
+    show(page, "graph")
+    for _ in range(6):  # open groups until kernels show
+        if page.locator("g.kernel rect[style]").count():
+            break
+        page.locator("g.group.closed").first.locator("text.title").click()
+    assert page.locator("g.kernel rect[style]").count() >= 1  # coloured by measured time
+    assert not errors, errors

@@ -48,6 +48,11 @@ from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
 from ._bench._measure import bench as bench
+from ._profile._capture import Profile as Profile
+from ._profile._api import profile as profile
+from ._profile._load import read_profile as read_profile
+from ._profile._times import KernelTime as KernelTime
+from ._profile._times import MeasuredTimes as MeasuredTimes
 from ._bench._timer import Timer as Timer
 from ._bench._timer import time_call as time_call
 from ._bench._timer import timer as timer

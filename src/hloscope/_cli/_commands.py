@@ -23,6 +23,7 @@ from .._write import write_text
 from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
+from ._profile_cmd import PROFILE_HELP, read_measured
 from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
                        hardware_target, is_function_target, load_target, require_jax,
                        static_hint, static_kwargs)
@@ -203,6 +204,7 @@ def kernels(
                                             "--bandwidth), instead of --device."),
     bandwidth: float | None = typer.Option(None, "--bandwidth", metavar="BYTES",
                                            help="Your device's memory bandwidth in bytes/s."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
@@ -233,16 +235,28 @@ def kernels(
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
         fail(e)
+    times = read_measured(profile, m, dev) if profile is not None else None
+    measured = {k.name: k.median for k in times.kernels} if times is not None else None
     if json_out:
         data = {"schema": KERNELS_SCHEMA, "file": str(path),
                 "device": None if dev is None else {"name": dev.name, "source": dev.source},
                 "modules": [graph_.to_dict()]}
-        if dev is not None:
-            for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+        for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+            if dev is not None:
                 kd["roofline_seconds"] = k.roofline_seconds(dev, k.element_type)
+            if measured is not None:
+                kd["measured_seconds"] = measured.get(k.name)
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
         return
-    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))
+    text = render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
+                          measured=measured)
+    if times is not None:
+        from .._render._profile_text import render_profile
+
+        text += "\n" + render_profile(times, width=text_width(wide))
+    echo(text)
 
 
 def _advice_device(dev: Any, target: dict[str, Any] | None) -> dict[str, Any]:
@@ -275,6 +289,9 @@ def lint(
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
                                       "several."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP
+                                        + " Groups are ranked by the measured time of "
+                                        "their kernels."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     arg: list[str] = _ARG,
@@ -319,7 +336,12 @@ def lint(
         dev = find_device(device) if device is not None else None
     except _errors.HloscopeError as e:
         fail(e)
+    times = None
     if is_function_target(str(path)):
+        if profile is not None:
+            fail(_errors.HloscopeError(
+                "--profile is for a module file; PATH is a function",
+                hint="hloscope profile FILE.py:FUNCTION measures a function's kernels"))
         advice, m = _lint_function(str(path), arg, inputs, static, devices, hw, mesh, shard,
                                    not no_check, dev, min_share)
     else:
@@ -329,13 +351,23 @@ def lint(
                 "a function; PATH is a file", hint="give FILE.py:FUNCTION"))
         _inputs, entry = pick(path, module, function)
         m = entry.module
+        times = read_measured(profile, m, dev) if profile is not None else None
         try:
-            advice = advise_groups(m, min_share=min_share, **_advice_device(dev, entry.target))
+            kw = _advice_device(dev, entry.target)
+            if times is None:
+                advice = advise_groups(m, min_share=min_share, **kw)
+            else:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advise_groups(m, min_share=0, **kw), times,
+                                       min_share=0.01 if min_share is None else min_share)
         except _errors.HloscopeError as e:
             fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
                 "modules": [{"module": m.name, **advice.to_dict()}]}
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
     else:
         echo(render_advice(m.name, advice, top=None if show_all else 10,
@@ -417,6 +449,7 @@ def report(
                                 "files alone."),
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
                                 help="The HTML file to write."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
 ) -> None:
@@ -446,9 +479,15 @@ def report(
             kernels_n = len(graph_.kernels)
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
-            data = report_data(m, summarize(m), graph_, memory_,
-                               advise_groups(m, graph=graph_, df=df, lr=lr,
-                                             **_advice_device(None, entry.target)))
+            times = read_measured(profile, m) if profile is not None else None
+            advice = advise_groups(m, graph=graph_, df=df, lr=lr,
+                                   min_share=None if times is None else 0,
+                                   **_advice_device(None, entry.target))
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            data = report_data(m, summarize(m), graph_, memory_, advice, times=times)
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
@@ -494,6 +533,10 @@ def diff(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
                                      "functions: a static keyword argument (a Python "
                                      "literal); repeat."),
+    profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
+                                       "two files: a profile of A's runs, then one of B's "
+                                       "(see hloscope kernels --profile); adds each "
+                                       "kernel's measured time change."),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
@@ -507,6 +550,7 @@ def diff(
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
+    timed = None
     try:
         result = _diff_functions(a, b, arg, inputs, static, module, function)
         if result is None:
@@ -514,8 +558,19 @@ def diff(
                 raise _errors.HloscopeError("--arg, --inputs and --static are for two "
                                             "functions; A and B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
-            result = diff_modules(pick_module(Path(a), module, function),
-                                  pick_module(Path(b), module, function))
+            ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
+                                                                          function)
+            result = diff_modules(ma, mb)
+        if profile:
+            if len(profile) != 2 or is_function_target(a):
+                raise _errors.HloscopeError("--profile goes twice, with two files: A's "
+                                            "profile, then B's",
+                                            hint="hloscope diff a.hlo b.hlo --profile A_DIR "
+                                                 "--profile B_DIR")
+            from .._profile._diff import time_diff
+
+            timed = time_diff(result.a, read_measured(profile[0], ma), result.b,
+                              read_measured(profile[1], mb))
         if output is not None:
             from .._render._diff_html import render_diff_html
 
@@ -525,9 +580,15 @@ def diff(
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
         fail_user(e, static_hint(static))
     if json_out:
-        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
+        extra = {"measured": timed.to_dict()} if timed is not None else {}
+        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict(), **extra}))
         return
-    echo(render_diff(result, width=text_width(wide)))
+    text = render_diff(result, width=text_width(wide))
+    if timed is not None:
+        from .._render._profile_text import render_time_diff
+
+        text += "\n" + render_time_diff(timed, width=text_width(wide))
+    echo(text)
 
 
 def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],

@@ -110,11 +110,18 @@ class Report:
         return self._cache["kernels"]
 
     @property
+    def measured(self):  # type: ignore[no-untyped-def]
+        """Each kernel's measured time (`MeasuredTimes`) when inspected with
+        ``profile=True``; None otherwise."""
+        p = self._cache.get("profile")
+        return None if p is None else p.times
+
+    @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
-        estimated for the target's chip where the report has one.  From
-        `hloscope.inspect(..., check=True)`, each group checked by compiling its fix
-        (on first use: see `hloscope._checked`)."""
+        estimated for the target's chip where the report has one; ranked by measured time
+        when the report was profiled.  From `hloscope.inspect(..., check=True)`, each group
+        checked by compiling its fix (on first use: see `hloscope._checked`)."""
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
@@ -122,11 +129,19 @@ class Report:
 
             df, lr = self._flow()
             dev = self.roofline_device()
+            times = self.measured
             advice = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
-                device_label=target_label(self.target, dev) if dev else None)
+                device_label=target_label(self.target, dev) if dev else None,
+                min_share=None if times is None else 0)
             check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
-            self._cache["advice"] = check(advice) if check is not None else advice
+            if check is not None:
+                advice = check(advice)
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            self._cache["advice"] = advice
         return self._cache["advice"]
 
     @property
@@ -229,7 +244,7 @@ class Report:
                              memory_analysis=self.memory_analysis,
                              code_in_memory=self._on_tpu())
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
-                           self.advice, device=self.roofline_device())
+                           self.advice, device=self.roofline_device(), times=self.measured)
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         data["texts"], cut = {}, []
@@ -380,7 +395,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             static_argnames: str | tuple[str, ...] = (),
             compiler_options: dict[str, Any] | None = None, target: str | None = None,
             mesh: str | dict[str, int] | None = None,
-            shard: dict[int, Any] | list[Any] | None = None, **kwargs: Any) -> Report:
+            shard: dict[int, Any] | list[Any] | None = None, profile: bool | int = False,
+            **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
 
@@ -394,6 +410,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     (``{0: "data,None"}`` or `PartitionSpec`s); arguments without one keep the spec of
     their own `NamedSharding`, or are replicated.  The function runs under that mesh, so
     bare `PartitionSpec`s in sharding constraints work unchanged.
+
+    `profile` (True, or a number of runs; not with `target`) then runs the compiled
+    function under JAX's profiler (see `hloscope.profile`): `report.measured` holds each
+    kernel's measured time, and the advice and page rank by it.
     """
     try:
         import jax
@@ -401,6 +421,11 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         raise HloscopeError("JAX is not installed: hloscope.inspect compiles with JAX",
                             hint=INSTALL_JAX) from None
     prepared = None
+    if profile and target is not None:
+        raise HloscopeError("profile= runs the function here; target= compiles it for "
+                            "hardware that need not be here",
+                            hint="profile without target=, or read a profile taken on the "
+                                 "target with hloscope.read_profile")
     if target is not None:
         from ._target import abstract_args, parse_spec, prepare, retarget_jit
 
@@ -509,6 +534,13 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         target=prepared.info if prepared is not None else None,
     )
     report._cache["compiled"] = compiled  # for bench; not saved
+    if profile:
+        from .._profile._capture import profile_report
+
+        skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        runs = 10 if profile is True else int(profile)
+        report._cache["profile"] = profile_report(
+            report, [a for i, a in enumerate(args) if i not in skip], runs=runs)
     return report
 
 

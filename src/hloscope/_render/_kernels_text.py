@@ -45,9 +45,11 @@ _DROP = {False: ("inputs", "kind", "output"), True: ("inputs", "kind", "bound", 
 
 
 def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
-                   top_edges: int = 20, width: int | None = None) -> str:
+                   top_edges: int = 20, width: int | None = None,
+                   measured: dict[str, float] | None = None) -> str:
     """`hloscope kernels`: the kernels by group, the arrays between them, the collectives,
-    in `width` columns (None: every line whole)."""
+    in `width` columns (None: every line whole).  `measured`: each kernel's measured time
+    per run (seconds) from a profile, as a column."""
     out = [f"Module {safe(g.module)}", f"  from {safe(g.file)}"]
     if not scheduled:
         out.append("  " + optimized_note(False))
@@ -68,7 +70,12 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             inputs.setdefault(e.dst, {})[label] = None
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
     if device is not None:
-        headers += [f"{device.name} us", "bound"]
+        headers += [f"{device.name} us" + (" (estimated)" if measured is not None else ""),
+                    "bound"]
+    if measured is not None:
+        from ._profile_text import format_time
+
+        headers.append("measured")
     headers.append("source")
     by_group: dict[str, list] = {}
     for k in g.kernels:
@@ -98,9 +105,13 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
                 if ratio(sent.get(k.name, 0), link) > t:
                     t, bound = sent[k.name] / link, "link"
                 row += [f"{t * 1e6:.2f}", bound]
+            if measured is not None:
+                row.append(format_time(measured[k.name]) if k.name in measured else "-")
             row.append(k.source or "-")
             rows.append(row)
         right = (5, 6, 7) if device is not None else (5, 6)
+        if measured is not None:
+            right += (len(headers) - 2,)
         out.append(table(headers, rows, right=right, width=width, drop=_DROP[device is not None]))
         out.append("")
     temp_set = set(temps)

@@ -173,13 +173,32 @@ def _computation_groups(tree: _Groups, graph: KernelGraph, top: int, entry: str,
 
 
 def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
-                advice: Advice, device: Device | None = None) -> dict[str, Any]:
+                advice: Advice, device: Device | None = None,
+                times: MeasuredTimes | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain data (see the module docstring).  `device`: the
     chip whose peak rates give each kernel's estimated time (a roofline: the larger of its
-    flops over the peak rate and its bytes over the bandwidth); an H100 where None."""
+    flops over the peak rate and its bytes over the bandwidth); an H100 where None.
+    `times`: a profile's measured times (each kernel's ``measured``, and ``profile``),
+    which the page ranks by where it has them."""
     with paused_gc():
-        return _report_data(module, summary, graph, memory, advice,
+        data = _report_data(module, summary, graph, memory, advice,
                             device or DEVICES[REFERENCE_DEVICE])
+        if times is not None:
+            add_measured(data, times)
+        return data
+
+
+def add_measured(data: dict[str, Any], times: MeasuredTimes) -> None:
+    """Each kernel's measured time per run (None where it did not run) and the profile's
+    figures, into the page's data."""
+    by_name = times.by_name()
+    for k in data["kernels"]:
+        kt = by_name.get(k["name"])
+        k["measured"] = None if kt is None else float(f"{kt.median:.4g}")
+    g = times.gaps
+    data["profile"] = {"source": times.source, "runs": times.runs, "devices": times.devices,
+                       "platform": times.platform, "step": g.step,
+                       "matched_share": times.matched_share, "gaps": g.to_dict()}
 
 
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
