@@ -325,6 +325,8 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
         live_out = kind == "output"
         if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
             continue
+        if not live_out and any(v.memory_space for v in vals):
+            continue  # another memory space (a TPU's VMEM): allocations of its own colour
         fits = _Fit(buf.size, live_out, vals, lr, sharing, df, alloc_of)
         tried: set[int] = set()
         placed = _operand_allocation(df, vals, alloc_of, tried, fits)

@@ -31,7 +31,8 @@ ELEMENTWISE_OPCODES = frozenset({
 
 _SHARING_OPCODES = ELEMENTWISE_OPCODES | {
     "fusion", "while", "conditional", "dynamic-update-slice", "scatter", "set-dimension-size",
-    "triangular-solve", "sort", "custom-call", "all-reduce-start", "collective-permute",
+    "triangular-solve", "sort", "custom-call", "all-reduce", "all-reduce-start",
+    "collective-permute",
     "collective-permute-start", "async-start", "ragged-all-to-all"}
 
 
@@ -126,6 +127,11 @@ class Sharing:
                 len(positions) == 1 and user_index[:1] == (positions[0],))
         if op == "call":
             return False
+        if op == "all-reduce":
+            # Reduced in place: output i over operand i (seen in TPU buffer assignments:
+            # an all-reduce's result at its dying operand's offset).
+            return len(positions) == 1 and (len(user.operand_names) == 1
+                                            or user_index[:1] == (positions[0],))
         return len(positions) == 1 and _elementwise_on(user, positions[0])
 
     def may_follow(self, operand: Value, user: Value) -> bool:
