@@ -10,6 +10,8 @@ only when a builder runs.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -293,3 +295,83 @@ CASES: list[tuple[str, str, Callable[[], Built]]] = [
     ("conv step DP", "tpu-v5e:2x4", conv_step),
     ("ViT step DP", "tpu-v6e:2x4", vit_step),
 ]
+
+# The sample `--quick` runs: GPU and TPU, each kind of program once.
+QUICK = (0, 3, 6, 12, 19, 21, 25, 28)
+
+
+# -- XLA's own counts ---------------------------------------------------------------------
+_THUNK = re.compile(r"^(\s*)\d+: (k\w+)", re.M)
+_THUNK_WRAPPERS = {"kAsyncStart", "kAsyncDone", "kWhile", "kConditional", "kCommandBuffer",
+                   "kDynamicSliceFusion", "kSequential"}
+_THUNK_COLLECTIVES = {"kAllGather", "kAllReduce", "kAllToAll", "kReduceScatter",
+                      "kCollectivePermute", "kRaggedAllToAll", "kCollectiveBroadcast"}
+
+
+def thunk_counts(text: str) -> tuple[int, int, int]:
+    """(kernels, collectives, copies) of XLA's GPU thunk sequence: every thunk that does work
+    (wrappers left out: an async pair's start and done, a loop, a dynamic-slice fusion, whose
+    one inner thunk stands for the fusion)."""
+    kinds: list[str] = []
+    inner_of: int | None = None   # indentation of the dynamic-slice fusion being read
+    for m in _THUNK.finditer(text):
+        indent, kind = len(m.group(1)), m.group(2)
+        if inner_of is not None and indent > inner_of:
+            kinds.append("fusion")
+            continue
+        inner_of = indent if kind == "kDynamicSliceFusion" else None
+        kinds.append(kind)
+    c = Counter(kinds)
+    return (sum(n for k, n in c.items() if k not in _THUNK_WRAPPERS),
+            sum(c[k] for k in _THUNK_COLLECTIVES), c["kCopy"])
+
+
+_NO_WORK = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all",
+            "add-dependency", "opt-barrier", "partition-id", "replica-id", "while",
+            "conditional", "call", "async-update", "domain"}
+_HLO_COLLECTIVES = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                    "ragged-all-to-all", "collective-permute", "collective-broadcast"}
+_INST = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*? ([a-z][a-z0-9\-]*)\((.*)$")
+_COMP = re.compile(r"^(ENTRY )?%?([\w.\-]+) .*\{\s*$")
+
+
+def hlo_counts(text: str) -> tuple[int, int]:
+    """(kernels, collectives) of an optimized TPU module, read from its text on its own:
+    the instructions of the entry and of the computations its loops, conditionals and calls
+    run that launch work, an async pair once (its start)."""
+    comps: dict[str, list[tuple[str, str, str]]] = {}
+    entry = cur = ""
+    for line in text.splitlines():
+        m = _COMP.match(line)
+        if m and not line[:1].isspace():
+            cur = m.group(2)
+            comps[cur] = []
+            entry = cur if m.group(1) else entry
+            continue
+        m = _INST.match(line)
+        if m and cur:
+            comps[cur].append((m.group(1), m.group(2), m.group(3)))
+    called = re.compile(r"(?:body|condition|to_apply|true_computation|false_computation)"
+                        r"=%?([\w.\-]+)|branch_computations=\{([^}]*)\}")
+    wrapped = re.compile(r"calls=%?([\w.\-]+)")
+    run, work = [entry], [entry]
+    while work:
+        for _name, op, rest in comps.get(work.pop(), []):
+            if op in ("while", "conditional", "call"):
+                for one, many in called.findall(rest):
+                    for c in [one] if one else re.split(r",\s*", many.replace("%", "")):
+                        if c in comps and c not in run:
+                            run.append(c)
+                            work.append(c)
+    kernels = collectives = 0
+    for c in run:
+        for _name, op, rest in comps[c]:
+            if op in _NO_WORK or op.endswith("-done"):
+                continue
+            kernels += 1
+            inner = op
+            if op.endswith("-start"):
+                m = wrapped.search(rest)
+                inner = comps[m.group(1)][-1][1] if m and m.group(1) in comps else op[:-6]
+            collectives += inner in _HLO_COLLECTIVES
+    return kernels, collectives

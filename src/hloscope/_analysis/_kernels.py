@@ -51,7 +51,7 @@ from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._passthrough import passes_through
 from ._sharing import compiled_for_gpu
-from ._summary import COLLECTIVE_OPCODES, collective_wrappers, wraps_collective
+from ._summary import COLLECTIVE_OPCODES, async_computations, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 
@@ -520,7 +520,7 @@ def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
 def kernel_count(module: Module) -> int:
     """How many kernels `kernel_graph` finds in `module`, in one cheap pass (no dataflow):
     what a command that refuses large graphs checks before doing any work."""
-    wrappers = collective_wrappers(module)
+    wrappers = async_computations(module)
     return sum(1 for comp in control_flow_computations(module) if comp.name not in wrappers
                for inst in comp.instructions if launches_work(inst))
 
@@ -545,8 +545,8 @@ class _Builder:
         self.peak_ids = {v.id for v in lr.peak_values}
         self.entry = module.entry
         self.fused = _FusedCosts(module)
-        # Computations an async-start runs around a collective: the start is the kernel.
-        self.wrappers = collective_wrappers(module)
+        # Computations async-starts run (one op each): the start is the kernel.
+        self.wrappers = async_computations(module)
         self.gpu = compiled_for_gpu(module)
         self.same_ints: dict[int, int] = {}
 

@@ -19,7 +19,7 @@ from ._check import shard_shape
 from ._passthrough import ANNOTATION_TARGETS
 
 __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
-           "fusion_kind_detail", "wraps_collective", "collective_wrappers",
+           "fusion_kind_detail", "wraps_collective", "async_computations",
            "SUMMARY_SCHEMA"]
 
 SUMMARY_SCHEMA = "hloscope.summary/1"
@@ -209,7 +209,7 @@ def summarize(module: Module) -> ModuleSummary:
     custom: Counter[str] = Counter()
     annotations: Counter[str] = Counter()
     collectives: list[CollectiveInfo] = []
-    wrappers = collective_wrappers(module)
+    wrappers = async_computations(module)
     for comp in module.computations:
         for inst in comp.instructions:
             op = inst.opcode
@@ -287,13 +287,12 @@ def wraps_collective(inst: Instruction) -> bool:
         return False
 
 
-def collective_wrappers(module: Module) -> frozenset[str]:
-    """Names of the computations an async-start runs that hold a collective: the collective
-    is counted once, as the async-start (XLA's GPU thunk sequence runs one collective thunk
-    inside the async pair; `all-to-all-start`, `reduce-scatter-start` are async-starts)."""
+def async_computations(module: Module) -> frozenset[str]:
+    """Names of the computations async-starts run.  Each holds one op (a collective, a
+    TPU's slice) that XLA runs once for the pair: it is counted once, as the async-start
+    (`all-to-all-start`, `reduce-scatter-start`, `slice-start` are async-starts)."""
     return frozenset(c.name for comp in module.computations for inst in comp.instructions
-                     if inst.opcode == "async-start" and wraps_collective(inst)
-                     for c in inst.called_computations)
+                     if inst.opcode == "async-start" for c in inst.called_computations)
 
 
 def _moved_bytes(inst: Instruction) -> int:
