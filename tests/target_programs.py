@@ -225,7 +225,7 @@ def conv_step(batch: int = 64, size: int = 128, width: int = 128) -> Built:
     return step, (ws, _sds((batch, size, size, 3))), {1: "data"}, None
 
 
-def vit_step(batch: int = 64, img: int = 224, patch: int = 16, d: int = 768,
+def vit_step(batch: int = 64, img: int = 256, patch: int = 16, d: int = 768,
              layers: int = 4, heads: int = 12) -> Built:
     jax, jnp = _jax()
     n = (img // patch) ** 2
@@ -282,7 +282,7 @@ CASES: list[tuple[str, str, Callable[[], Built]]] = [
     ("TP MLP data=2,model=4", "tpu-v5e:2x4", lambda: tp_mlp(mesh="data=2,model=4")),
     ("TP MLP data=4,model=16", "tpu-v5p:4x4x4",
      lambda: tp_mlp(batch=8192, mesh="data=4,model=16")),
-    ("TP MLP data=2,model=8", "tpu-v4:2x2x4", lambda: tp_mlp(mesh="data=2,model=8")),
+    ("TP MLP data=4,model=8", "tpu-v4:2x2x4", lambda: tp_mlp(mesh="data=4,model=8")),
     ("Adam donated", "tpu-v6e", lambda: adam(shapes=((2048, 2048), (2048, 8192),
                                                       (8192, 2048), (32000, 2048)))),
     ("Adam donated FSDP", "tpu-v5p:2x2x2", lambda: adam(spec="data,None")),
@@ -290,10 +290,18 @@ CASES: list[tuple[str, str, Callable[[], Built]]] = [
     ("long attention 4k", "tpu-v5e", lambda: long_attention(seq=4096, heads=8)),
     ("scan remat FSDP", "tpu-v4:2x2x1", scan_remat),
     ("scan remat FSDP", "tpu-v6e:4x4", lambda: scan_remat(tokens=16384)),
-    ("llama block FSDP", "tpu-v5p:2x2x2", llama_block),
-    ("llama block FSDP", "tpu-v4:2x2x2", llama_block),
+    ("llama block FSDP", "tpu-v5p:2x2x2", lambda: llama_block(seq=1024)),
+    ("llama block FSDP", "tpu-v4:2x2x2", lambda: llama_block(batch=16, seq=1024)),
     ("conv step DP", "tpu-v5e:2x4", conv_step),
-    ("ViT step DP", "tpu-v6e:2x4", vit_step),
+    ("ViT step DP", "tpu-v6e:2x4", lambda: vit_step(batch=16, layers=2)),
+    # more of the same kinds on other chips and counts
+    ("TP MLP data=1,model=8", "h200x8", lambda: tp_mlp(mesh="data=1,model=8")),
+    ("llama block FSDP", "a100-80x8", llama_block),
+    ("Adam donated", "b200", adam),
+    ("scan remat FSDP", "a100-40x8", lambda: scan_remat(layers=8)),
+    ("MoE all-to-all", "tpu-v6e:2x4", moe),
+    ("conv step DP", "tpu-v6e:2x4", conv_step),
+    ("Adam donated FSDP", "tpu-v5e:2x4", lambda: adam(spec="data,None")),
 ]
 
 # The sample `--quick` runs: GPU and TPU, each kind of program once.

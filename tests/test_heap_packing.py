@@ -44,12 +44,12 @@ def test_a_later_buffer_takes_the_slot_of_one_that_died():
     assert size == 262144 + 1024
 
 
-def test_an_all_reduce_writes_over_its_dying_operand():
+def test_on_a_tpu_an_all_reduce_writes_over_its_dying_operand():
     size, offsets = _estimate("""
-  p0 = f32[1024]{0} parameter(0)
+  p0 = f32[1024]{0:T(1024)} parameter(0)
   zero = f32[] constant(0)
-  a = f32[1024]{0} negate(p0)
-  r = f32[1024]{0} all-reduce(a), replica_groups={}, to_apply=add
+  a = f32[1024]{0:T(1024)} negate(p0)
+  r = f32[1024]{0:T(1024)} all-reduce(a), replica_groups={}, to_apply=add
   ROOT t = f32[] reduce(r, zero), dimensions={0}, to_apply=add
 """)
     assert offsets["r{}"] == offsets["a{}"] and size == 4096

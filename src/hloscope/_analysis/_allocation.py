@@ -27,7 +27,8 @@ from ._sharing import Sharing, never_shares
 __all__ = ["assign_allocations"]
 
 # What XLA's TPU buffer assignment never puts into an output's allocation.
-_TPU_TEMP_ONLY = frozenset({"all-gather", "all-to-all"})
+_TPU_TEMP_ONLY = frozenset({"all-gather", "all-gather-start", "all-to-all", "collective-permute",
+                            "collective-permute-start"})
 
 _NONE = -(1 << 62)
 _ALL = 1 << 62

@@ -96,6 +96,7 @@ class Sharing:
         self._params: dict[int, dict[int, Instruction]] = {}
         self._elementwise: dict[tuple[int, bool, bool], bool] = {}
         self._gpu_modules: dict[int, bool] = {}
+        self._tpu_modules: dict[int, bool] = {}
 
     def positions(self, user: Instruction, name: str) -> list[int]:
         """Where `user` reads `name` among its operands (looked up once for wide users)."""
@@ -137,10 +138,10 @@ class Sharing:
         if op == "call":
             return False
         if op == "all-reduce":
-            # Reduced in place: output i over operand i (seen in TPU buffer assignments:
-            # an all-reduce's result at its dying operand's offset).
-            return len(positions) == 1 and (len(user.operand_names) == 1
-                                            or user_index[:1] == (positions[0],))
+            # On a TPU, reduced in place: output i over operand i (seen in its buffer
+            # assignments: the result at its dying operand's offset; not on the CPU).
+            return len(positions) == 1 and self._tpu(user.computation.module) and (
+                len(user.operand_names) == 1 or user_index[:1] == (positions[0],))
         return len(positions) == 1 and _elementwise_on(user, positions[0])
 
     def may_follow(self, operand: Value, user: Value) -> bool:
@@ -181,6 +182,12 @@ class Sharing:
         hit = self._gpu_modules.get(id(module))
         if hit is None:
             hit = self._gpu_modules[id(module)] = compiled_for_gpu(module)
+        return hit
+
+    def _tpu(self, module: Any) -> bool:
+        hit = self._tpu_modules.get(id(module))
+        if hit is None:
+            hit = self._tpu_modules[id(module)] = compiled_for_tpu(module)
         return hit
 
     def _parameter(self, comp: Computation, number: int) -> Instruction | None:

@@ -291,8 +291,8 @@ def async_computations(module: Module) -> frozenset[str]:
     """Names of the computations async-starts run.  Each holds one op (a collective, a
     TPU's slice) that XLA runs once for the pair: it is counted once, as the async-start
     (`all-to-all-start`, `reduce-scatter-start`, `slice-start` are async-starts)."""
-    return frozenset(c.name for comp in module.computations for inst in comp.instructions
-                     if inst.opcode == "async-start" for c in inst.called_computations)
+    return frozenset(n for comp in module.computations for inst in comp.instructions
+                     if inst.opcode == "async-start" for n in inst.called_computation_names)
 
 
 def _moved_bytes(inst: Instruction) -> int:
