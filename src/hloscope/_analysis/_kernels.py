@@ -273,6 +273,8 @@ def ratio(a: float, b: float) -> float:
 def _category(inst: Instruction, gpu: bool = False) -> str:
     op = inst.opcode
     if op == "fusion":
+        if _fused_collective(inst) is not None:
+            return "collective"  # a TPU's collective fusion (all-gather, all-reduce-scatter)
         return "copy" if gpu and is_memcpy_fusion(inst) else "fusion"
     if op == "custom-call":
         return "library call"
@@ -287,6 +289,21 @@ def _category(inst: Instruction, gpu: bool = False) -> str:
     if op in ("reduce", "reduce-window", "scatter", "gather", "select-and-scatter"):
         return op
     return "op"
+
+
+def _fused_collective(inst: Instruction) -> Instruction | None:
+    """The collective a fusion runs (TPU's async collective fusions hold one), if any."""
+    try:
+        stack = list(inst.called_computations)
+    except Exception:  # an unresolvable callee: no collective known
+        return None
+    while stack:
+        for i in stack.pop().instructions:
+            if i.opcode in COLLECTIVE_OPCODES:
+                return i
+            if i.opcode == "fusion":
+                stack.extend(i.called_computations)
+    return None
 
 
 _SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
@@ -481,6 +498,8 @@ def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
     inst = start
     if start.opcode == "async-start" and start.called_computations:
         inst = start.called_computations[0].root
+    elif start.opcode == "fusion":
+        inst = _fused_collective(start) or start
     op = inst.opcode
     text = inst.attr("replica_groups")
     try:
