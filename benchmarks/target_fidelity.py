@@ -118,7 +118,8 @@ def new_programs(quick: bool) -> None:
         same = kernels == xk and colls == xc == summary_colls and (xcopy is None
                                                                    or copies == xcopy)
         counts_ok += same
-        print(f"{target:14} {name:24} {m.peak_bytes:>15,} {'yes' if m.peak_bytes == xpeak else 'NO':>5} "
+        exact = "yes" if m.peak_bytes == xpeak else "NO"
+        print(f"{target:14} {name:24} {m.peak_bytes:>15,} {exact:>5} "
               f"{temp:>15,} {xtemp:>15,} {diff:>+7.2f}% {kernels:>4}/{xk:<4} {colls:>3}/{xc:<4} "
               + (f"{copies:>3}/{xcopy:<3}" if xcopy is not None else "    -  ")
               + ("" if same else "  <- counts differ")

@@ -275,7 +275,7 @@ def _category(inst: Instruction, gpu: bool = False) -> str:
     if op == "fusion":
         if _fused_collective(inst) is not None:
             return "collective"  # a TPU's collective fusion (all-gather, all-reduce-scatter)
-        return "copy" if gpu and is_memcpy_fusion(inst) else "fusion"
+        return "copy" if gpu and _is_memcpy_fusion(inst) else "fusion"
     if op == "custom-call":
         return "library call"
     if op in _COLLECTIVES or (op == "async-start" and wraps_collective(inst)):
@@ -309,7 +309,7 @@ def _fused_collective(inst: Instruction) -> Instruction | None:
 _SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
 
 
-def is_memcpy_fusion(inst: Instruction) -> bool:
+def _is_memcpy_fusion(inst: Instruction) -> bool:
     """Whether XLA's GPU emitter runs the fusion `inst` as a memcpy (a copy thunk, no
     kernel): a loop fusion that copies, or slices one contiguous run of, a parameter in
     its own layout (XLA's `wrapped_slice` of a 1-D buffer, seen as ``kCopy`` in the
@@ -317,7 +317,6 @@ def is_memcpy_fusion(inst: Instruction) -> bool:
     if inst.fusion_kind != "kLoop" or not inst.called_computations:
         return False
     root = inst.called_computations[0].root
-    src = root
     if root.opcode not in ("slice", "copy") or root.shape.is_tuple:
         return False
     src = root.computation.by_name.get(root.operand_names[0]) if root.operand_names else None
@@ -616,9 +615,10 @@ class _Builder:
         same = self.same_ints  # one int object per distinct figure (they repeat a lot)
         accessed = in_bytes + out_bytes
         kernel = Kernel(
-            inst.name, _category(inst, self.gpu), inst.opcode, inst.fusion_kind, inst.custom_call_target,
-            comp.name, str(inst.shape), out_bytes, same.setdefault(accessed, accessed),
-            same.setdefault(flops, flops), trans, ops, md.op_name, str(loc) if loc else None)
+            inst.name, _category(inst, self.gpu), inst.opcode, inst.fusion_kind,
+            inst.custom_call_target, comp.name, str(inst.shape), out_bytes,
+            same.setdefault(accessed, accessed), same.setdefault(flops, flops), trans, ops,
+            md.op_name, str(loc) if loc else None)
         return kernel, edges
 
     def group_inputs(self, grp: Group) -> tuple[tuple[str, str], ...]:

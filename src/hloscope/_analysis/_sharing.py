@@ -32,8 +32,7 @@ ELEMENTWISE_OPCODES = frozenset({
 _SHARING_OPCODES = ELEMENTWISE_OPCODES | {
     "fusion", "while", "conditional", "dynamic-update-slice", "scatter", "set-dimension-size",
     "triangular-solve", "sort", "custom-call", "all-reduce", "all-reduce-start",
-    "collective-permute",
-    "collective-permute-start", "async-start", "ragged-all-to-all"}
+    "collective-permute", "collective-permute-start", "async-start", "ragged-all-to-all"}
 
 
 # Users with more operands than this have their operand positions looked up once (cached).
