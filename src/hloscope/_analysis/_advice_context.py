@@ -33,6 +33,11 @@ MIN_SHARE = 0.01
 # ... nor those that save less than this in absolute terms (a tiny test program).
 MIN_PEAK_BYTES = 64 * 1024
 MIN_TRAFFIC_BYTES = 256 * 1024
+# ... and a saving in program size (compile time) under this many instructions.
+MIN_INSTRUCTIONS = 1000
+# What launching one kernel costs on a GPU, assumed (a CUDA launch or a CUDA graph node
+# with its gap: a few microseconds); a GPU program's estimated time includes it.
+LAUNCH_SECONDS = {"gpu": 2e-6}
 
 # Nominal CPU figures: they weigh findings on a CPU module against each other and are
 # never printed as times.
@@ -180,24 +185,37 @@ class AdviceContext:
             total += (c.sent_per_device or c.bytes) / self.link_bandwidth * self.runs(c.group)
         return total
 
+    @cached_property
+    def launch_seconds(self) -> float:
+        """The kernels' launches on a GPU (LAUNCH_SECONDS each), 0 elsewhere."""
+        each = LAUNCH_SECONDS.get(self.platform, 0.0)
+        return each * sum(self.runs(k.group) for k in self.graph.kernels) if each else 0.0
+
     def saving(self, *, peak: int = 0, traffic: int = 0, kernels: int = 0,
-               link_bytes: int = 0, seconds: float = 0.0) -> Saving:
+               link_bytes: int = 0, seconds: float = 0.0, instructions: int = 0) -> Saving:
         """A saving with its time on the context's device: `traffic` at its memory
         bandwidth, `link_bytes` at its link bandwidth, plus `seconds` given outright."""
         t = traffic / self.device.bandwidth + link_bytes / self.link_bandwidth + seconds
-        return Saving(int(peak), int(traffic), int(kernels), t)
+        return Saving(int(peak), int(traffic), int(kernels), t, int(instructions))
 
     def share(self, s: Saving) -> tuple[float, str]:
-        """The larger of the peak saved over the peak and the time saved over the
-        program's estimated time, and which of the two it is."""
+        """The largest of the peak saved over the peak, the time saved over the
+        program's estimated time (with its launches on a GPU) and the instructions saved
+        over the program's, and which of them it is."""
         a = s.peak_bytes / self.peak if self.peak else 0.0
-        b = s.seconds / self.total_seconds if self.total_seconds else 0.0
+        total = self.total_seconds + self.launch_seconds
+        b = s.seconds / total if total else 0.0
+        n = self.module.instruction_count
+        c = s.instructions / n if n else 0.0
+        if c > max(a, b):
+            return c, "instructions"
         return (a, "peak") if a >= b else (b, "estimated time")
 
     def worth_it(self, s: Saving, min_share: float = MIN_SHARE) -> bool:
         """Whether a (group's) saving is worth a user's attention (module docstring)."""
         big = (s.peak_bytes >= MIN_PEAK_BYTES or s.traffic_bytes >= MIN_TRAFFIC_BYTES
-               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth)
+               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth
+               or s.instructions >= MIN_INSTRUCTIONS)
         return big and self.share(s)[0] >= min_share
 
 

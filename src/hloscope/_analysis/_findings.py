@@ -27,7 +27,8 @@ class Saving:
     """What acting on a finding would save: `peak_bytes` of the memory peak,
     `traffic_bytes` of memory traffic per run, `kernels` launched per run, and `seconds`
     per run on the device the estimate is for (the traffic at its bandwidth; collectives
-    at its link bandwidth; flops at its peak rate)."""
+    at its link bandwidth; flops at its peak rate); `instructions`: of the program XLA
+    compiles (its compile time and size, not its run)."""
 
     __repr__ = brief_repr
 
@@ -35,14 +36,17 @@ class Saving:
     traffic_bytes: int = 0
     kernels: int = 0
     seconds: float = 0.0
+    instructions: int = 0
 
     def __add__(self, other: Saving) -> Saving:
         return Saving(self.peak_bytes + other.peak_bytes,
                       self.traffic_bytes + other.traffic_bytes,
-                      self.kernels + other.kernels, self.seconds + other.seconds)
+                      self.kernels + other.kernels, self.seconds + other.seconds,
+                      self.instructions + other.instructions)
 
     def __bool__(self) -> bool:
-        return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds)
+        return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds
+                    or self.instructions)
 
     def describe(self, device: str | None = None) -> str:
         """``2.00 MiB of peak memory, 12.00 MiB of memory traffic per run (~3.6 us on
@@ -59,11 +63,14 @@ class Saving:
             parts.append(f"~{_duration(self.seconds)} per run on {device}")
         if self.kernels:
             parts.append(f"{self.kernels:,} kernel{'' if self.kernels == 1 else 's'} per run")
+        if self.instructions:
+            parts.append(f"{self.instructions:,} instructions to compile")
         return ", ".join(parts) or "nothing measurable"
 
     def to_dict(self) -> dict[str, Any]:
         return {"peak_bytes": self.peak_bytes, "traffic_bytes": self.traffic_bytes,
-                "kernels": self.kernels, "seconds": self.seconds}
+                "kernels": self.kernels, "seconds": self.seconds,
+                "instructions": self.instructions}
 
 
 def _duration(s: float) -> str:
