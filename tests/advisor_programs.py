@@ -772,8 +772,9 @@ def _many_sums(batched: bool):  # type: ignore[no-untyped-def]
     return _compiled(f, [jnp.ones((256,)) * i for i in range(160)], target="h100")
 
 
-@case(("HS121",), "160 small arrays each reduced on its own on an H100: about 290 kernels of "
-      "a few KiB each, launch-bound", target="gpu")
+@case(("HS117", "HS121"), "160 small arrays each reduced on its own on an H100 (a list "
+      "comprehension: a Python loop unrolled 160 times, HS117): about 290 kernels of a few "
+      "KiB each, launch-bound", target="gpu")
 def many_small_reductions_gpu():
     return _many_sums(False)
 

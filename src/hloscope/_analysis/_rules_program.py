@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .._hlo._module import Computation, Instruction, Module
+from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
 from ._dataflow import control_flow_computations
 from ._findings import Finding, place_key
 from ._kernels import Kernel
-from ._rules_kernels import fused_instructions
+from ._shapes import elements
 
 __all__ = ["constant_rebuilt", "host_transfer", "onehot_gather", "small_kernels",
            "unrolled_loop"]
@@ -43,31 +43,30 @@ _NO_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bi
                       "after-all", "opt-barrier", "partition-id", "replica-id"})
 _CALLBACKS = ("python_cpu_callback", "python_gpu_callback", "python_callback",
               "ffi_partitioned_python")
+_INLINED = frozenset({"call", "fusion"})
 _PASS = frozenset({"convert", "bitcast", "reshape", "copy", "transpose", "broadcast"})
 
 
 # -- HS117 -----------------------------------------------------------------------------
 
 def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
-    """Many copies of one body: instructions of the same opcode, shape, operands' opcodes
-    and shapes (and source line, where the module has one) repeated MIN_COPIES times or
-    more (a Python loop over steps or layers that JAX traced into one copy per
-    iteration), MIN_UNROLLED_INSTRUCTIONS or more beyond one copy.  Counted in the
-    program as XLA compiles it: calls inlined, fused computations with their fusion."""
-    weight = _inlined_sizes(ctx.module)
-    counts: Counter[tuple[str, ...]] = Counter()
-    size: Counter[tuple[str, ...]] = Counter()
-    first: dict[tuple[str, ...], Instruction] = {}
+    """Many copies of one body: instructions of the same opcode, shape and operands'
+    opcodes and shapes repeated MIN_COPIES times or more (a Python loop over steps or
+    layers that JAX traced into one copy per iteration), MIN_UNROLLED_INSTRUCTIONS or
+    more beyond one copy.  A fusion or a call counts with the instructions of the
+    computation it runs (XLA compiles those too)."""
+    weight = {c.name: len(c.instructions) for c in ctx.module.computations}
+    counts: Counter[tuple[object, ...]] = Counter()
+    size: Counter[tuple[object, ...]] = Counter()
+    first: dict[tuple[object, ...], Instruction] = {}
     for comp in control_flow_computations(ctx.module):
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
                 continue
-            loc = inst.source
-            key = (str(loc) if loc else "", inst.opcode, str(inst.shape),
-                   *(f"{o.opcode} {o.shape}" for o in inst.operands))
+            key = (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
             counts[key] += 1
-            size[key] += 1 + sum(weight.get(c.name, 0) for c in inst.called_computations
-                                 if inst.opcode in ("call", "fusion"))
+            size[key] += 1 + (sum(weight.get(c, 0) for c in inst.called_computation_names)
+                              if inst.opcode in _INLINED else 0)
             first.setdefault(key, inst)
     repeated = [k for k, n in counts.items() if n >= MIN_COPIES]
     if not repeated:
@@ -80,7 +79,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     saved = held - held // copies
     if saved < MIN_UNROLLED_INSTRUCTIONS:
         return []
-    lines = sorted({k[0] for k in body if k[0]})
+    lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
     top = first[max(body, key=lambda k: (size[k], k))]
     kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
     where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
@@ -94,36 +93,25 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
         "compile time and program size grow with the loop's length",
         "write the loop as lax.scan over the steps or layers (stack the per-layer weights "
         "into one array: jax.tree.map(lambda *w: jnp.stack(w), *layers)), or "
-        "lax.fori_loop for a loop over steps; lax.scan(..., unroll=k) keeps a little "
-        "unrolling where it helps",
+        "lax.fori_loop for a loop over steps, or jax.vmap where the iterations do not "
+        "depend on each other; lax.scan(..., unroll=k) keeps a little unrolling where "
+        "it helps",
         (ev_inst(top, "instruction"),), ctx.saving(instructions=saved),
         place_key(top.metadata.op_name, str(top.source or ""), "unrolled"))]
-
-
-def _inlined_sizes(module: Module) -> dict[str, int]:
-    """Each computation's instructions with the computations it calls and fuses
-    inlined, as XLA compiles them (calls are inlined before optimizing)."""
-    out: dict[str, int] = {}
-    for comp in module.computations:  # callees are printed before their callers
-        out[comp.name] = sum(
-            1 + sum(out.get(c.name, 0) for c in i.called_computations
-                    if i.opcode in ("call", "fusion"))
-            for i in comp.instructions if i.opcode not in _NO_WORK)
-    return out
 
 
 # -- HS118 -----------------------------------------------------------------------------
 
 def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     """A large array computed from indices and constants alone (no argument, no loop
-    state) by kernels that do real work (transcendentals, a matmul, a reduction, an
-    FFT): the program rebuilds it on every call, where computing it once outside and
-    passing it in costs nothing per call.  Cheap ones are HS104's (recompute)."""
+    state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
+    or more per element): the program rebuilds it on every call, where computing it once
+    outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
-        free[k.name] = k.category not in ("collective", "host transfer", "library call") \
-            and all(e.src_kind == "constant" or (e.src_kind == "kernel" and free.get(e.src))
+        free[k.name] = k.category not in ("collective", "host transfer") \
+            and "callback" not in k.target and all(e.src_kind == "constant" or (e.src_kind == "kernel" and free.get(e.src))
                     for e in ins)
     out = []
     claimed: set[str] = set()
@@ -137,8 +125,9 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
             continue
         build = [x for x in _free_ancestors(ctx, k, free) if x.name not in claimed]
         work = [x for x in build if _does_work(x)]
-        elements = max(1, k.bytes_out // max(1, _element_bytes(k)))
-        if not work and sum(x.transcendentals for x in build) < TRANSCENDENTALS * elements:
+        inst = ctx.inst(k)
+        n = max(1, elements(inst.shape)) if inst is not None else 1
+        if not work and sum(x.transcendentals for x in build) < TRANSCENDENTALS * n:
             continue  # about what writing it costs: a sin/cos table (a position encoding)
         work = work or [x for x in build if x.transcendentals]
         claimed.update(x.name for x in build)
@@ -160,22 +149,14 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
-_WORK = frozenset({"dot", "convolution", "reduce", "fft", "while"})
-
-
+_WORK = frozenset({"dot", "convolution", "reduce", "fft"})
 _TRANSCENDENTAL = frozenset({"exponential", "log", "sine", "cosine", "tan", "tanh", "power",
                              "atan2", "logistic", "erf", "exponential-minus-one",
                              "log-plus-one", "cbrt", "sqrt", "rsqrt"})
-_BYTES = {"c128": 16, "c64": 8, "f64": 8, "s64": 8, "u64": 8, "f32": 4, "s32": 4, "u32": 4,
-          "bf16": 2, "f16": 2, "s16": 2, "u16": 2}
-
-
-def _element_bytes(k: Kernel) -> int:
-    return _BYTES.get(k.element_type, 1)
 
 
 def _does_work(k: Kernel) -> bool:
-    """A matmul, a convolution, an FFT, a reduction or a loop: more than elementwise."""
+    """A matmul, a convolution, an FFT or a reduction: more than elementwise."""
     return k.opcode in _WORK or k.category in ("fft", "matmul", "convolution") \
         or any(op in _WORK for op, _ in k.fused)
 
@@ -204,42 +185,56 @@ def onehot_gather(ctx: AdviceContext) -> list[Finding]:
     ``table[ids]`` reads the rows it needs; the matmul reads every row and multiplies
     by zeros, and the one-hot (or its iota) is written to memory."""
     out = []
-    at_peak = {v.inst.name for v in ctx.lr.peak_values}
-    for k in ctx.graph.kernels:
-        inst = ctx.inst(k)
-        if inst is None:
+    insts = [i for c in ctx.module.computations for i in c.instructions
+             if i.opcode in ("dot", "compare")]
+    if not any(i.opcode == "compare" and len(i.shape.dims) >= 2
+               and "direction=EQ" in i.attr_text for i in insts):
+        return []  # no one-hot anywhere
+    dots = [i for i in insts if i.opcode == "dot"]
+    for dot in dots:
+        hit = _onehot_operand(ctx, dot)
+        k = _kernel_of(ctx, dot) if hit is not None else None
+        if hit is None or k is None:
             continue
-        for dot in fused_instructions(inst):
-            if dot.opcode != "dot":
-                continue
-            hit = _onehot_operand(ctx, dot)
-            if hit is None:
-                continue
-            side, vocab, stored = hit
-            other = dot.operands[1 - side]
-            runs = ctx.runs(k.group)
-            stored_bytes = stored.shape.total_byte_size if stored is not None else 0
-            rows = dot.shape.total_byte_size  # a gather reads and writes the rows it needs
-            maker = ctx.kernel(stored.name) if stored is not None else None
-            spent = sum(x.roofline_seconds(ctx.device, x.element_type)
-                        for x in (k, maker) if x is not None)
-            # What the matmul and the one-hot's kernel take beyond a gather, less the
-            # one-hot's write and read (counted as traffic).
-            seconds = max(0.0, spent - (2 * rows + 2 * stored_bytes) / ctx.device.bandwidth)
-            out.append(Finding(
-                "HS119", "an embedding lookup is written as a one-hot matmul",
-                f"{k.name} multiplies a one-hot array over {vocab:,} classes by "
-                f"{other.shape} ({k.flops / 1e9:,.1f} GFLOP for {format_bytes(rows)} of rows)"
-                + (f"; the one-hot's {stored.opcode} {stored.name} ({stored.shape}, "
-                   f"{format_bytes(stored_bytes)}) is written to memory for it"
-                   if stored is not None else ""),
-                "look the rows up instead: table[ids] (or jnp.take(table, ids, axis=0)); "
-                "its gradient is a scatter-add of the rows, not a matmul",
-                (ev_kernel(k),) + ((ev_inst(stored, "array"),) if stored is not None else ()),
-                ctx.saving(peak=stored_bytes if stored is not None and stored.name in at_peak
-                           else 0, traffic=2 * stored_bytes * runs, seconds=seconds * runs),
-                place_key(dot.metadata.op_name, str(dot.source or ""), str(dot.shape))))
+        side, vocab, stored = hit
+        at_peak = {v.inst.name for v in ctx.lr.peak_values}
+        other = dot.operands[1 - side]
+        runs = ctx.runs(k.group)
+        stored_bytes = stored.shape.total_byte_size if stored is not None else 0
+        rows = dot.shape.total_byte_size  # a gather reads and writes the rows it needs
+        maker = ctx.kernel(stored.name) if stored is not None else None
+        spent = sum(x.roofline_seconds(ctx.device, x.element_type)
+                    for x in (k, maker) if x is not None)
+        # What the matmul and the one-hot's kernel take beyond a gather, less the
+        # one-hot's write and read (counted as traffic).
+        seconds = max(0.0, spent - (2 * rows + 2 * stored_bytes) / ctx.device.bandwidth)
+        out.append(Finding(
+            "HS119", "an embedding lookup is written as a one-hot matmul",
+            f"{k.name} multiplies a one-hot array over {vocab:,} classes by "
+            f"{other.shape} ({k.flops / 1e9:,.1f} GFLOP for {format_bytes(rows)} of rows)"
+            + (f"; the one-hot's {stored.opcode} {stored.name} ({stored.shape}, "
+               f"{format_bytes(stored_bytes)}) is written to memory for it"
+               if stored is not None else ""),
+            "look the rows up instead: table[ids] (or jnp.take(table, ids, axis=0)); "
+            "its gradient is a scatter-add of the rows, not a matmul",
+            (ev_kernel(k),) + ((ev_inst(stored, "array"),) if stored is not None else ()),
+            ctx.saving(peak=stored_bytes if stored is not None and stored.name in at_peak
+                       else 0, traffic=2 * stored_bytes * runs, seconds=seconds * runs),
+            place_key(dot.metadata.op_name, str(dot.source or ""), str(dot.shape))))
     return out
+
+
+def _kernel_of(ctx: AdviceContext, inst: Instruction) -> Kernel | None:
+    """The kernel that runs `inst` (itself, or the fusion it is fused into)."""
+    for _ in range(8):
+        k = ctx.kernel(inst.name)
+        if k is not None and k.group == inst.computation.name:
+            return k
+        callers = ctx.module.callers(inst.computation)
+        if len(callers) != 1:
+            return None
+        inst = callers[0]
+    return None
 
 
 def _onehot_operand(ctx: AdviceContext,
@@ -330,8 +325,7 @@ def host_transfer(ctx: AdviceContext) -> list[Finding]:
                 f"{inst.name} is {what} inside a loop: it runs {syncs}, and each time "
                 f"the device waits for the host ({format_bytes(moved)} each way at most)",
                 "collect what you want to see in the loop's outputs (lax.scan's ys) and "
-                "print or transfer it once after the loop, or remove the debug print; "
-                "jax.debug.print(..., ordered=False) at least lets it overlap",
+                "print or transfer it once after the loop, or remove the debug print",
                 (ev_inst(inst, "host transfer"),),
                 ctx.saving(kernels=runs,
                            seconds=runs * (HOST_SYNC_SECONDS + moved / PCIE_BANDWIDTH)),
