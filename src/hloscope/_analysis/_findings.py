@@ -65,6 +65,8 @@ class Saving:
             parts.append(f"{self.kernels:,} kernel{'' if self.kernels == 1 else 's'} per run")
         if self.instructions:
             parts.append(f"{self.instructions:,} instructions to compile")
+        if not parts and self.seconds:
+            return "time on the device (not estimated for a CPU module)"
         return ", ".join(parts) or "nothing measurable"
 
     def to_dict(self) -> dict[str, Any]:

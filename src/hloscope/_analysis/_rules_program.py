@@ -71,10 +71,12 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     repeated = [k for k, n in counts.items() if n >= MIN_COPIES]
     if not repeated:
         return []
-    # The body's instructions repeat once or a few times per copy (a step that
-    # evaluates the force twice); the least repeated of them count the copies.
-    copies = min(counts[k] for k in repeated)
     body = repeated
+    # A body's instruction appears once or a few times per copy (a step that evaluates
+    # the force twice): counting the least repeated one as the copies keeps the saving
+    # on the low side.
+    copies = min(counts[k] for k in body)
+    most = max(counts[k] for k in body)
     held = sum(size[k] for k in body)
     saved = held - held // copies
     if saved < MIN_UNROLLED_INSTRUCTIONS:
@@ -86,11 +88,12 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
              + (", ..." if len(lines) > 3 else "")) if lines else ""
     return [Finding(
         "HS117", "a Python loop is unrolled into many copies of one body",
-        f"{copies} copies of the same computation hold {held:,} of the program's "
-        f"{ctx.module.instruction_count:,} instructions{where}"
+        f"{held:,} of the program's {ctx.module.instruction_count:,} instructions"
         + (f" ({kernels:,} of its kernels)" if kernels else "")
-        + f"; one copy is {held // copies:,}: XLA compiles and optimizes every copy, so "
-        "compile time and program size grow with the loop's length",
+        + f" are copies of {len(body)} instruction(s), each repeated "
+        + (f"{copies} times" if copies == most else f"{copies} to {most} times")
+        + f"{where} (a loop traced once per iteration): XLA compiles and optimizes every "
+        "copy, so compile time and program size grow with the loop's length",
         "write the loop as lax.scan over the steps or layers (stack the per-layer weights "
         "into one array: jax.tree.map(lambda *w: jnp.stack(w), *layers)), or "
         "lax.fori_loop for a loop over steps, or jax.vmap where the iterations do not "
@@ -396,7 +399,7 @@ def small_kernels(ctx: AdviceContext) -> list[Finding]:
             "HS121", "work is split into many kernels too small to pay for their launch",
             f"{'the entry' if g == ctx.module.entry.name else g} launches {len(small)} "
             f"kernels that each move at most {format_bytes(biggest)} and take "
-            f"{work / len(small) * 1e9:,.0f} ns on average on the roofline, against about "
+            f"{work / len(small) * 1e9:,.1f} ns on average on the roofline, against about "
             f"{launch * 1e6:.0f} us to launch each (assumed); {len(kinds)} kinds of work "
             "among them",
             "batch the work: stack the arrays and apply one operation (jax.vmap over the "

@@ -123,7 +123,8 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                 f"{what} {inst.name} ({format_bytes(nbytes)} per device) runs in each of "
                 f"the {n} iterations of {g.caller}, and its result is only added into "
                 "the loop's state: reducing the sum once after the loop gives the same "
-                f"result with {n - 1} fewer {what}s",
+                f"result with {n - 1} fewer {what}s ({format_bytes(nbytes * (n - 1))} per "
+                "device less over the links)",
                 "accumulate locally and reduce once after the loop: in shard_map, psum the "
                 "accumulated gradients after the scan; with jit's sharding, compute the "
                 "gradient of the summed (or mean) loss over the microbatches, or "
