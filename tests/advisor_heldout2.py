@@ -634,12 +634,7 @@ FIXED: dict[str, str] = {
         "after another; the rule counts a broadcast of a constant as a chain"),
 }
 
-MISTAKES: dict[str, str] = {
-    "policy_gradient_step": (
-        "HS111 false positive (29% of the peak): the 8 MiB value it charges "
-        "(add_tanh_fusion.1, jvp()/tanh: the first hidden activation) is the second layer's "
-        "matmul input, read by the backward pass's weight-gradient dot (dot.1): a layer "
-        "input, which jax.checkpoint keeps (or recomputes at the start of the backward "
-        "pass), so no remat policy lowers the peak; the rule does not discount values that "
-        "are inputs of the next layer's matmul"),
-}
+# policy_gradient_step's HS111 false positive (a layer's input charged as droppable) is
+# fixed since issue 28: HS111 no longer counts the values every later forward step goes
+# through (layer inputs), and the advisor agrees with its label.
+MISTAKES: dict[str, str] = {}

@@ -226,6 +226,22 @@ def bf16_weight_convert_cpu():
     return _compiled(f, jnp.ones((1024, 1024), jnp.bfloat16), jnp.ones((256, 1024)))
 
 
+@case((), "a causal mask built from iota inside each scanned attention layer: XLA hoists it "
+      "out of the loop and stores it, but the code already builds it where it is used: "
+      "nothing for the user to change (issue 28's false alarm)")
+def causal_mask_in_scan():
+    jax, jnp, np = _np()
+
+    def attn(x, w):
+        s = (x @ w) @ jnp.swapaxes(x, -1, -2)
+        n = x.shape[1]
+        mask = (jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+                >= jax.lax.broadcasted_iota(jnp.int32, (n, n), 1))
+        return jax.nn.softmax(jnp.where(mask, s, -1e9), -1) @ x
+    return _compiled(lambda x, ws: jax.lax.scan(lambda x, w: (x + attn(x, w), None), x, ws)[0],
+                     jnp.ones((8, 1024, 128)), jnp.ones((4, 128, 128)))
+
+
 # -- loops (HS105) ---------------------------------------------------------------------
 
 @case(("HS105",), "fori_loop of 4 cheap iterations reads and writes 1 MiB of state each "
@@ -357,6 +373,26 @@ def sgd_step_donated():
     return _mlp_step(True)
 
 
+def _kv_cache(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def decode(cache, k, pos):
+        return jax.lax.dynamic_update_slice(cache, k, (0, pos, 0, 0))
+    fn = jax.jit(decode, donate_argnums=(0,)) if donate else decode
+    return _compiled(fn, jnp.zeros((8, 2048, 16, 64)), jnp.ones((8, 1, 16, 64)), 5)
+
+
+@case(("HS110",), "a 64 MiB KV cache updated with dynamic_update_slice and returned without "
+      "donation: XLA copies it into a new buffer every step (issue 28: HS110 wanted an add)")
+def kv_cache_not_donated():
+    return _kv_cache(False)
+
+
+@case((), "the same cache donated: updated in place")
+def kv_cache_donated():
+    return _kv_cache(True)
+
+
 @case((), "a function of one array returns one array: whether the caller still needs x is "
       "not the advisor's to guess")
 def elementwise_one_array():
@@ -374,6 +410,30 @@ def f64_promoted():
 @case((), "the same in f32")
 def f32_only():
     return _file("advisor/f32_only.hlo")
+
+
+def _stencil(dtype: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def stencil(u):
+        def step(i, u):
+            return u + 0.1 * (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1)
+                              + jnp.roll(u, -1, 1) - 4 * u)
+        return jax.lax.fori_loop(0, 50, step, u)
+    with jax.enable_x64(True):
+        return _compiled(stencil, jnp.ones((1024, 1024), getattr(jnp, dtype)))
+
+
+@case(("HS108",), "a heat-equation stencil in f64 throughout (jax_enable_x64 on, float64 "
+      "arrays): in f32 it would hold and move half the bytes (issue 28: HS108 looked only "
+      "for f64 among f32)")
+def f64_stencil():
+    return _stencil("float64")
+
+
+@case((), "the same stencil in f32")
+def f32_stencil():
+    return _stencil("float32")
 
 
 @case(("HS109",), "an all-gather in a while body of loop state the body never changes "
@@ -436,6 +496,24 @@ def rnn_grad_remat_segments():
     return _rnn_step("segments")
 
 
+@case((), "a donated 4-layer tanh MLP step: what it saves for the backward pass are the "
+      "layers' outputs, each the next layer's input, which any checkpoint keeps: remat "
+      "would save nothing (issue 28's false alarm: 24 MiB of a 53 MiB peak)")
+def mlp_step_layer_inputs():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        for w, b in params:
+            x = jnp.tanh(x @ w + b)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return jax.tree.map(lambda p, gp: p - 0.01 * gp, params, g)
+    params = [(jnp.ones((512, 512)), jnp.ones((512,))) for _ in range(4)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), params, jnp.ones((4096, 512)))
+
+
 @case((), "a forward pass saves nothing for a backward pass")
 def rnn_forward_only():
     jax, jnp, np = _np()
@@ -467,6 +545,21 @@ def upcast_matmul_gpu():
 @case((), "the same with preferred_element_type=f32", target="gpu")
 def upcast_fixed_gpu():
     return _upcast(True, "h100")
+
+
+@case((), "the forward pass casts an f32 activation to bf16 for a bf16 matmul; the backward "
+      "pass converts the bf16 cotangent back to f32 for the f32 matmul before it: "
+      "autodiff's convert (transpose(jvp())/convert_element_type), not the user's "
+      "(issue 28's false alarm)", target="gpu")
+def upcast_by_autodiff_gpu():
+    jax, jnp, np = _np()
+
+    def loss(w1, w2, x):
+        h = (x @ w1).astype(jnp.bfloat16)
+        return jnp.tanh(h @ w2).astype(jnp.float32).mean()
+    return _compiled(jax.grad(loss, argnums=(0, 1)), jnp.ones((2048, 2048)),
+                     jnp.ones((2048, 2048), jnp.bfloat16), jnp.ones((4096, 2048)),
+                     target="h100")
 
 
 @case((), "on the CPU XLA computes bf16 matmuls in f32 itself: nothing measurable to save")
@@ -501,6 +594,13 @@ def sharded_matmul_cpu():
       "merges JAX's own)")
 def repeated_all_reduce():
     return _file("advisor/repeated_all_reduce.hlo")
+
+
+@case(("HS114",), "torch_xla's form of it: each all-reduce has its own copy of the add "
+      "computation and the second reads the array through a copy (written by hand after "
+      "tests/data/torch_xla/sharded_train_8, whose two are 4 bytes)")
+def repeated_all_reduce_torch_xla():
+    return _file("advisor/repeated_all_reduce_torch_xla.hlo")
 
 
 @case((), "two all-reduces of different arrays")
@@ -540,6 +640,24 @@ def tpu_points_elementwise():
     jax, jnp, np = _np()
     return _compiled(lambda p, q: jnp.sin(p) * 2 + q, jnp.ones((65536, 3)), jnp.ones((65536, 3)),
                      target="tpu-v5e")
+
+
+def _tpu_embeddings(width: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    return _compiled(lambda t, i, w: jnp.tanh(t[i] @ w), jnp.ones((32768, width)),
+                     jnp.zeros((65536,), jnp.int32), jnp.ones((width, 256)), target="tpu-v5e")
+
+
+@case(("HS115",), "embeddings of width 130 gathered on a TPU: the activations (and the "
+      "table's copy) pad 130 to 256 lanes, x2.0 (issue 28: HS115 wanted a padding of 100% "
+      "or more, and saw only the weights)", target="tpu")
+def tpu_embeddings_130():
+    return _tpu_embeddings(130)
+
+
+@case((), "the same with width 128: no padding", target="tpu")
+def tpu_embeddings_128():
+    return _tpu_embeddings(128)
 
 
 @case((), "an attention block on a TPU v5e: async copies into on-chip memory (S(1)) are "

@@ -13,6 +13,8 @@ what survives compilation run.  `advise` and `advise_groups` are pure functions;
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .._hlo._module import Module
 from ._advice_context import AdviceContext, Rule
 from ._dataflow import Dataflow, analyze_dataflow
@@ -32,7 +34,7 @@ from ._walk import paused_gc
 __all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "Evidence", "Finding", "FindingGroup", "Rule",
            "Saving", "advise", "advise_groups"]
 
-ADVICE_SCHEMA = "hloscope.lint/2"
+ADVICE_SCHEMA = "hloscope.lint/3"
 
 RULES: tuple[Rule, ...] = (
     Rule("HS101", "reduction-split", "a reduction splits what could be one kernel",
@@ -47,7 +49,7 @@ RULES: tuple[Rule, ...] = (
          loop_state),
     Rule("HS106", "side-by-side", "independent large temporaries are alive together at the "
          "peak", side_by_side),
-    Rule("HS107", "donation", "a donated argument is not reused", donation_unused,
+    Rule("HS107", "donation-unused", "a donated argument is not reused", donation_unused,
          before_optimization=True),
     Rule("HS108", "f64", "f64 arrays in an f32 program", f64, before_optimization=True),
     Rule("HS109", "loop-collective", "a collective in a loop moves the same data every "
@@ -61,7 +63,7 @@ RULES: tuple[Rule, ...] = (
          exposed_collective),
     Rule("HS114", "repeated-collective", "the same collective runs twice on the same data",
          repeated_collective),
-    Rule("HS115", "tile-padding", "a TPU tiled layout pads a value far beyond its elements",
+    Rule("HS115", "tpu-padding", "a TPU tiled layout pads a value far beyond its elements",
          tile_padding),
     Rule("HS116", "gathered-weights", "full weights of several layers are alive together",
          gathered_weights),
@@ -128,7 +130,8 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
         found: list[Finding] = []
         for rule in RULES:
             if optimized or rule.before_optimization:
-                found.extend(rule.check(ctx))
+                found.extend(f if f.kind else replace(f, kind=rule.kind)
+                             for f in rule.check(ctx))
         groups = group_findings(found, ctx.share)
         if min_share is None:
             kept = [g for g in groups if ctx.worth_it(g.saving)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -234,11 +235,22 @@ def kernels(
     echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))
 
 
+def _advice_device(dev: Any, target: dict[str, Any] | None) -> dict[str, Any]:
+    """What the advisor weighs findings for: the device given (--device), else a saved
+    inspect report's target device, as `inspect` itself does (one figure, not two)."""
+    from .._analysis._devices import target_device, target_label
+
+    if dev is not None:
+        return {"device": dev}
+    tdev = target_device(target)
+    return {"device": tdev, "device_label": target_label(target, tdev)} if tdev else {}
+
+
 @command()
 def lint(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/2): "
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/3): "
                                   "every group with its findings and savings."),
     show_all: bool = typer.Option(False, "--all", help="Show every group of findings, not "
                                   "the 10 that would save the most."),
@@ -285,9 +297,10 @@ def lint(
         dev = find_device(device) if device is not None else None
     except _errors.HloscopeError as e:
         fail(e)
-    m = pick_module(path, module, function)
+    _inputs, entry = pick(path, module, function)
+    m = entry.module
     try:
-        advice = advise_groups(m, device=dev, min_share=min_share)
+        advice = advise_groups(m, min_share=min_share, **_advice_device(dev, entry.target))
     except _errors.HloscopeError as e:
         fail(e)
     if json_out:
@@ -376,7 +389,8 @@ def report(
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
             data = report_data(m, summarize(m), graph_, memory_,
-                               advise_groups(m, graph=graph_, df=df, lr=lr))
+                               advise_groups(m, graph=graph_, df=df, lr=lr,
+                                             **_advice_device(None, entry.target)))
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment

@@ -51,7 +51,7 @@ BUILD.advisor = function (box) {
     clear(list);
     D.findings.slice(0, advShown).forEach(function (f, i) {
       var c = el("div", {"class": "finding", id: "finding-" + i}, null, list);
-      el("b", {}, f.rule + " " + f.title + (f.count > 1 ? " (×" + f.count + ")" : ""), c);
+      el("b", {}, f.rule + " " + (f.kind ? f.kind + ": " : "") + f.title + (f.count > 1 ? " (×" + f.count + ")" : ""), c);
       el("div", {"class": "saving"}, "saves " + f.saving, c);
       el("div", {}, f.message, c);
       el("div", {"class": "try"}, "try: " + f.suggestion, c);

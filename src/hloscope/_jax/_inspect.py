@@ -114,11 +114,13 @@ class Report:
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
+            from .._analysis._devices import target_label
+
             df, lr = self._flow()
             dev = self.roofline_device()
             self._cache["advice"] = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
-                device_label=f"{dev.name} ({self.target.get('name')})" if dev else None)
+                device_label=target_label(self.target, dev) if dev else None)
         return self._cache["advice"]
 
     @property
@@ -186,17 +188,9 @@ class Report:
     def roofline_device(self):  # type: ignore[no-untyped-def]
         """The target's peak rates per device as a roofline `Device` (None without a
         target)."""
-        t = self.target
-        if not t or not isinstance(t.get("flops"), dict):
-            return None
-        from .._analysis._devices import Device
+        from .._analysis._devices import target_device
 
-        try:
-            return Device(str(t.get("chip") or t.get("name")),
-                          {str(k): float(v) for k, v in t["flops"].items()},
-                          float(t.get("bandwidth") or 0.0), str(t.get("source") or ""))
-        except (TypeError, ValueError):
-            return None
+        return target_device(self.target)
 
     # -- saving -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

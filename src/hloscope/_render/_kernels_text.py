@@ -6,7 +6,7 @@ import itertools
 
 from .._analysis._advisor import Advice
 from .._analysis._figures import optimized_note
-from .._analysis._devices import Device
+from .._analysis._devices import Device, link_bandwidth, platform_of
 from .._analysis._kernels import KernelGraph, ratio
 from ._term import fit, safe
 from ._text import format_bytes, table
@@ -74,6 +74,9 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     for k in g.kernels:
         by_group.setdefault(k.group, []).append(k)
     group_info = {gr.name: gr for gr in g.groups}
+    # A collective's time is its transfer at the link bandwidth, as the advisor prices it.
+    sent = {c.name: c.sent_per_device or c.bytes for c in g.collectives}
+    link = link_bandwidth(platform_of(device)) if device is not None else 0.0
     for group, ks in by_group.items():
         gi = group_info.get(group)
         title = (f"{gi.kind} {group} (of {gi.caller} in {gi.parent})" if gi is not None
@@ -92,6 +95,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
                 peak = device.peak_flops(et)
                 bound = "compute" if peak and ratio(k.flops, peak) >= ratio(
                     k.bytes_accessed, device.bandwidth) else "memory"
+                if ratio(sent.get(k.name, 0), link) > t:
+                    t, bound = sent[k.name] / link, "link"
                 row += [f"{t * 1e6:.2f}", bound]
             row.append(k.source or "-")
             rows.append(row)
@@ -149,7 +154,8 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
     for rank, g in enumerate(shown, 1):
         f = g.first
         out.append("")
-        out.append(safe(f"{rank}. {g.rule} {g.title}" + (f" (x{g.count})" if g.count > 1 else "")))
+        out.append(safe(f"{rank}. {g.rule} {g.kind}: {g.title}"
+                        + (f" (x{g.count})" if g.count > 1 else "")))
         out.append(f"  saves {g.saving.describe(advice.device)} ({100 * g.share:.1f}% of the "
                    f"program's {g.basis})")
         out.append(f"  {safe(f.message)}")

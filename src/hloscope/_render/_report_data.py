@@ -284,7 +284,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
         },
         "roofline": {"device": dev.name, "source": dev.source},
         "xla": _xla(memory.xla),
-        "findings": [{"rule": g.rule, "title": g.title, "count": g.count,
+        "findings": [{"rule": g.rule, "kind": g.kind, "title": g.title, "count": g.count,
                       "message": g.first.message, "suggestion": g.first.suggestion,
                       "saving": f"{g.saving.describe(advice.device)} ({100 * g.share:.1f}% "
                                 f"of the program's {g.basis})",
