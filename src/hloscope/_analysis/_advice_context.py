@@ -33,6 +33,11 @@ MIN_SHARE = 0.01
 # ... nor those that save less than this in absolute terms (a tiny test program).
 MIN_PEAK_BYTES = 64 * 1024
 MIN_TRAFFIC_BYTES = 256 * 1024
+# ... and a saving in program size (compile time) under this many instructions.
+MIN_INSTRUCTIONS = 1000
+# What launching one kernel costs on a GPU, assumed (a CUDA launch or a CUDA graph node
+# with its gap: a few microseconds); a GPU program's estimated time includes it.
+LAUNCH_SECONDS = {"gpu": 2e-6}
 
 # Nominal CPU figures: they weigh findings on a CPU module against each other and are
 # never printed as times.
@@ -211,28 +216,40 @@ class AdviceContext:
                 total += leaf.total_byte_size if leaf is not None else 0
         return total
 
+    @cached_property
+    def launch_seconds(self) -> float:
+        """The kernels' launches on a GPU (LAUNCH_SECONDS each), 0 elsewhere."""
+        each = LAUNCH_SECONDS.get(self.platform, 0.0)
+        return each * sum(self.runs(k.group) for k in self.graph.kernels) if each else 0.0
+
     def saving(self, *, peak: int = 0, traffic: int = 0, kernels: int = 0,
-               link_bytes: int = 0, seconds: float = 0.0, footprint: int = 0) -> Saving:
+               link_bytes: int = 0, seconds: float = 0.0, footprint: int = 0,
+               instructions: int = 0) -> Saving:
         """A saving with its time on the context's device: `traffic` at its memory
         bandwidth, `link_bytes` at its link bandwidth, plus `seconds` given outright."""
         t = traffic / self.device.bandwidth + link_bytes / self.link_bandwidth + seconds
         return Saving(int(peak), int(traffic), int(kernels), t, int(footprint),
-                      int(link_bytes))
+                      int(link_bytes), int(instructions))
 
     def share(self, s: Saving) -> tuple[float, str]:
         """The largest of the peak saved over the peak, the footprint saved over the
-        footprint and the time saved over the program's estimated time, and which."""
+        footprint, the time saved over the program's estimated time (with its launches
+        on a GPU) and the instructions saved over the program's, and which."""
         a = s.peak_bytes / self.peak if self.peak else 0.0
         f = s.footprint_bytes / self.footprint if self.footprint else 0.0
-        b = s.seconds / self.total_seconds if self.total_seconds else 0.0
+        total = self.total_seconds + self.launch_seconds
+        b = s.seconds / total if total else 0.0
+        n = self.module.instruction_count
+        c = s.instructions / n if n else 0.0
         return max((a, "peak"), (f, "device footprint"), (b, "estimated time"),
-                   key=lambda x: x[0])
+                   (c, "instructions"), key=lambda x: x[0])
 
     def worth_it(self, s: Saving, min_share: float = MIN_SHARE) -> bool:
         """Whether a (group's) saving is worth a user's attention (module docstring)."""
         big = (max(s.peak_bytes, s.footprint_bytes) >= MIN_PEAK_BYTES
                or s.traffic_bytes >= MIN_TRAFFIC_BYTES
-               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth)
+               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth
+               or s.instructions >= MIN_INSTRUCTIONS)
         return big and self.share(s)[0] >= min_share
 
 

@@ -24,6 +24,9 @@ from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
+from ._rules_program import (constant_rebuilt, host_transfer, onehot_gather, small_kernels,
+                             unrolled_loop)
+from ._rules_sharded import accumulated_collective, gathered_weights
 from ._rules_memory import (donation_missing, donation_unused, f64, precision_upcast, remat,
                             side_by_side, upcast_note)
 from ._walk import paused_gc
@@ -62,6 +65,20 @@ RULES: tuple[Rule, ...] = (
          repeated_collective),
     Rule("HS115", "tpu-padding", "a TPU tiled layout pads a value far beyond its elements",
          tile_padding),
+    Rule("HS116", "gathered-weights", "full weights of several layers are alive together",
+         gathered_weights),
+    Rule("HS117", "unrolled-loop", "a Python loop is unrolled into many copies of one body",
+         unrolled_loop, before_optimization=True),
+    Rule("HS118", "constant-rebuilt", "a large array is rebuilt from constants on every call",
+         constant_rebuilt),
+    Rule("HS119", "onehot-gather", "an embedding lookup is written as a one-hot matmul",
+         onehot_gather),
+    Rule("HS120", "host-transfer", "the program stops for the host inside a loop",
+         host_transfer),
+    Rule("HS121", "small-kernels", "work is split into many kernels too small to pay for "
+         "their launch", small_kernels),
+    Rule("HS122", "repeated-collective", "a collective reduces every iteration what is only "
+         "summed", accumulated_collective),
 )
 
 

@@ -29,8 +29,9 @@ class Saving:
     `traffic_bytes` of memory traffic per run, `kernels` launched per run, `seconds` per
     run on the device the estimate is for (the traffic at its bandwidth; collectives at
     its link bandwidth; flops at its peak rate), `footprint_bytes` of the device footprint
-    where the peak need not move (arguments + outputs + temporaries: a donation), and
-    `link_bytes` sent between devices per run (per device)."""
+    where the peak need not move (arguments + outputs + temporaries: a donation),
+    `link_bytes` sent between devices per run (per device), and `instructions` of the
+    program XLA compiles (its compile time and size, not its run: an unrolled loop)."""
 
     __repr__ = brief_repr
 
@@ -40,17 +41,19 @@ class Saving:
     seconds: float = 0.0
     footprint_bytes: int = 0
     link_bytes: int = 0
+    instructions: int = 0
 
     def __add__(self, other: Saving) -> Saving:
         return Saving(self.peak_bytes + other.peak_bytes,
                       self.traffic_bytes + other.traffic_bytes,
                       self.kernels + other.kernels, self.seconds + other.seconds,
                       self.footprint_bytes + other.footprint_bytes,
-                      self.link_bytes + other.link_bytes)
+                      self.link_bytes + other.link_bytes,
+                      self.instructions + other.instructions)
 
     def __bool__(self) -> bool:
         return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds
-                    or self.footprint_bytes or self.link_bytes)
+                    or self.footprint_bytes or self.link_bytes or self.instructions)
 
     def describe(self, device: str | None = None) -> str:
         """``2.00 MiB of peak memory, 12.00 MiB of memory traffic per run (~3.6 us on
@@ -72,12 +75,15 @@ class Saving:
             parts.append(f"~{_duration(self.seconds)} per run on {device}")
         if self.kernels:
             parts.append(f"{self.kernels:,} kernel{'' if self.kernels == 1 else 's'} per run")
+        if self.instructions:
+            parts.append(f"{self.instructions:,} instructions to compile")
         return ", ".join(parts) or "nothing measurable"
 
     def to_dict(self) -> dict[str, Any]:
         return {"peak_bytes": self.peak_bytes, "footprint_bytes": self.footprint_bytes,
                 "traffic_bytes": self.traffic_bytes, "link_bytes": self.link_bytes,
-                "kernels": self.kernels, "seconds": self.seconds}
+                "kernels": self.kernels, "seconds": self.seconds,
+                "instructions": self.instructions}
 
 
 def _duration(s: float) -> str:

@@ -230,8 +230,8 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.dst != "result"]
         readers = list(dict.fromkeys(e.dst for e in consumers))
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
-                              for name in readers):
-            continue
+                              or _is_library(r) for name in readers):
+            continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
         if any(r.group != k.group for name in readers if (r := ctx.kernel(name))):
             # Read inside a loop: the code builds it there (a mask from iota inside the
             # layer) and XLA hoisted it out; building it anywhere else changes nothing.

@@ -154,7 +154,7 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
     if not advice.optimized:
         out.append("  " + optimized_note(False))
         out.append("  only the rules about what survives compilation ran (constants, "
-                   "donation, f64, upcasts); compile it for the others")
+                   "donation, f64, upcasts, unrolled loops); compile it for the others")
     if advice.device:
         out.append(f"  times estimated for {safe(advice.device)}")
     for note in advice.notes:
