@@ -90,6 +90,17 @@ CASES: list[BlindCase] = []
 # Corrections after the advisor ran: name -> (labels, reason). Empty when committed.
 REVISED: dict[str, tuple[tuple[str, ...], str]] = {}
 
+# Rules changed after the advisor's blind score on this set was taken (the set is no longer
+# held out for them): name -> what was changed, and why it is right beyond this program.
+# The blind score is in docs/advisor.md, taken before any of these.
+TUNED: dict[str, str] = {
+    "fsdp_unscanned_h100x8": "HS114 no longer counts an all-gather repeated after every "
+    "reader of the first one ran (FSDP frees each gathered weight after the forward pass "
+    "and gathers it again for the backward pass: reusing it would hold it alive across, "
+    "trading memory for the transfer); it fired 7 times here, now once, on two gathers of "
+    "one weight that are alive together",
+}
+
 
 def case(expect: tuple[str, ...] | list[str], why: str, target: str | None = None):
     def register(build: Callable[[], Program]) -> Callable[[], Program]:

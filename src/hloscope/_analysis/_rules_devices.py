@@ -217,6 +217,9 @@ def repeated_collective(ctx: AdviceContext) -> list[Finding]:
             if first is None:
                 seen[key] = inst
                 continue
+            if _regathered(comp, first, inst):
+                seen[key] = inst
+                continue
             moved = c.sent_per_device or c.bytes
             out.append(Finding(
                 "HS114", "the same collective runs twice on the same data",
@@ -228,6 +231,20 @@ def repeated_collective(ctx: AdviceContext) -> list[Finding]:
                 ctx.saving(link_bytes=moved * ctx.runs(group)),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
+
+
+def _regathered(comp: Computation, first: Instruction, second: Instruction) -> bool:
+    """Whether `second` gathers again what `first` gathered and every reader of `first`
+    ran before it: the gathered array was freed in between (FSDP gathers each layer's
+    weights for the forward pass and again for the backward pass), so reusing it would
+    hold it alive across, trading memory for the transfer: not a repeat to remove."""
+    if not first.opcode.startswith("all-gather"):
+        return False
+    order = {i.name: k for k, i in enumerate(comp.instructions)}
+    values = [first] + [u for u in first.users if u.opcode.endswith("-done")]
+    readers = [u for v in values for u in v.users if not u.opcode.endswith("-done")]
+    return bool(readers) and max(order.get(u.name, 1 << 62) for u in readers) \
+        < order.get(second.name, -1)
 
 
 def _attrs(inst: Instruction) -> tuple[str | None, ...]:
