@@ -79,7 +79,7 @@ def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str,
     return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest)
 
 
-_SPACE = re.compile(r"S\((\d+)\)")
+_SPACE = re.compile(r"S\(([0-9]+)\)")
 
 
 def _other_space(shape: str) -> bool:
