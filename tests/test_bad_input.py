@@ -231,7 +231,8 @@ def test_deeply_nested_sharding_is_no_recursion_error():
     assert e.value.line == 5
 
 
-@pytest.mark.parametrize("text", ["ROOT \n```hlo", "```hlo\nROOT", "ROOT x\n```hlo\n\n"])
+@pytest.mark.parametrize("text", ["ROOT \n```hlo", "```hlo\nROOT", "ROOT x\n```hlo\n\n",
+                                  "ROOT x\nENTRY e {"])  # the last: fuzz.py, seed 31
 def test_an_unclosed_fence_with_only_root_is_a_clear_error(text):
     for strict in (False, True):
         with pytest.raises(hloscope.HloscopeError):

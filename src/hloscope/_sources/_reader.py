@@ -344,9 +344,9 @@ def _headerless_start(lines: list[str], lo: int, hi: int, *, anywhere: bool) -> 
         if line.rstrip().endswith("}"):
             return i  # a whole computation on one line
         nxt = _first_content(lines, i + 1, hi)
-        if nxt > i and _INSTRUCTION_LIKE_RE.match(lines[nxt]):
+        if i < nxt < hi and _INSTRUCTION_LIKE_RE.match(lines[nxt]):
             return i
-        if "{" not in line and nxt > i and lines[nxt].lstrip().startswith("("):
+        if "{" not in line and i < nxt < hi and lines[nxt].lstrip().startswith("("):
             return i  # ENTRY %main then its signature on the next line
     return None
 
