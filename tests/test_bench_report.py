@@ -344,3 +344,18 @@ def test_a_result_written_as_jax_hpc_profiler_csv_reads_back(tmp_path):
     # jax-hpc-profiler's jit_time is trace, compile and the first run together.
     jit = sum(r.timings[k] for k in ("trace", "lower", "compile")) + r.first_run
     assert back.timings["jit"] == pytest.approx(jit)
+
+
+def test_jax_hpc_profiler_csv_writes_a_complex_precision_as_its_parts_and_leaves_no_lock(
+        tmp_path):
+    # jax-hpc-profiler's plot knows float32/float64 only: a complex64 FFT is float32.
+    import dataclasses
+
+    from hloscope._bench._output import append_jhp_csv
+
+    r = load_results(str(BENCH / "fft_pencil_64.json"))[0]
+    r = dataclasses.replace(r, params={**r.params, "Precision": "complex64"})
+    path = str(tmp_path / "do_fft.csv")
+    append_jhp_csv(path, [r])
+    assert (tmp_path / "do_fft.csv").read_text().split(",")[1] == "float32"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["do_fft.csv"]  # no .lock left
