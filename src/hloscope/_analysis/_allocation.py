@@ -57,9 +57,6 @@ class _SortedInts:
         self.items: list[int] | SortedList = []
         self.big = False
 
-    def __len__(self) -> int:
-        return len(self.items)
-
     def __iter__(self) -> Iterator[int]:
         return iter(self.items)
 
