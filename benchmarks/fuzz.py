@@ -296,7 +296,7 @@ def analyse(text: str) -> None:
     """Read `text` and run what summary, kernels, memory and lint run, renderers included."""
     import hloscope
     from hloscope._analysis._summary import summarize
-    from hloscope._render._kernels_text import render_findings, render_kernels
+    from hloscope._render._kernels_text import render_advice, render_kernels
     from hloscope._render._memory_text import render_memory
     from hloscope._render._text import render_json, render_summary
 
@@ -310,7 +310,7 @@ def analyse(text: str) -> None:
         r = hloscope.analyze_memory(m)
         render_memory(r)
         render_json(r.to_dict())
-        render_findings(m.name, hloscope.advise(m, graph=g))
+        render_advice(m.name, hloscope.advise_groups(m, graph=g))
 
 
 def _where(tb: traceback.StackSummary) -> str:

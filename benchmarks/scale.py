@@ -1,6 +1,6 @@
-"""How hloscope's commands scale: 10^4, 10^5 and 10^6 instructions of four shapes.
+"""How hloscope's commands scale: 10^4, 10^5 and 10^6 instructions of five shapes.
 
-Generates HLO text by plain string building (no JAX) in four shapes that
+Generates HLO text by plain string building (no JAX) in five shapes that
 each stress a different part of the analyses:
 
   chain      a chain of elementwise ops (the common case, and the longest schedule)
@@ -9,11 +9,16 @@ each stress a different part of the analyses:
   whiles     many while loops in a row sharing one body and one condition
   temps      many temporaries live at once, of varied sizes (the heap simulation)
 
+  loops      1,000 while loops in a row at 10^6, each with a 1,000-instruction body of
+             its own (a program of many scanned layers)
+
 then runs each command on each module in a fresh subprocess and prints the
 time per command (measured inside the subprocess, from reading the file to
-writing the output, so interpreter start-up is left out), its peak resident
-memory, and the time per instruction at the largest size over that at the
-smallest (1.0: linear; the target is at most 1.5).
+writing the output, so interpreter start-up is left out) with its CPU time in
+parentheses (on a shared machine the wall time says as much about the others'
+work as about hloscope's), its peak resident memory, and the CPU time per
+instruction at the largest size over that at the smallest (1.0: linear; the
+target is at most 1.5).  The load average is printed beside each row.
 
   parse      hloscope.read_text
   summary    hloscope summary FILE
@@ -147,8 +152,41 @@ def temps(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def loops(n: int) -> str:
+    """About sqrt(n) while loops in a row, each with a body of its own of about sqrt(n)
+    instructions (a chain of elementwise ops on the loop's array): 1,000 loops of 1,000
+    instructions at 10^6, as a program of many scanned layers is."""
+    k = max(1, round(n ** 0.5))         # loops
+    m = max(2, (n - 8 * k) // (k + 1))  # chain length in each body
+    state = "(s32[], f32[64]{0})"
+    sig = "(s: (s32[], f32[64]))"
+    lines = ["HloModule loops, is_scheduled=true", "",
+             f"%cond {sig} -> pred[] {{", f"  %s = {state} parameter(0)",
+             "  %i = s32[] get-tuple-element(%s), index=0", "  %lim = s32[] constant(4)",
+             "  ROOT %lt = pred[] compare(%i, %lim), direction=LT", "}", ""]
+    for b in range(k):
+        lines += [f"%body{b} {sig} -> (s32[], f32[64]) {{", f"  %s = {state} parameter(0)",
+                  "  %i = s32[] get-tuple-element(%s), index=0",
+                  "  %x0 = f32[64]{0} get-tuple-element(%s), index=1",
+                  "  %one = s32[] constant(1)", "  %i1 = s32[] add(%i, %one)"]
+        for j in range(1, m):
+            op = f"add(%x{j - 1}, %x0)" if j % 3 == 0 else \
+                f"{_UNARY[j % len(_UNARY)]}(%x{j - 1})"
+            lines.append(f"  %x{j} = f32[64]{{0}} {op}")
+        lines += [f"  ROOT %t = {state} tuple(%i1, %x{m - 1})", "}", ""]
+    lines += ["ENTRY %main (p: f32[64]) -> f32[64] {", "  %r0 = f32[64]{0} parameter(0)",
+              "  %zero = s32[] constant(0)"]
+    for i in range(1, k + 1):
+        lines.append(f"  %init{i} = {state} tuple(%zero, %r{i - 1})")
+        lines.append(f"  %w{i} = {state} while(%init{i}), condition=%cond, body=%body{i - 1}")
+        root = "ROOT " if i == k else ""
+        lines.append(f"  {root}%r{i} = f32[64]{{0}} get-tuple-element(%w{i}), index=1")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
-    "chain": chain, "wide": wide, "whiles": whiles, "temps": temps}
+    "chain": chain, "wide": wide, "whiles": whiles, "temps": temps, "loops": loops}
 
 
 # -- running one command (in the subprocess) ---------------------------------------------------
@@ -183,8 +221,9 @@ def run_one(command: str, path: str) -> float:
 
 
 def _worker(command: str, path: str) -> None:
+    cpu = time.process_time()
     seconds = run_one(command, path)
-    print(json.dumps({"seconds": seconds}))
+    print(json.dumps({"seconds": seconds, "cpu": time.process_time() - cpu}))
 
 
 def _generate(shape: str, n: int, path: str) -> None:
@@ -206,8 +245,10 @@ def generate(shape: str, n: int, path: str) -> int:
 
 # -- the driver --------------------------------------------------------------------------------
 
-def measure(command: str, path: str, timeout: float) -> tuple[float | None, float | None, str]:
-    """(seconds, peak RSS in MiB, note) of `command` on `path` in a fresh subprocess."""
+def measure(command: str, path: str,
+            timeout: float) -> tuple[float | None, float | None, float | None, str]:
+    """(seconds, CPU seconds, peak RSS in MiB, note) of `command` on `path` in a fresh
+    subprocess (the CPU time is what the machine's other work does not change)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", command, path],
@@ -216,13 +257,14 @@ def measure(command: str, path: str, timeout: float) -> tuple[float | None, floa
         proc.returncode = 0  # reaped here (os.wait4), not by Popen
         rss = rusage.ru_maxrss / 1024 if rusage is not None else None  # KiB on Linux
         if status is None:
-            return None, rss, f"timeout ({timeout:.0f} s)"
+            return None, None, rss, f"timeout ({timeout:.0f} s)"
         out.seek(0)
         err.seek(0)
         if status != 0:
             last = (err.read().strip().splitlines() or ["?"])[-1]
-            return None, rss, f"exit {status}: {last[:60]}"
-        return json.loads(out.read().strip().splitlines()[-1])["seconds"], rss, ""
+            return None, None, rss, f"exit {status}: {last[:60]}"
+        done = json.loads(out.read().strip().splitlines()[-1])
+        return done["seconds"], done["cpu"], rss, ""
 
 
 def _wait(pid: int, timeout: float):  # type: ignore[no-untyped-def]
@@ -284,11 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         _generate(args.generate[0], int(args.generate[1]), args.generate[2])
         return 0
     sizes = sorted(args.sizes)
-    width = 22
+    width = 30
     header = f"{'shape':<7} {'command':<8}" + "".join(f"{n:>{width},}" for n in sizes) + \
         "   ratio"
-    print(f"time (inside the subprocess) and peak RSS per command; ratio: time per "
-          f"instruction at {sizes[-1]:,} over that at {sizes[0]:,}\n")
+    print(f"wall time (inside the subprocess), its CPU time, and peak RSS per command; "
+          f"ratio: CPU time per instruction at {sizes[-1]:,} over that at {sizes[0]:,}; "
+          f"load average at the start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     print(header)
     print("-" * len(header))
     failed = False
@@ -302,13 +345,13 @@ def main(argv: list[str] | None = None) -> int:
                 cells = []
                 points = []
                 for count, path in files:
-                    seconds, rss, note = measure(command, path, args.timeout)
+                    seconds, cpu, rss, note = measure(command, path, args.timeout)
                     failed |= bool(note)
-                    points.append((count, seconds))
+                    points.append((count, cpu))
                     cells.append(note[:width - 1] if note else
-                                 f"{_fmt_time(seconds)} {_fmt_rss(rss)}")
+                                 f"{_fmt_time(seconds)} ({_fmt_time(cpu)}) {_fmt_rss(rss)}")
                 print(f"{shape:<7} {command:<8}" + "".join(f"{c:>{width}}" for c in cells)
-                      + f"   {_ratio(points):>5}", flush=True)
+                      + f"   {_ratio(points):>5}  load {os.getloadavg()[0]:.1f}", flush=True)
             for path in files:
                 os.unlink(path[1])
     return 1 if failed else 0

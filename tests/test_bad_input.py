@@ -183,3 +183,113 @@ def test_an_unclosed_string_in_the_header_is_a_located_error():
     with pytest.raises(hloscope.HloParseError, match="header's attributes are damaged") as e:
         hloscope.read_text(text)
     assert e.value.line == 1
+
+
+# -- issue 31: texts that crashed a command (exit 3) or took minutes ----------------------------
+
+SMALL = """HloModule m, entry_computation_layout={(f32[4,2]{1,0})->f32[4,2]{1,0}}
+
+ENTRY e {
+  p = f32[4,2]{1,0} parameter(0)
+  ROOT n = f32[4,2]{1,0} copy(p)
+}
+"""
+
+
+def _every_command(text: str) -> None:
+    """Read `text` and run what summary, kernels, memory and lint run (as fuzz.py does)."""
+    from hloscope._analysis._summary import summarize
+    from hloscope._render._kernels_text import render_advice, render_kernels
+    from hloscope._render._memory_text import render_memory
+    from hloscope._render._text import render_summary
+
+    for m in hloscope.read_text(text).modules:
+        render_summary(summarize(m))
+        g = hloscope.kernel_graph(m)
+        render_kernels(g, scheduled=m.is_scheduled)
+        render_memory(hloscope.analyze_memory(m))
+        render_advice(m.name, hloscope.advise_groups(m, graph=g))
+
+
+def test_blank_lines_before_a_module_are_not_an_empty_file(tmp_path):
+    p = tmp_path / "m.hlo"
+    p.write_text("\n" * 65_536 + SMALL)
+    assert hloscope.read(p).module.entry.root.name == "n"
+    p.write_text("\n" * 70_000)
+    with pytest.raises(hloscope.HloSourceError, match="empty"):
+        hloscope.read(p)
+
+
+def test_deeply_nested_sharding_is_no_recursion_error():
+    text = SMALL.replace("copy(p)", "copy(p), sharding=" + "{" * 20_000 + "}" * 20_000)
+    _every_command(text)  # an unknown sharding, as for any form hloscope does not read
+    sharding = hloscope.parse(text).entry.root.sharding
+    assert sharding.kind == "unknown"
+    # XLA refuses a tuple sharding inside a tuple sharding: `check` says where.
+    with pytest.raises(hloscope.HloParseError) as e:
+        hloscope.check_text(text)
+    assert e.value.line == 5
+
+
+@pytest.mark.parametrize("text", ["ROOT \n```hlo", "```hlo\nROOT", "ROOT x\n```hlo\n\n",
+                                  "ROOT x\nENTRY e {"])  # the last: fuzz.py, seed 31
+def test_an_unclosed_fence_with_only_root_is_a_clear_error(text):
+    for strict in (False, True):
+        with pytest.raises(hloscope.HloscopeError):
+            hloscope.read_text(text, strict=strict)
+
+
+@pytest.mark.parametrize("layout", ["{5,0}", "{1,1}", "{2,0}"])
+def test_a_layout_index_past_the_rank_is_a_located_error(layout):
+    text = SMALL.replace("f32[4,2]{1,0} copy", f"f32[4,2]{layout} copy")
+    for strict in (False, True):
+        with pytest.raises(hloscope.HloParseError, match="not an order of the dimensions") as e:
+            hloscope.read_text(text, strict=strict)
+        assert (e.value.line, e.value.column) == (5, 20)
+
+
+@pytest.mark.parametrize("old,new", [
+    ("f32[4,2]{1,0} copy", "f32[4,2]{１,０} copy"),   # full-width layout
+    ("f32[4,2]{1,0} copy", "f32[４,2]{1,0} copy"),    # full-width dimension
+    ("f32[4,2]{1,0} copy", "f32[٤,2]{1,0} copy"),     # Arabic-Indic dimension
+    ("f32[4,2]{1,0} copy", "f32[4,2]{1_0,0} copy"),   # int() reads 1_0 as 10
+    ("parameter(0)", "parameter(０)"),
+    ("parameter(0)", "parameter(²)"),                 # isdigit() is true, int() refuses
+    ("HloModule m,", "HloModule m, num_partitions=２,"),
+])
+def test_numbers_are_ascii_digits_only(old, new):
+    text = SMALL.replace(old, new)
+    assert text != SMALL
+    for strict in (False, True):
+        with pytest.raises(hloscope.HloParseError):
+            hloscope.read_text(text, strict=strict)
+
+
+def test_non_ascii_digits_in_attributes_do_not_crash_the_analyses():
+    text = """HloModule m
+
+ENTRY e {
+  p = (f32[4]{0}, f32[4]{0}) parameter(0)
+  g = f32[4]{0} get-tuple-element(p), index=１
+  ROOT r = f32[4]{0} reduce-window(g, g), window={size=２}, to_apply=e
+}
+"""
+    with pytest.raises(hloscope.HloscopeError):
+        _every_command(text)
+
+
+def test_stablehlo_sniffing_is_linear_in_blank_lines():
+    t = time.perf_counter()
+    with pytest.raises(hloscope.HloSourceError, match="no HLO module"):
+        hloscope.read_text("\n" * 65_536 + "module @m")
+    with pytest.raises(hloscope.HloSourceError):
+        hloscope.read_text("\n" * 65_536 + " x = 1\n")
+    assert time.perf_counter() - t < 10  # was 12-16 s, quadratic; now milliseconds
+
+
+def test_reading_an_xla_dump_folder():
+    from conftest import DATA
+
+    hf = hloscope.read(DATA / "dumps" / "mlp_train")
+    assert hf.format == "dump" and len(hf.modules) > 1
+    assert all(m.filename.endswith("_optimizations.txt") for m in hf.modules)

@@ -344,3 +344,47 @@ def test_a_result_written_as_jax_hpc_profiler_csv_reads_back(tmp_path):
     # jax-hpc-profiler's jit_time is trace, compile and the first run together.
     jit = sum(r.timings[k] for k in ("trace", "lower", "compile")) + r.first_run
     assert back.timings["jit"] == pytest.approx(jit)
+
+
+def test_jax_hpc_profiler_csv_writes_a_complex_precision_as_its_parts_and_leaves_no_lock(
+        tmp_path):
+    # jax-hpc-profiler's plot knows float32/float64 only: a complex64 FFT is float32.
+    import dataclasses
+
+    from hloscope._bench._output import append_jhp_csv
+
+    r = load_results(str(BENCH / "fft_pencil_64.json"))[0]
+    r = dataclasses.replace(r, params={**r.params, "Precision": "complex64"})
+    path = str(tmp_path / "do_fft.csv")
+    append_jhp_csv(path, [r])
+    assert (tmp_path / "do_fft.csv").read_text().split(",")[1] == "float32"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["do_fft.csv"]  # no .lock left
+
+
+def test_jax_hpc_profilers_own_plot_draws_a_complex_fft_sweep_hloscope_wrote(tmp_path):
+    # The rows `hloscope bench --jhp-csv` adds (append_jhp_csv) for a complex64 FFT on
+    # 1 to 8 devices: jax-hpc-profiler's `jhp plot` draws them (it dropped 'complex64').
+    import dataclasses
+    import os
+    import shutil
+    import subprocess
+
+    from hloscope._bench._output import append_jhp_csv
+
+    jhp = shutil.which("jhp", path=os.path.dirname(sys.executable))
+    if jhp is None:
+        pytest.skip("jax-hpc-profiler is not installed")
+    r = load_results(str(BENCH / "fft_pencil_64.json"))[0]
+    sweep = [dataclasses.replace(r, params={**r.params, "Precision": "complex64", "PX": px,
+                                            "PY": py}, times=[t / px / py for t in r.times])
+             for px, py in ((1, 1), (1, 2), (2, 2), (2, 4))]
+    csv_path = tmp_path / "do_fft.csv"
+    append_jhp_csv(str(csv_path), sweep)
+    png = tmp_path / "sweep.png"
+    out = subprocess.run([jhp, "plot", "-f", str(csv_path), "-pt", "mean_time", "-sc", "GPUs",
+                          "-d", "64", "-pr", "float32", "-b", str(r.params["Backend"]),
+                          "-o", str(png)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "No volumes to plot" not in out.stdout
+    assert png.stat().st_size > 10_000

@@ -148,3 +148,49 @@ def test_frontend_attributes_and_execution_thread():
     assert c.root.frontend_attributes == {"_xla_stream": "1", "k": '{"a":1}'}
     assert m.entry.root.called_computations == (c,)
     assert hloscope.parse(m.to_text()) == m
+
+
+CONTINUED_HEADER = """HloModule jit_step, is_scheduled=true
+    , entry_computation_layout={(f32[4]{0})->f32[4]{0}}
+    , num_partitions=1
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  ROOT n = f32[4]{0} negate(p)
+}
+"""
+
+
+def test_header_attributes_continued_on_indented_lines():
+    # XLA reads a header whose attributes go on at the next lines (a comma first).
+    for strict in (False, True):
+        m = hloscope.read_text(CONTINUED_HEADER, strict=strict).module
+        assert m.name == "jit_step" and m.is_scheduled
+        assert m.attributes["entry_computation_layout"] == "{(f32[4]{0})->f32[4]{0}}"
+        assert m.num_partitions == 1
+
+
+SPLIT_INPUT = """// RUN: hlo-opt %s --split-input-file | FileCheck %s
+
+// CHECK: negate
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  ROOT n = f32[4]{0} negate(p)
+}
+
+// -----
+
+// CHECK: abs
+e {
+  p = f32[4]{0} parameter(0)
+  ROOT n = f32[4]{0} abs(p)
+}
+"""
+
+
+def test_split_input_file_modules_without_headers():
+    # hlo-opt's --split-input-file format: each piece between '// -----' lines is a module.
+    for strict in (False, True):
+        hf = hloscope.read_text(SPLIT_INPUT, strict=strict)
+        assert [m.entry.root.opcode for m in hf.modules] == ["negate", "abs"]
+        assert [m.first_line for m in hf.modules] == [4, 12]

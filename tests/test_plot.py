@@ -134,3 +134,25 @@ def test_the_table_names_mode_and_statistic():
     text = scaling_table(series)
     assert text.startswith("time against size: fftn cpu float32, 1 device")
     assert "time: median of the pooled runs" in text
+
+
+def test_a_series_has_one_colour_in_every_panel(tmp_path):
+    # Time against size: one panel per device count, one legend: a method is one colour.
+    from hloscope._bench._plot import _COLORS
+
+    series = scaling(load_results(SWEEP), "size")
+    assert len({s.label.rsplit(", ", 1)[0] for s in series}) == 1 < len(series)
+    plot_scaling(series, str(tmp_path / "p.svg"))
+    text = (tmp_path / "p.svg").read_text()
+    assert [c for c in _COLORS if c in text] == [_COLORS[0]]
+
+
+def test_strategy_all_draws_the_shared_one_device_point_once(tmp_path):
+    import re
+
+    series = scaling(load_results(SWEEP), "strong", strategy="all")
+    starts = {(s.points[0].devices, s.points[0].time) for s in series}
+    assert len(series) > len(starts)  # strategies share their one-device run
+    plot_scaling(series, str(tmp_path / "p.svg"), ideal=True)
+    text = (tmp_path / "p.svg").read_text()
+    assert len(re.findall(r"<!-- ideal \(", text)) == len(starts)

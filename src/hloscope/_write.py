@@ -104,13 +104,27 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     target = os.fspath(path)
     lock = os.path.join(os.path.dirname(os.path.abspath(target)),
                         f".{os.path.basename(target)}.lock")
-    try:
-        os.makedirs(os.path.dirname(lock), exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError as e:
-        raise _write_error(target, e) from None
-    try:
+    while True:
+        try:
+            os.makedirs(os.path.dirname(lock), exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise _write_error(target, e) from None
         fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder before us removed that file: lock the new one
+    try:
         yield
     finally:
+        # Removed while still held (no lock file is left beside the user's file); a
+        # process that opened it meanwhile finds it gone and locks a new one.
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
         os.close(fd)  # closing releases the lock

@@ -11,6 +11,12 @@ which a segment tree over the allocations answers (per subtree: the latest
 first busy step, the earliest last busy step, the longest gap inside), and
 only candidates are checked exactly.  So a module with a hundred thousand
 outputs costs about a logarithm per buffer, not a hundred thousand tries.
+
+An allocation's values and busy steps are kept in sorted lists made for
+insertion anywhere (`sortedcontainers.SortedList`): values arrive in buffer
+order, not in schedule order (the bodies of a thousand while loops come last
+first), and a plain list's insert moved every later element each time
+(quadratic: 428 s for a million values in one allocation).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterator, Sequence
+
+from sortedcontainers import SortedList
 
 from .._hlo._module import Computation, Instruction
 from ._dataflow import Buffer, Dataflow, Value
@@ -32,52 +40,165 @@ _TPU_TEMP_ONLY = frozenset({"all-gather", "all-gather-start", "all-to-all", "col
 
 _NONE = -(1 << 62)
 _ALL = 1 << 62
+# A value's key in its allocation: its first step times _SPAN plus _SPAN - 1 - its
+# number (values that start at the same step: the latest added first).
+_SPAN = 1 << 32
+
+
+class _SortedInts:
+    """Sorted ints with insertion and removal anywhere: a plain list while each change
+    moves few of its elements (bisect on a list is the fastest there: values mostly come
+    in schedule order), a `SortedList` from the first change that would move many (a
+    list's insert moves every later element: quadratic for a million values added out of
+    order, as the bodies of a thousand while loops are).  A SortedList is searched by value
+    only: a search by position rebuilds its index after every change."""
+
+    __slots__ = ("items", "big")
+
+    _BIG = 1024
+
+    def __init__(self) -> None:
+        self.items: list[int] | SortedList = []
+        self.big = False
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.items)
+
+    def first(self) -> int:
+        return self.items[0]
+
+    def last(self) -> int:
+        return self.items[-1]
+
+    def add(self, x: int) -> None:
+        items = self.items
+        if not self.big:
+            i = bisect.bisect_right(items, x)
+            if len(items) - i <= self._BIG:
+                items.insert(i, x)
+                return
+            items = self._grow()
+        items.add(x)
+
+    def remove(self, x: int) -> None:
+        items = self.items
+        if not self.big:
+            i = bisect.bisect_left(items, x)
+            if len(items) - i <= self._BIG:
+                del items[i]
+                return
+            items = self._grow()
+        items.remove(x)
+
+    def _grow(self) -> SortedList:
+        self.items = SortedList(self.items)
+        self.big = True
+        return self.items
+
+    def down_from(self, x: int) -> Iterator[int]:
+        """The items at most `x`, largest first."""
+        items = self.items
+        if self.big:
+            return items.irange(maximum=x, reverse=True)
+        return (items[j] for j in range(bisect.bisect_right(items, x) - 1, -1, -1))
+
+    def floor(self, x: int) -> int | None:
+        """The largest item at most `x`, if any."""
+        if self.big:
+            return next(self.items.irange(maximum=x, reverse=True), None)
+        i = bisect.bisect_right(self.items, x)
+        return self.items[i - 1] if i else None
+
+    def between(self, lo: int, hi: int) -> Iterator[int]:
+        """The items in [lo, hi], smallest first."""
+        items = self.items
+        if self.big:
+            return items.irange(lo, hi)
+        return (items[j] for j in range(bisect.bisect_left(items, lo),
+                                        bisect.bisect_right(items, hi)))
 
 
 class _Steps:
-    """Occupied steps of the schedule: sorted disjoint closed intervals, merged when they
-    overlap or touch (steps t and t + 1)."""
+    """Occupied steps of the schedule: disjoint closed intervals, merged when they overlap
+    or touch (steps t and t + 1): their first steps sorted, each one's last step in a
+    dictionary."""
 
-    __slots__ = ("hi", "lo")
+    __slots__ = ("hi_of", "los")
 
     def __init__(self) -> None:
-        self.lo: list[int] = []
-        self.hi: list[int] = []
+        self.los = _SortedInts()
+        self.hi_of: dict[int, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.hi_of)
+
+    def first(self) -> int:
+        return self.los.first()
+
+    def last(self) -> int:
+        return self.hi_of[self.los.last()]
 
     def add(self, lo: int, hi: int) -> None:
-        los, his = self.lo, self.hi
-        j = bisect.bisect_left(his, lo - 1)   # first interval ending at or after lo - 1
-        k = bisect.bisect_right(los, hi + 1)  # intervals starting at or before hi + 1
-        if j < k:
-            lo = min(lo, los[j])
-            hi = max(hi, his[k - 1])
-        los[j:k] = [lo]
-        his[j:k] = [hi]
+        los, hi_of = self.los, self.hi_of
+        a = los.floor(hi + 1)
+        if a is not None and a <= lo and hi_of[a] >= lo - 1:
+            # The only interval [lo, hi] meets (those before `a` end before a - 1): it
+            # grows at its end (the usual case).
+            if hi > hi_of[a]:
+                hi_of[a] = hi
+            return
+        met = []  # the intervals [lo, hi] overlaps or touches, latest first
+        for a in los.down_from(hi + 1):
+            if hi_of[a] < lo - 1:
+                break
+            met.append(a)
+        if met:
+            hi = max(hi, hi_of[met[0]])
+            lo = min(lo, met[-1])
+            for a in met:
+                los.remove(a)
+                del hi_of[a]
+        los.add(lo)
+        hi_of[lo] = hi
 
     def overlaps(self, lo: int, hi: int) -> Iterator[tuple[int, int]]:
         """The occupied parts of [lo, hi], in order."""
-        los, his = self.lo, self.hi
-        j = bisect.bisect_left(his, lo)
-        while j < len(los) and los[j] <= hi:
-            yield max(los[j], lo), min(his[j], hi)
-            j += 1
+        hi_of = self.hi_of
+        a = self.los.floor(hi)
+        if a is None:
+            return
+        if a <= lo:  # the only interval that may meet [lo, hi]
+            if hi_of[a] >= lo:
+                yield lo, min(hi_of[a], hi)
+            return
+        before = self.los.floor(lo)
+        start = before if before is not None and hi_of[before] >= lo else lo
+        for a in self.los.between(start, hi):
+            yield max(a, lo), min(hi_of[a], hi)
 
     def is_free(self, lo: int, hi: int) -> bool:
-        j = bisect.bisect_left(self.hi, lo)
-        return j == len(self.lo) or self.lo[j] > hi
+        """Whether no step of [lo, hi] is occupied: the last interval starting at or
+        before `hi` ends before `lo`."""
+        a = self.los.floor(hi)
+        return a is None or self.hi_of[a] < lo
 
     def longest_gap(self) -> int:
         """The most free steps between two occupied intervals."""
-        los, his = self.lo, self.hi
-        return max((los[i + 1] - his[i] - 1 for i in range(len(los) - 1)), default=-1)
+        hi_of = self.hi_of
+        gap, prev = -1, None
+        for a in self.los:
+            if prev is not None:
+                gap = max(gap, a - hi_of[prev] - 1)
+            prev = a
+        return gap
 
 
 class _Allocation:
     """An allocation and the values in it: their spans sorted by start (for the exact
     check of values that meet at one step) and the steps they occupy."""
 
-    __slots__ = ("busy", "ends", "gap", "gap_exact", "index", "size", "starts", "values",
-                 "writable")
+    __slots__ = ("busy", "ends", "gap", "gap_exact", "index", "size", "spans", "starts",
+                 "values", "writable")
 
     def __init__(self, size: int, writable: bool) -> None:
         self.size = size
@@ -86,19 +207,21 @@ class _Allocation:
         self.busy = _Steps()
         self.gap = -1          # an upper bound of busy.longest_gap()
         self.gap_exact = True
-        # The values' spans, sorted by start: three lists, not a list of triples (memory).
-        self.starts: list[int] = []
-        self.ends: list[int] = []
+        # The values in the order they came, their first and last steps; `spans` sorts
+        # their numbers by first step (see _SPAN): arrays, not a list of triples (memory).
         self.values: list[Value] = []
+        self.starts = array("q")
+        self.ends = array("q")
+        self.spans = _SortedInts()
 
     def add(self, v: Value, r: tuple[int, int]) -> None:
-        i = bisect.bisect_left(self.starts, r[0])
-        self.starts.insert(i, r[0])
-        self.ends.insert(i, r[1])
-        self.values.insert(i, v)
+        self.spans.add(r[0] * _SPAN + _SPAN - 1 - len(self.values))
+        self.values.append(v)
+        self.starts.append(r[0])
+        self.ends.append(r[1])
         busy = self.busy
-        if busy.lo:
-            first, last = busy.lo[0], busy.hi[-1]
+        if busy:
+            first, last = busy.first(), busy.last()
             if r[1] < first - 1:
                 self.gap = max(self.gap, first - r[1] - 1)
             elif r[0] > last + 1:
@@ -152,7 +275,7 @@ class _FreeTree:
 
     def update(self, a: _Allocation) -> None:
         i = a.index + self.cap
-        self.first[i], self.last[i], self.gap[i] = a.busy.lo[0], a.busy.hi[-1], a.gap
+        self.first[i], self.last[i], self.gap[i] = a.busy.first(), a.busy.last(), a.gap
         i >>= 1
         first, last, gap = self.first, self.last, self.gap
         while i:
@@ -421,18 +544,14 @@ class _Fit:
             return False
         ranges = self.lr.ranges
         ends = self.ends
-        los, his = a.busy.lo, a.busy.hi
+        busy = a.busy
         touching = False
         for v in self.vals:
-            s0, e0 = ranges[v.id]
-            j = bisect.bisect_left(his, s0)
-            while j < len(los) and los[j] <= e0:
-                lo, hi = max(los[j], s0), min(his[j], e0)
+            for lo, hi in busy.overlaps(*ranges[v.id]):
                 # Values may meet the allocation's only at their own end points.
                 if hi - lo >= len(ends) or any(t not in ends for t in range(lo, hi + 1)):
                     return False
                 touching = True
-                j += 1
         if touching and not self._touching_ok(a):
             return False
         return not self._copy_conflict(a)
@@ -458,12 +577,14 @@ class _Fit:
         overwrite the other?"""
         ranges = self.lr.ranges
         may_follow = self.sharing.may_follow
+        starts, ends, values = a.starts, a.ends, a.values
+        last = _SPAN - 1
         for v in self.vals:
             s, e = ranges[v.id]
-            starts, ends, values = a.starts, a.ends, a.values
-            i = bisect.bisect_right(starts, e)
-            for j in range(i - 1, -1, -1):
-                s2, e2, w = starts[j], ends[j], values[j]
+            # The allocation's values that start at or before `e`, latest start first.
+            for n, key in enumerate(a.spans.down_from((e + 1) * _SPAN - 1)):
+                k = last - (key & last)
+                s2, e2, w = starts[k], ends[k], values[k]
                 if e2 >= s:
                     if e == s2:
                         if not may_follow(v, w):
@@ -473,7 +594,7 @@ class _Fit:
                             return False
                     else:
                         return False
-                elif s2 < s - 1 and j < i - 4:
+                elif s2 < s - 1 and n >= 4:
                     break
         return True
 

@@ -237,7 +237,7 @@ class FindingGroup:
                 "findings": [f.to_dict() for f in self.findings]}
 
 
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def place_key(op_name: str, source: str | None, *shapes: str) -> str:

@@ -92,7 +92,7 @@ def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
                   int(limit_bytes), limit, int(aliased))
 
 
-_SPACE = re.compile(r"S\((\d+)\)")
+_SPACE = re.compile(r"S\(([0-9]+)\)")
 
 
 def _other_space(shape: str) -> bool:

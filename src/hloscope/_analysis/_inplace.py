@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .._hlo._attrs import parse_input_output_alias
 from .._hlo._module import Instruction
+from .._hlo._numbers import is_ascii_digits
 
 __all__ = ["IN_PLACE_OPCODES", "InPlacePairs", "in_place_pairs"]
 
@@ -51,7 +52,7 @@ def _follow_tuples(inst: Instruction, index: Index) -> tuple[Instruction, Index]
 
 def _gte_index(inst: Instruction) -> int:
     v = inst.attr("index", "0") or "0"
-    return int(v) if v.lstrip("-").isdigit() else 0
+    return int(v) if is_ascii_digits(v.lstrip("-")) else 0
 
 
 def in_place_pairs(inst: Instruction, cache: InPlacePairs | None = None,

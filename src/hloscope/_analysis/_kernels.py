@@ -54,6 +54,7 @@ from ._sharing import compiled_for_gpu
 from ._summary import COLLECTIVE_OPCODES, async_computations, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
+from .._hlo._numbers import is_ascii_digits
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -358,7 +359,7 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         k = 1
         if lhs is not None and dims:
             for d in dims.strip("{}").split(","):
-                if d.strip().isdigit() and int(d) < len(lhs.dims):
+                if is_ascii_digits(d.strip()) and int(d) < len(lhs.dims):
                     k *= max(lhs.dims[int(d)], 1)
         return 2 * out * k, 0
     if op == "convolution" and len(inst.operand_names) >= 2:
@@ -378,14 +379,14 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
             for part in w.split():
                 if part.startswith("size="):
                     for x in part[5:].split("x"):
-                        size *= int(x) if x.isdigit() else 1
+                        size *= int(x) if is_ascii_digits(x) else 1
             return out * size, 0
         return elements(src), 0
     if op == "fft":
         lengths = inst.attr("fft_length") or ""
         n = 1
         for x in lengths.strip("{}").split(","):
-            if x.strip().isdigit():
+            if is_ascii_digits(x.strip()):
                 n *= int(x)
         total = max(elements(operand(inst, 0).shape), out) if inst.operand_names else out
         batch = max(total // max(n, 1), 1)

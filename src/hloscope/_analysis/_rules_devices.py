@@ -22,7 +22,7 @@ __all__ = ["exposed_collective", "loop_collective", "repeated_collective", "tile
 # HS115: padding under this share of a value's elements is not worth a line (a minor
 # dimension of 130 padded to 256 lanes: 97%).
 PADDING_RATIO = 0.5
-_SPACE_RE = re.compile(r"S\((\d+)\)")
+_SPACE_RE = re.compile(r"S\(([0-9]+)\)")
 _SPACE = {1: "the TPU's on-chip memory, S(1)", 5: "host memory, S(5)"}
 
 

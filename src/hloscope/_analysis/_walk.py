@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from .._errors import HloModelError
 from .._gc import paused_gc as paused_gc
 from .._hlo._module import Computation, Instruction, Module
+from .._hlo._numbers import ascii_int
 
 __all__ = ["ENTER", "EXIT", "INCONSISTENT", "INSTRUCTION", "control_flow_callees",
            "first_parameter", "gte_index", "operand", "paused_gc", "walk_schedule"]
@@ -99,7 +100,7 @@ def gte_index(inst: Instruction) -> int:
     if not v:
         return 0
     try:
-        return int(v)
+        return ascii_int(v)
     except ValueError:
         raise HloModelError(f"{inst.name} (get-tuple-element) has index={v}, not a number",
                             hint=INCONSISTENT) from None

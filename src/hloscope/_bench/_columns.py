@@ -4,8 +4,8 @@ header, 19 columns, or 20 with ``flops``)."""
 
 from __future__ import annotations
 
-__all__ = ["CANONICAL", "CSV_COLUMNS", "JHP_COLUMNS", "JHP_PARAMS", "JHP_SOURCE", "PARAM_COLS",
-           "SIZE_COLS"]
+__all__ = ["CANONICAL", "CSV_COLUMNS", "JHP_COLUMNS", "JHP_PARAMS", "JHP_PRECISION",
+           "JHP_SOURCE", "PARAM_COLS", "SIZE_COLS"]
 
 CSV_COLUMNS = (
     "schema", "function", "precision", "x", "y", "z", "px", "py", "backend", "nodes",
@@ -29,3 +29,7 @@ JHP_COLUMNS = ("function", "precision", "x", "y", "z", "px", "py", "backend", "n
 JHP_PARAMS = (("function", "Function"), ("precision", "Precision"), ("x", "X"), ("y", "Y"),
            ("z", "Z"), ("px", "PX"), ("py", "PY"), ("backend", "Backend"), ("nodes", "Nodes"))
 JHP_SOURCE = "jax-hpc-profiler"
+
+# jax-hpc-profiler's precision of a complex type is that of its parts: its `plot` knows
+# float32 and float64, and drops rows that say complex64.
+JHP_PRECISION = {"complex64": "float32", "complex128": "float64"}

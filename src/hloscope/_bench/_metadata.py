@@ -17,6 +17,8 @@ import subprocess
 import sys
 from typing import Any
 
+from ._columns import JHP_PRECISION
+
 __all__ = ["capture_metadata", "program_params"]
 
 # jax-hpc-profiler's parameter names, in its order.
@@ -96,8 +98,6 @@ def program_params(name: str, args: Any, given: dict[str, Any]) -> tuple[dict[st
     return params, checks
 
 
-# jax-hpc-profiler's precision of a complex type is that of its parts.
-_PARTS = {"complex64": "float32", "complex128": "float64"}
 
 
 def _convention(key: str, given: dict[str, Any], real: dict[str, Any]) -> str:
@@ -106,7 +106,7 @@ def _convention(key: str, given: dict[str, Any], real: dict[str, Any]) -> str:
     parts' (complex64 is float32); its `report` fills y and z with x for a program of
     fewer dimensions; an unsharded program runs on a 1 x 1 grid."""
     v, actual = str(given[key]).lower(), real.get(key)
-    if key == "Precision" and _PARTS.get(str(actual)) == v:
+    if key == "Precision" and JHP_PRECISION.get(str(actual)) == v:
         return f"{actual} is {v} precision (jax-hpc-profiler's convention)"
     if key in ("Y", "Z") and actual is None and "X" in real:
         if v == str(real["X"]) or v == str(given.get("X", "")).lower():

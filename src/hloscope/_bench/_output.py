@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .._errors import HloscopeError
 from .._sources._saved import BENCH_SCHEMA
 from .._write import locked, write_text
-from ._columns import CANONICAL, CSV_COLUMNS, PARAM_COLS, SIZE_COLS
+from ._columns import CANONICAL, CSV_COLUMNS, JHP_PRECISION, PARAM_COLS, SIZE_COLS
 from ._html import bench_html
 from ._markdown import bench_markdown
 from ._report import bench_report_data
@@ -161,7 +161,8 @@ def jhp_csv_row(r: BenchResult) -> list[str]:
     first run); min/max/mean/std/last are over the steady-state runs, and std is
     NumPy's default ``np.std`` (ddof=0) as jax-hpc-profiler computes it, not hloscope's
     sample standard deviation (ddof=1).  A size hloscope
-    does not know is ``N/A``, as jax-hpc-profiler writes it."""
+    does not know is ``N/A``, as jax-hpc-profiler writes it; a complex precision is its
+    parts' (complex64 is float32), as its `plot` expects."""
     s = r.stats
     # jax-hpc-profiler's Std is the population's (ddof=0); a summary read from its own
     # files already is.
@@ -182,7 +183,8 @@ def jhp_csv_row(r: BenchResult) -> list[str]:
         v = r.sizes.get(key)
         return "N/A" if v is None else str(int(v))
 
-    return [str(fn), str(_param_of(r, "precision") or ""),
+    precision = str(_param_of(r, "precision") or "")
+    return [str(fn), JHP_PRECISION.get(precision.lower(), precision),
             *(str(_param_of(r, k) or 0) for k in ("x", "y", "z")), str(px), str(py),
             str(backend), str(nodes), ms(jit), ms(s.get("min")), ms(s.get("max")),
             ms(s.get("mean")), ms(std), ms(s.get("last")),

@@ -131,11 +131,13 @@ def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = F
     try:
         values: list[float] = []
         ideal_lines = []
-        for i, s in enumerate(series):
-            c = _COLORS[i % len(_COLORS)]
+        colour_of: dict[str, str] = {}  # one colour per series label, in every panel
+        annotated: set[tuple[int, float, str]] = set()
+        for s in series:
             ax = where[s.devices] if mode == "size" else axes[0][0]
             xs = _x(s)
             label = s.label if mode != "size" else s.label.rsplit(", ", 1)[0]
+            c = colour_of.setdefault(label, _COLORS[len(colour_of) % len(_COLORS)])
             if memory:
                 for j, k in enumerate(memory):
                     ys = [(dict(p.memory).get(k) or 0) / UNITS[u] for p in s.points]
@@ -151,7 +153,9 @@ def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = F
                             label=label)
                 if mode != "size":  # the grid beside each point, clear of marker and caps
                     for x, p in zip(xs, s.points):
-                        if p.grid:
+                        # A point several strategies share (one device) is labelled once.
+                        if p.grid and (x, p.time, p.grid) not in annotated:
+                            annotated.add((x, p.time, p.grid))
                             ax.annotate(p.grid, (x, p.time * 1e3), xytext=(7, -3),
                                         textcoords="offset points", ha="left", va="top",
                                         fontsize=7, color=c)
@@ -160,7 +164,17 @@ def plot_scaling(series: list[ScalingSeries], path: str, *, efficiency: bool = F
             if efficiency and mode != "size":
                 axes[1][0].plot(xs, [p.efficiency * 100 for p in s.points], marker="s",
                                 color=c, label=label)
-        for ax, xs, ys, c, label in ideal_lines:  # after every measured line
+        # After every measured line; series that start from one point (the one-device run
+        # several strategies share) have one ideal line, drawn once.
+        shared: dict[tuple[float, float], list[tuple]] = {}
+        for line in ideal_lines:
+            shared.setdefault((line[1][0], line[2][0]), []).append(line)
+        for group in shared.values():
+            ax, xs, ys, c, label = group[0]
+            if len(group) > 1:
+                ideal_at = {x: y for _, gx, gy, _, _ in group for x, y in zip(gx, gy)}
+                xs, ys = sorted(ideal_at), [ideal_at[x] for x in sorted(ideal_at)]
+                c, label = "#888888", ", ".join(g[4] for g in group)
             ax.plot(xs, ys, linestyle="--", color=c, alpha=0.6, linewidth=1,
                     label=f"ideal ({label})")
         positive = [v for v in values if v > 0]

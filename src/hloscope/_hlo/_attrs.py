@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from .._repr import brief_repr
 from ._shape import Shape, ShapeSyntaxError, _parse_shape_at, _skip_ws
+from ._numbers import ascii_int
 
 __all__ = [
     "AttributeSyntaxError",
@@ -207,7 +208,7 @@ def parse_int_list(value: str) -> tuple[int, ...]:
     v = value.strip().strip("{}").strip()
     if not v:
         return ()
-    return tuple(int(x) for x in v.split(","))
+    return tuple(ascii_int(x) for x in v.split(","))
 
 
 def parse_name_list(value: str) -> tuple[str, ...]:
@@ -269,7 +270,7 @@ def parse_metadata(value: str) -> OpMetadata:
             kw[k] = unquote(v)
         elif k in _INT_FIELDS:
             try:
-                kw[k] = int(v)
+                kw[k] = ascii_int(v)
             except ValueError:
                 extra.append((k, v))
         else:
@@ -323,12 +324,12 @@ def parse_program_shape(value: str) -> tuple[tuple[Shape, ...], Shape]:
 
 
 _ALIAS_RE = re.compile(
-    r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}\s*(?:,\s*([\w\-]+)\s*)?\)")
-_DONOR_RE = re.compile(r"\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}\s*\)")
+    r"\{([0-9,\s]*)\}\s*:\s*\(\s*([0-9]+)\s*,\s*\{([0-9,\s]*)\}\s*(?:,\s*([\w\-]+)\s*)?\)")
+_DONOR_RE = re.compile(r"\(\s*([0-9]+)\s*,\s*\{([0-9,\s]*)\}\s*\)")
 
 
 def _index(s: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in s.split(",") if x.strip())
+    return tuple(ascii_int(x) for x in s.split(",") if x.strip())
 
 
 def parse_input_output_alias(value: str) -> tuple[tuple[tuple[int, ...], int, tuple[int, ...], str], ...]:

@@ -24,6 +24,7 @@ from ._names import sanitize
 from ._opcodes import NO_ASYNC_SUGAR, OPCODE_ARITY
 from ._shape import Shape
 from ._syntax import Body, Grammar
+from ._numbers import ascii_int
 
 __all__ = ["Checker", "ATTRIBUTES", "check_module", "compatible"]
 
@@ -344,7 +345,8 @@ class Checker:
         if opcode == "conditional":
             self._conditional(shapes, amap, fail)
         if opcode == "scan":
-            dims = [int(x) for x in amap.get("dimensions", "").strip("{}").split(",") if x.strip()]
+            dims = [ascii_int(x) for x in amap.get("dimensions", "").strip("{}").split(",")
+                    if x.strip()]
             if len(dims) != 1:
                 fail("expects exactly one dimension")
             if shapes and not 0 <= dims[0] < shapes[0].rank:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from ._shape import Shape
+from ._numbers import ascii_int
 
 __all__ = ["InferError", "infer_shape"]
 
@@ -33,7 +34,7 @@ add divide multiply mulhi subtract atan2 maximum minimum power remainder and or 
 shift-right-arithmetic shift-right-logical
 """.split())
 _COMPLEX_PART = {"c64": "f32", "c128": "f64"}
-_INTS_RE = re.compile(r"-?\d+")
+_INTS_RE = re.compile(r"-?[0-9]+")
 
 
 def _ints(v: str | None) -> list[int]:
@@ -154,7 +155,7 @@ def infer_shape(opcode: str, operands: Sequence[Shape], attrs: Mapping[str, str]
                              f"{s.without_layout()}")
         dims = []
         for d, part in zip(s.dims, parts):
-            lo, hi, *interior = (int(x) for x in part.split("_"))
+            lo, hi, *interior = (ascii_int(x) for x in part.split("_"))
             inner = interior[0] if interior else 0
             dims.append(d + lo + hi + max(d - 1, 0) * inner)
         return _with(s, dims)
@@ -208,19 +209,20 @@ def _reduce(opcode: str, operands: Sequence[Shape], attrs: Mapping[str, str],
     return outs[0] if k == 1 else Shape("tuple", tuple_shapes=tuple(outs))
 
 
-_WINDOW_FIELD_RE = re.compile(r"(size|stride|pad|lhs_dilate|rhs_dilate)=([-\dx_]+)")
+_WINDOW_FIELD_RE = re.compile(r"(size|stride|pad|lhs_dilate|rhs_dilate)=([-0-9x_]+)")
 
 
 def _window_dims(s: Shape, window: str) -> list[int]:
     fields = dict(_WINDOW_FIELD_RE.findall(window))
     rank = s.rank
-    size = [int(x) for x in fields["size"].split("x")] if "size" in fields else [1] * rank
-    stride = [int(x) for x in fields["stride"].split("x")] if "stride" in fields else [1] * rank
-    pads = ([tuple(int(y) for y in x.split("_")) for x in fields["pad"].split("x")]
+    size = [ascii_int(x) for x in fields["size"].split("x")] if "size" in fields else [1] * rank
+    stride = ([ascii_int(x) for x in fields["stride"].split("x")] if "stride" in fields
+              else [1] * rank)
+    pads = ([tuple(ascii_int(y) for y in x.split("_")) for x in fields["pad"].split("x")]
             if "pad" in fields else [(0, 0)] * rank)
-    dil = ([int(x) for x in fields["lhs_dilate"].split("x")] if "lhs_dilate" in fields
+    dil = ([ascii_int(x) for x in fields["lhs_dilate"].split("x")] if "lhs_dilate" in fields
            else [1] * rank)
-    wdil = ([int(x) for x in fields["rhs_dilate"].split("x")] if "rhs_dilate" in fields
+    wdil = ([ascii_int(x) for x in fields["rhs_dilate"].split("x")] if "rhs_dilate" in fields
             else [1] * rank)
     if not len(size) == len(stride) == len(pads) == len(dil) == len(wdil) == rank:
         raise InferError(f"window={{{window}}} does not have one entry per dimension")

@@ -103,11 +103,12 @@ _IDENT_UNICODE_RE = re.compile(r"[^\W\d][\w.\-]*")
 _PERCENT_ASCII_RE = re.compile(r"%([a-zA-Z_][a-zA-Z0-9_.\-]*)")
 _PERCENT_UNICODE_RE = re.compile(r"%([^\W\d][\w.\-]*)")
 _FLOAT_RE = re.compile(
-    r"-?(?:(?:\d+|\d+\.\d*|\d*\.\d+)[eE][+-]?\d+)|-?(?:\d+\.\d*|\d*\.\d+)")
+    r"-?(?:(?:[0-9]+|[0-9]+\.[0-9]*|[0-9]*\.[0-9]+)[eE][+-]?[0-9]+)"
+    r"|-?(?:[0-9]+\.[0-9]*|[0-9]*\.[0-9]+)")
 _DIM_LABELS_RE = re.compile(r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}")
 _DXD_RE = re.compile(r"[0-9]+(?:x[0-9]+)+")
 _PAD_RE = re.compile(r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*")
-_INT_RE = re.compile(r"-?\d+")
+_INT_RE = re.compile(r"-?[0-9]+")
 _NAN_PAYLOAD_RE = re.compile(r"\(0x([0-9a-fA-F]+)\)")
 _STRING_DQ_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _STRING_SQ_RE = re.compile(r"'(?:[^'\\]|\\.)*'", re.S)
@@ -264,7 +265,7 @@ class Lexer:
         if c in _SINGLE:
             self.pos = pos + 1
             return (_SINGLE[c], pos, pos + 1, c)
-        if c.isdigit() or c in "-?":
+        if "0" <= c <= "9" or c in "-?":
             if c == "-" and text.startswith(">", pos + 1):
                 self.pos = pos + 2
                 return (Tok.ARROW, pos, pos + 2, "->")

@@ -34,6 +34,7 @@ from ._attrs import (
 )
 from ._shape import Shape
 from ._sharding import Sharding, parse_sharding
+from ._numbers import ascii_int
 
 __all__ = [
     "Instruction",
@@ -510,12 +511,12 @@ class Module:
     @property
     def num_partitions(self) -> int:
         v = self.attributes.get("num_partitions")
-        return int(v) if v else 1
+        return ascii_int(v) if v else 1
 
     @property
     def replica_count(self) -> int:
         v = self.attributes.get("replica_count")
-        return int(v) if v else 1
+        return ascii_int(v) if v else 1
 
     @property
     def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:

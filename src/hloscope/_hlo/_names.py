@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ._shape import PRIMITIVE_BITS
+from ._numbers import is_ascii_digits
 
 __all__ = ["NameUniquer", "sanitize"]
 
@@ -68,7 +69,7 @@ class NameUniquer:
         dot = root.rfind(".")
         if 0 < dot < len(root) - 1:
             tail = root[dot + 1 :]
-            if tail.isdigit() and len(tail) < 19:
+            if is_ascii_digits(tail) and len(tail) < 19:
                 suffix = int(tail)
                 has_suffix = True
                 root = root[:dot]

@@ -38,6 +38,7 @@ from ._syntax import (
     finish_body,
     stack_frame_tables,
 )
+from ._numbers import is_ascii_digits
 
 __all__ = ["LineSource", "parse_module_lines", "split_header", "COMPUTATION_START_RE"]
 
@@ -54,21 +55,22 @@ COMPUTATION_START_RE = re.compile(
 _SIGIL_OPERAND_RE = re.compile(r"%([\w.\-]+)")
 _NAME_RE = re.compile(r"[\w.\-]+$")
 _TABLE_NAMES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_TABLE_STRING_RE = re.compile(r'\s*(\d+)\s+"((?:[^"\\]|\\.)*)"\s*$')
+_TABLE_STRING_RE = re.compile(r'\s*([0-9]+)\s+"((?:[^"\\]|\\.)*)"\s*$')
 _TABLE_LOC_RE = re.compile(
-    r"\s*(\d+)\s*\{file_name_id=(\d+)\s+function_name_id=(\d+)\s+line=(\d+)"
-    r"(?:\s+end_line=(\d+))?(?:\s+column=(\d+))?(?:\s+end_column=(\d+))?\s*\}\s*$")
-_TABLE_FRAME_RE = re.compile(r"\s*(\d+)\s*\{file_location_id=(\d+)\s+parent_frame_id=(\d+)\s*\}\s*$")
+    r"\s*([0-9]+)\s*\{file_name_id=([0-9]+)\s+function_name_id=([0-9]+)\s+line=([0-9]+)"
+    r"(?:\s+end_line=([0-9]+))?(?:\s+column=([0-9]+))?(?:\s+end_column=([0-9]+))?\s*\}\s*$")
+_TABLE_FRAME_RE = re.compile(
+    r"\s*([0-9]+)\s*\{file_location_id=([0-9]+)\s+parent_frame_id=([0-9]+)\s*\}\s*$")
 _ASYNC_TAIL = frozenset({"async-start", "async-update", "async-done"})
-_INDEX = r"\{\s*(?:\d+\s*(?:,\s*\d+\s*)*)?\}"
-_ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*\d+\s*,\s*" + _INDEX
+_INDEX = r"\{\s*(?:[0-9]+\s*(?:,\s*[0-9]+\s*)*)?\}"
+_ALIAS_ENTRY = (_INDEX + r"\s*:\s*\(\s*[0-9]+\s*,\s*" + _INDEX
                 + r"\s*(?:,\s*(?:may-alias|must-alias)\s*)?\)")
 _ALIAS_VALUE_RE = re.compile(r"\{\s*(?:" + _ALIAS_ENTRY + r"(?:\s*,\s*" + _ALIAS_ENTRY
                              + r")*)?\s*\}")
-_DONOR_ENTRY = r"\(\s*\d+\s*,\s*" + _INDEX + r"\s*\)"
+_DONOR_ENTRY = r"\(\s*[0-9]+\s*,\s*" + _INDEX + r"\s*\)"
 _DONOR_VALUE_RE = re.compile(r"\{\s*(?:" + _DONOR_ENTRY + r"(?:\s*,\s*" + _DONOR_ENTRY
                              + r")*)?\s*\}")
-_INDEX_COMMENT_RE = re.compile(r"/\*index=\d+\*/")
+_INDEX_COMMENT_RE = re.compile(r"/\*index=[0-9]+\*/")
 _HINT_REEXPORT = ("re-export the module from XLA (for example print(jax.jit(f).lower(x)"
                   ".compile().as_text()) into a file) and read that file")
 _MAX_INT_DIGITS = 19
@@ -323,7 +325,7 @@ class _ModuleReader:
         m = split_header(line)
         if m is not None and not self.strict:
             name, attrs = m
-            if ("//" not in line and not attrs.endswith(",")
+            if ("//" not in line and not attrs.endswith(",") and not self._continued(i)
                     and ("/*" not in line or "/*" not in _INDEX_COMMENT_RE.sub("", line))):
                 try:
                     if attrs:
@@ -348,6 +350,16 @@ class _ModuleReader:
             break
         self.attr_text = ", ".join(f"{k}={v}" for k, v in attrs_list)
         return self._after(g)
+
+    def _continued(self, i: int) -> bool:
+        """Whether the statement on line `i` goes on at the next line that holds something,
+        which starts with a comma (a header whose attributes continue on indented lines)."""
+        lines = self.lines
+        for k in range(i + 1, min(self.stop, i + 64)):
+            s = lines[k].lstrip()
+            if s:
+                return s.startswith(",")
+        return False
 
     def _after(self, g: Grammar) -> tuple[int, int | None]:
         """Where to go on after a statement the token grammar read."""
@@ -498,7 +510,7 @@ class _ModuleReader:
                     raise self.error(f"bad shape: {e}", i, m.start(3) + e.offset) from None
             literal = None
             pnum = -1
-            if opcode == "parameter" and operand_text.isdigit() and len(operand_text) < 10:
+            if opcode == "parameter" and is_ascii_digits(operand_text) and len(operand_text) < 10:
                 operands: tuple[str, ...] = ()
                 pnum = int(operand_text)
             elif opcode == "constant":
@@ -658,7 +670,7 @@ class _ModuleReader:
                              max(line.find(",") + 1, 0), _HINT_REEXPORT) from None
         for key in ("num_partitions", "replica_count"):
             v = attrs.get(key)
-            if v is not None and not (v.isdigit() and 0 < len(v) < 10 and int(v) > 0):
+            if v is not None and not (is_ascii_digits(v) and 0 < len(v) < 10 and int(v) > 0):
                 self._header_error(key, f"{key}={v[:40]} in the module header is not a count")
         for key, form, example in (
                 ("input_output_alias", _ALIAS_VALUE_RE,
@@ -866,7 +878,7 @@ def _parse_tables(src: LineSource, i: int, stop: int) -> tuple[StackFrameIndex, 
                 tables[current].append((int(m.group(2)), int(m.group(3))))
                 i += 1
                 continue
-        if s[0].isdigit():
+        if "0" <= s[0] <= "9":
             raise src.error(f"bad row in the {current} table", i, len(line) - len(line.lstrip()))
         break
     return StackFrameIndex(tuple(tables["FileNames"]), tuple(tables["FunctionNames"]),
@@ -886,7 +898,7 @@ def _decode_operands(opcode: str, text: str) -> tuple[tuple[str, ...], str | Non
     """(operand names, constant literal, parameter number) from the text in parentheses."""
     if opcode == "parameter":
         t = text.strip()
-        if not t.isdigit() or len(t) > _MAX_INT_DIGITS:
+        if not is_ascii_digits(t) or len(t) > _MAX_INT_DIGITS:
             raise _LineError("parameter(N) needs a parameter number", 0)
         return (), None, int(t)
     if opcode == "constant":

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 from .._errors import HloModelError
 from ._sharding import iota_devices
+from ._numbers import is_ascii_digits
 
 __all__ = ["ReplicaGroupsError", "parse_replica_groups"]
 
@@ -30,9 +31,9 @@ class ReplicaGroupsError(HloModelError, ValueError):
     """Replica groups hloscope cannot read; the message quotes them."""
 
 
-_IOTA_RE = re.compile(r"^\[([\d,\s]+)\]\s*<=\s*\[([\d,\s]+)\](?:\s*T\(([\d,\s]*)\))?$")
+_IOTA_RE = re.compile(r"^\[([0-9,\s]+)\]\s*<=\s*\[([0-9,\s]+)\](?:\s*T\(([0-9,\s]*)\))?$")
 _MESH_RE = re.compile(r"^mesh\[([^\]]*)\]\s*\{([^}]*)\}$")
-_AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*(\d+)")
+_AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*([0-9]+)")
 
 
 def _ints(s: str) -> tuple[int, ...]:
@@ -41,7 +42,7 @@ def _ints(s: str) -> tuple[int, ...]:
         x = x.strip()
         if not x:
             continue
-        if not x.isdigit() or len(x) > 9:
+        if not is_ascii_digits(x) or len(x) > 9:
             raise ReplicaGroupsError(f"replica groups name device {x!r}, not a device number")
         out.append(int(x))
     return tuple(out)

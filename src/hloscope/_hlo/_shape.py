@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from .._repr import clip
+from ._numbers import ascii_int
 
 __all__ = ["NUMPY_DTYPES", "PRIMITIVE_BITS", "Layout", "Shape", "parse_shape", "parse_layout"]
 
@@ -260,11 +261,11 @@ class Shape:
 # ---------------------------------------------------------------------------
 
 _ARRAY_RE = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]")
-_INT_RE = re.compile(r"-?\d+")
+_INT_RE = re.compile(r"-?[0-9]+")
 _LAYOUT_FIELD_RE = re.compile(
-    r"D\((?P<D>[^)]*)\)|T(?P<T>(?:\([^)]*\))+)|L\((?P<L>\d+)\)|#\((?P<idx>\w+)\)"
-    r"|\*\((?P<ptr>\w+)\)|E\((?P<E>\d+)\)|S\((?P<S>\d+)\)|SC(?P<SC>(?:\([^)]*\))+)"
-    r"|M\((?P<M>\d+)\)"
+    r"D\((?P<D>[^)]*)\)|T(?P<T>(?:\([^)]*\))+)|L\((?P<L>[0-9]+)\)|#\((?P<idx>\w+)\)"
+    r"|\*\((?P<ptr>\w+)\)|E\((?P<E>[0-9]+)\)|S\((?P<S>[0-9]+)\)|SC(?P<SC>(?:\([^)]*\))+)"
+    r"|M\((?P<M>[0-9]+)\)"
 )
 
 _shape_cache: dict[str, Shape] = {}
@@ -287,7 +288,7 @@ def parse_layout(text: str) -> Layout:
     head, _, rest = text.partition(":")
     head = head.strip()
     try:
-        m2m = tuple(int(x) for x in head.split(",")) if head else ()
+        m2m = tuple(ascii_int(x) for x in head.split(",")) if head else ()
     except ValueError:
         raise ShapeSyntaxError(f"bad minor_to_major list {{{head}}} in layout", 0) from None
     kw: dict[str, object] = {}
@@ -305,7 +306,7 @@ def parse_layout(text: str) -> Layout:
         v = m.group(g)  # type: ignore[arg-type]
         if g == "T":
             kw["tiles"] = tuple(
-                tuple(-1 if d.strip() == "*" else int(d) for d in t.split(",") if d.strip())
+                tuple(-1 if d.strip() == "*" else ascii_int(d) for d in t.split(",") if d.strip())
                 for t in re.findall(r"\(([^)]*)\)", v)
             )
         elif g == "L":
@@ -423,10 +424,18 @@ def _parse_shape_at(text: str, pos: int, depth: int = 0) -> tuple[Shape, int]:
             close = nxt
             inner = text[pos + 1 : close]
         layout = parse_layout(inner)
-        if len(layout.minor_to_major) != len(dims) and etype not in _NON_ARRAY:
+        m2m = layout.minor_to_major
+        if len(m2m) != len(dims) and etype not in _NON_ARRAY:
             raise ShapeSyntaxError(
-                f"layout {{{inner}}} has {len(layout.minor_to_major)} dimensions "
+                f"layout {{{inner}}} has {len(m2m)} dimensions "
                 f"but the shape has {len(dims)}", pos)
+        if m2m and sorted(m2m) != list(range(len(m2m))):
+            # XLA's parser reads it, but no compile does (its verifier refuses it), and
+            # every analysis of layouts would index past the dimensions.
+            raise ShapeSyntaxError(
+                f"layout {{{inner}}} is not an order of the dimensions 0..{len(m2m) - 1}: "
+                "its minor_to_major field has an out-of-bounds or duplicate value, which "
+                "XLA's verifier refuses", pos)
         pos = close + 1
     return Shape(etype, tuple(dims), tuple(dyn) if any(dyn) else (), layout), pos
 
@@ -445,7 +454,7 @@ def _int(s: str, text: str, pos: int) -> int:
     if len(s) > 19:
         raise ShapeSyntaxError(f"dimension size {s[:24]}... overflows int64", pos)
     try:
-        return int(s)
+        return ascii_int(s)
     except ValueError:
         raise ShapeSyntaxError(f"bad dimension size {s!r}", pos) from None
 

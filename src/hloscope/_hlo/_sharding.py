@@ -166,12 +166,12 @@ def iota_devices(tile_dims: tuple[int, ...], reshape: tuple[int, ...],
 
 _sharding_cache: dict[str, Sharding] = {}
 _DEVICES_RE = re.compile(
-    r"devices=\[([\d,\s]*)\]\s*(?:<=\[([\d,\s]*)\](?:T\(([\d,\s]*)\))?|([\d,\s]*))")
-_DEVICE_RE = re.compile(r"device=(\d+)")
+    r"devices=\[([0-9,\s]*)\]\s*(?:<=\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?|([0-9,\s]*))")
+_DEVICE_RE = re.compile(r"device=([0-9]+)")
 _LAST_TILE_DIMS_RE = re.compile(r"last_tile_dims=\{([^}]*)\}")
 _MESH_RE = re.compile(r"(maximal_)?mesh\[([^\]]*)\]")
-_SUB_AXIS_RE = re.compile(r"([\w\-.]+):\((\d+)\)(\d+)")
-_AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*(\d+)")
+_SUB_AXIS_RE = re.compile(r"([\w\-.]+):\(([0-9]+)\)([0-9]+)")
+_AXIS_RE = re.compile(r"'?([\w\-.]+)'?\s*=\s*([0-9]+)")
 
 
 class _Unreadable(Exception):
@@ -211,12 +211,16 @@ def _split_top(body: str) -> list[str]:
     return [p.strip() for p, _ in split_top_level(body) if p.strip()]
 
 
-def _parse(text: str) -> Sharding:
+def _parse(text: str, nested: bool = False) -> Sharding:
     if not (text.startswith("{") and text.endswith("}")):
         return Sharding("unknown", text)
     body = text[1:-1].strip()
     if body.startswith("{") or body == "":
-        return Sharding("tuple", text, elements=tuple(_parse(p) for p in _split_top(body)))
+        if nested:
+            # A tuple sharding's elements are single shardings (XLA refuses a tuple in a
+            # tuple): the whole text is unknown, however deep it goes (no recursion).
+            raise _Unreadable
+        return Sharding("tuple", text, elements=tuple(_parse(p, True) for p in _split_top(body)))
     if body.startswith(("mesh[", "maximal_mesh[")):
         return _parse_named(text, body)
     body = _strip_metadata(body)
@@ -258,7 +262,7 @@ def _parse_named(text: str, body: str) -> Sharding:
     if m is None:
         return Sharding("unknown", text)
     if m.group(1):
-        d = re.search(r"device_id=(\d+)", m.group(2))
+        d = re.search(r"device_id=([0-9]+)", m.group(2))
         return Sharding("maximal", text, device=int(d.group(1)) if d else None)
     axes = tuple((a, int(n)) for a, n in _AXIS_RE.findall(m.group(2)) if len(n) < 10)
     rest = _strip_metadata(body[m.end():]).lstrip(", ")

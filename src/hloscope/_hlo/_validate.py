@@ -33,7 +33,7 @@ _FIXED = {op: n for op, n in OPCODE_ARITY.items()
           if n is not None and op not in ("gather", "dot", "scaled-dot", "ragged-dot",
                                           "ragged-all-to-all", "async-done", "infeed",
                                           "outfeed", "send", "recv", "send-done", "recv-done")}
-_INDEX_RE = re.compile(r"(?:^|, )index=(-?\d+)(?=,|$)")
+_INDEX_RE = re.compile(r"(?:^|, )index=(-?[0-9]+)(?=,|$)")
 
 Problem = tuple[str, Instruction]
 

@@ -218,7 +218,7 @@ def make_input(spec: Any, inst: Instruction, dims: tuple[int, ...], *,
             raise HloscopeError(f"{what}: cannot read {spec} ({e})") from None
         return _from_array(arr, inst, dims, dtype, what, spec, allow_lossy)
     try:
-        value: Any = int(spec) if re.fullmatch(r"[-+]?\d+", spec) else float(spec)
+        value: Any = int(spec) if re.fullmatch(r"[-+]?[0-9]+", spec) else float(spec)
     except ValueError:
         raise HloscopeError(f"{what}: {spec!r} is not zeros, ones, random[:SEED], "
                             "a number or a .npy file") from None
@@ -289,7 +289,7 @@ def match_inputs(arrays: dict[str, Any], params: list[Instruction], source: str
         if key in by_name:
             num = by_name[key]
         else:
-            mt = re.fullmatch(r"(?:arr_|arg|p|param|input)?_?(\d+)", key)
+            mt = re.fullmatch(r"(?:arr_|arg|p|param|input)?_?([0-9]+)", key)
             num = int(mt.group(1)) if mt else -1
             if not 0 <= num < len(params):
                 raise HloscopeError(
@@ -379,7 +379,7 @@ def reduction_size(m: Module) -> int:
     most = 1
     for inst in m.instructions():
         if inst.opcode == "dot" and inst.operands:
-            dims = re.findall(r"\d+", inst.attr("lhs_contracting_dims") or "")
+            dims = re.findall(r"[0-9]+", inst.attr("lhs_contracting_dims") or "")
             lhs = inst.operands[0].shape
             if lhs.is_array:
                 most = max(most, math.prod(lhs.dims[int(d)] for d in dims

@@ -68,7 +68,7 @@ multiply subtract divide true_divide floor_divide remainder power negative maxim
 equal not_equal less less_equal greater greater_equal where clip sum mean prod stack unstack
 stage array asarray zeros ones full zeros_like ones_like full_like arange astype take
 """.split())
-_JIT_NAME_RE = re.compile(r"^(?:jit|pjit)_(.+?)(?:\.\d+)?$")
+_JIT_NAME_RE = re.compile(r"^(?:jit|pjit)_(.+?)(?:\.[0-9]+)?$")
 
 
 def is_jax_helper(name: str) -> bool:

@@ -22,6 +22,7 @@ from .._hlo._module import Module
 from .._hlo._parser import COMPUTATION_START_RE, LineSource, parse_module_lines
 from ._stablehlo import is_stablehlo, stablehlo_to_hlo_text
 from ._torch_xla import TORCH_IR_HINT, graph_blocks
+from ._xla_dumps import read_dump_dir
 
 __all__ = ["HloFile", "read", "read_text", "parse", "check", "check_text", "MAX_BYTES"]
 
@@ -29,14 +30,15 @@ __all__ = ["HloFile", "read", "read_text", "parse", "check", "check_text", "MAX_
 # the parsed model takes a few times the text's size.
 MAX_BYTES = 2 * 1024**3
 _SNIFF = 64 * 1024
-_GLOG_RE = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\s\]]+:\d+\] ?")
+_GLOG_RE = re.compile(
+    r"[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+\s+[0-9]+\s+[^\s\]]+:[0-9]+\] ?")
 _FENCE_RE = re.compile(r"\s*(```+|~~~+)\s*([\w+\-]*)")
 _HEADER_START_RE = re.compile(r"\s*HloModule\s+\S")
 _INSTRUCTION_LIKE_RE = re.compile(r"\s*(?:ROOT\s+)?%?[^\W\d][\w.\-]*\s*=\s*\S")
 _COMMENT_LINE_RE = re.compile(r"\s*(?://|/\*.*\*/\s*$)")
 # Signs, anywhere in a text, that it may hold HLO without a header line.
 _HEADERLESS_HINT_RE = re.compile(
-    r"^\s*(?:ENTRY\b|ROOT\s|%?[^\W\d][\w.\-]*\s*=\s*(?:[a-z][a-z0-9]*\[|\())", re.M)
+    r"^[^\S\n]*(?:ENTRY\b|ROOT\s|%?[^\W\d][\w.\-]*\s*=\s*(?:[a-z][a-z0-9]*\[|\())", re.M)
 
 
 @dataclass
@@ -47,8 +49,10 @@ class HloFile:
     (fenced blocks), ``glog`` (log-line prefixes removed), ``notebook``
     (modules among other text), ``torch_xla`` (graphs saved by
     ``XLA_SAVE_TENSORS_FILE``; each module's `provenance` names its graph,
-    Python frames and hash) or ``stablehlo`` (MLIR text, converted to HLO by
-    XLA's converter in jaxlib: JAX must be installed).
+    Python frames and hash), ``stablehlo`` (MLIR text, converted to HLO by
+    XLA's converter in jaxlib: JAX must be installed) or ``dump`` (an
+    ``--xla_dump_to`` folder: each module's optimized file, or its file before
+    optimizations when that is all the folder holds).
     """
 
     __repr__ = brief_repr
@@ -68,21 +72,26 @@ class HloFile:
 
 def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
          strict: bool = False) -> HloFile:
-    """Read every HLO module in the file at `path`.
+    """Read every HLO module in the file at `path` (or in the ``--xla_dump_to`` folder).
 
     Raises `HloSourceError` for a file that is missing, empty, binary, too
     large or holds no module, and `HloParseError` (located) for damaged HLO.
     """
     p = os.fspath(path)
     try:
-        size = os.path.getsize(p)
         if os.path.isdir(p):
-            raise HloSourceError("is a folder, not a file", path=p,
-                                 hint="pass one of the .txt or .hlo files inside it")
+            return _read_dump_folder(p, max_bytes, strict)
+        size = os.path.getsize(p)
         with open(p, "rb") as f:
             head = f.read(_SNIFF)
+            data = None
+            if not head.strip() and len(head) < size <= max_bytes:
+                # White space first (65,536 blank lines before a module): sniff past it.
+                data = head + f.read()
+                head = data.lstrip()[:_SNIFF]
             _check_bytes(head, p, size, max_bytes)
-            data = head + f.read()
+            if data is None:
+                data = head + f.read()
     except HloSourceError:
         raise
     except OSError as e:
@@ -93,6 +102,38 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
                              hint=hint) from None
     return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
+
+
+def _read_dump_folder(path: str, max_bytes: int, strict: bool) -> HloFile:
+    """The modules of an ``--xla_dump_to`` folder, as the commands read it: each module's
+    optimized file, or its file before optimizations when that is all the dump holds."""
+    try:
+        dumped = read_dump_dir(path)
+    except HloSourceError:
+        raise HloSourceError("is a folder without XLA dump files "
+                             "(module_NNNN.NAME.*_optimizations.txt)", path=path,
+                             hint="pass an --xla_dump_to folder, or one of the .txt or "
+                                  ".hlo files inside it") from None
+    out = HloFile(path, "dump")
+    for dm in dumped:
+        file = dm.after or dm.before
+        if file is None:
+            continue  # only XLA's memory figures for this module
+        try:
+            hf = read(file, max_bytes=max_bytes, strict=strict)
+        except HloParseError as e:
+            if strict:
+                raise
+            out.damaged.append(e)
+            continue
+        out.modules.extend(hf.modules)
+        out.damaged.extend(hf.damaged)
+    if not out.modules:
+        if out.damaged:
+            raise out.damaged[0]
+        raise HloSourceError("no HLO module in this dump folder (only XLA's memory files)",
+                             path=path, hint="dump with XLA_FLAGS=--xla_dump_to=DIR and pass DIR")
+    return out
 
 
 def _check_bytes(head: bytes, path: str, size: int, max_bytes: int) -> None:
@@ -185,6 +226,8 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
         ranges = fences
     else:
         ranges = [(0, len(lines))]
+    if "// -----" in text:
+        ranges = _split_input_file(lines, ranges)
     src = LineSource(filename, lines, original, offsets, fmt, hashes=hashes)
 
     modules: list[Module] = []
@@ -242,6 +285,21 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
     return HloFile(filename, src.format, modules, damaged)
 
 
+def _split_input_file(lines: list[str], ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`ranges` cut at ``// -----`` lines: the split-input-file format of XLA's
+    ``hlo-opt`` and its tests, where each piece is a module of its own (often without an
+    ``HloModule`` line)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        start = lo
+        for i in range(lo, hi):
+            if lines[i].strip() == "// -----":
+                out.append((start, i))
+                start = i + 1
+        out.append((start, hi))
+    return [(lo, hi) for lo, hi in out if any(ln.strip() for ln in lines[lo:hi])]
+
+
 def _read_stablehlo(text: str, filename: str, strict: bool) -> HloFile:
     """A StableHLO module, read as the HLO text XLA converts it to (its lines are those of
     the converted text, not of the file)."""
@@ -276,6 +334,8 @@ def _headerless_start(lines: list[str], lo: int, hi: int, *, anywhere: bool) -> 
     followed by an instruction.  Only the first content line is considered unless
     `anywhere` (a whole file of prose around one fragment)."""
     first = _first_content(lines, lo, hi)
+    if first >= hi:
+        return None  # nothing there (a fence opened on the last line)
     candidates = range(first, hi) if anywhere else (first,)
     for i in candidates:
         line = lines[i]
@@ -284,9 +344,9 @@ def _headerless_start(lines: list[str], lo: int, hi: int, *, anywhere: bool) -> 
         if line.rstrip().endswith("}"):
             return i  # a whole computation on one line
         nxt = _first_content(lines, i + 1, hi)
-        if nxt > i and _INSTRUCTION_LIKE_RE.match(lines[nxt]):
+        if i < nxt < hi and _INSTRUCTION_LIKE_RE.match(lines[nxt]):
             return i
-        if "{" not in line and nxt > i and lines[nxt].lstrip().startswith("("):
+        if "{" not in line and i < nxt < hi and lines[nxt].lstrip().startswith("("):
             return i  # ENTRY %main then its signature on the next line
     return None
 

@@ -24,11 +24,12 @@ from ._xla_dumps import human_bytes
 
 __all__ = ["SpmdEntry", "SpmdMemoryLog", "SpmdSection", "is_spmd_log", "parse_spmd_log"]
 
-_GLOG_RE = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [^\]]*\] ?")
+_GLOG_RE = re.compile(r"^[IWEF][0-9]{4} [0-9:.]+\s+[0-9]+ [^\]]*\] ?")
 _HEAD_RE = re.compile(r"\*{5} SPMD memory (usage before partition|usage after partition|"
                       r"during transformation) \*{5}")
 _SUB_RE = re.compile(r"^\s*\*\* (.+?)\s*$")
-_ENTRY_RE = re.compile(r"^\s*([\d.]+)\s*([KMGT]?i?B)\s*:\s*%?([\w.\-]+)\s*=\s*(\S+?)\s+([\w\-]+)\(")
+_ENTRY_RE = re.compile(
+    r"^\s*([0-9.]+)\s*([KMGT]?i?B)\s*:\s*%?([\w.\-]+)\s*=\s*(\S+?)\s+([\w\-]+)\(")
 _HBM_RE = re.compile(r"(?i)hbm usage|hbm requirement|^Output size")
 
 

@@ -23,10 +23,12 @@ from .._errors import HloSourceError
 
 __all__ = ["is_stablehlo", "parseable_stablehlo", "stablehlo_to_hlo_text"]
 
-_MODULE_RE = re.compile(r"^\s*module\b[^\n]*\{", re.M)
-_FUNC_RE = re.compile(r"^\s*func\.func\b", re.M)
-_PRETTY_LOC_RE = re.compile(r' "(?:[^"\\]|\\.)*"\(#loc\d*\)| \[unknown\]')
-_LOC_DEF_RE = re.compile(r"^#loc\d*\b.*\n?(?:^ at .*\n?)*", re.M)
+# [^\S\n]*, not \s*: \s* would run over every following blank line from each line start
+# (quadratic on a text of newlines).
+_MODULE_RE = re.compile(r"^[^\S\n]*module\b[^\n]*\{", re.M)
+_FUNC_RE = re.compile(r"^[^\S\n]*func\.func\b", re.M)
+_PRETTY_LOC_RE = re.compile(r' "(?:[^"\\]|\\.)*"\(#loc[0-9]*\)| \[unknown\]')
+_LOC_DEF_RE = re.compile(r"^#loc[0-9]*\b.*\n?(?:^ at .*\n?)*", re.M)
 
 
 def is_stablehlo(text: str) -> bool:

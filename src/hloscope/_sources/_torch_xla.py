@@ -31,12 +31,12 @@ from .._repr import brief_repr
 
 __all__ = ["GraphBlock", "graph_blocks", "user_frame", "TORCH_IR_HINT"]
 
-_FRAME_RE = re.compile(r"\s+(\S.*?) \((.*):(\d+)\)\s*$")
+_FRAME_RE = re.compile(r"\s+(\S.*?) \((.*):([0-9]+)\)\s*$")
 _HASHES_RE = re.compile(r"\s*(?:Root )?Hashes: \((.*)\)\s*$")
 _GRAPH_HASH_RE = re.compile(r"\s*Graph Hash: (\S+)")
 _NAME_RE = re.compile(r"\s*\[(\w+)\]\s*$")
 # Frames of installed packages, of the standard library and of a torch_xla source tree.
-_LIBRARY_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python\d[\d.]*[/\\]"
+_LIBRARY_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib[/\\]python[0-9][0-9.]*[/\\]"
                          r"|[/\\]torch_xla[/\\]|^<frozen ")
 
 TORCH_IR_HINT = ("this is torch_xla's IR text (XLA_SAVE_TENSORS_FMT=text, the default), not "

@@ -233,15 +233,15 @@ class DumpModule:
     extra: list[str] = field(default_factory=list)
 
 
-_ALLOC_RE = re.compile(r"^allocation (\d+):(?: 0x[0-9a-f]+,)? size (\d+)(.*?):?\s*$")
+_ALLOC_RE = re.compile(r"^allocation ([0-9]+):(?: 0x[0-9a-f]+,)? size ([0-9]+)(.*?):?\s*$")
 _VALUE_RE = re.compile(
-    r"^ value: <(\d+) ([^\s>]+?)(\{[\d,]*\})?(?: \(phi\))?(?: @\d+)?> "
-    r"\(size=(\d+),offset=(\d+)\): (.*)$")
-_TOTAL_RE = re.compile(r"^Total bytes used: (\d+)")
-_RANGE_RE = re.compile(r"^\s+(\S+?):(\d+)-(\d+)$")
-_SEQ_RE = re.compile(r"^\s+(\d+):(\S+)$")
-_PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at (\d+) \(peak\):")
-_PEAK_ROW_RE = re.compile(r"^\s+(\S+?): (\d+) bytes")
+    r"^ value: <([0-9]+) ([^\s>]+?)(\{[0-9,]*\})?(?: \(phi\))?(?: @[0-9]+)?> "
+    r"\(size=([0-9]+),offset=([0-9]+)\): (.*)$")
+_TOTAL_RE = re.compile(r"^Total bytes used: ([0-9]+)")
+_RANGE_RE = re.compile(r"^\s+(\S+?):([0-9]+)-([0-9]+)$")
+_SEQ_RE = re.compile(r"^\s+([0-9]+):(\S+)$")
+_PEAK_HEAD_RE = re.compile(r"^\s*Live ranges at ([0-9]+) \(peak\):")
+_PEAK_ROW_RE = re.compile(r"^\s+(\S+?): ([0-9]+) bytes")
 
 
 def _label(name: str, index: str | None) -> str:
@@ -257,7 +257,7 @@ def parse_live_range(text: str, *, filename: str = "<string>") -> LiveRangeDump:
                              hint="pass an XLA *-live-range.txt or *-buffer-assignment.txt dump",
                              path=filename)
     lines = text[start:].splitlines()
-    m = re.match(r"HloLiveRange \(max (\d+)\)", lines[0])
+    m = re.match(r"HloLiveRange \(max ([0-9]+)\)", lines[0])
     end_time = int(m.group(1)) if m else 0
     seq: list[str] = []
     ranges: dict[str, tuple[int, int]] = {}
@@ -335,7 +335,7 @@ def parse_buffer_assignment(text: str, *, filename: str = "<string>") -> BufferA
 
 def _allocation(d: dict) -> Allocation:
     rest = d["rest"]
-    pm = re.search(r"parameter (\d+)", rest)
+    pm = re.search(r"parameter ([0-9]+)", rest)
     if pm:
         kind = "parameter"
     elif "preallocated-temp" in rest:
@@ -348,22 +348,22 @@ def _allocation(d: dict) -> Allocation:
         kind = "output"
     else:
         kind = "other"
-    cm = re.search(r"\bcolor (\d+)", rest)
+    cm = re.search(r"\bcolor ([0-9]+)", rest)
     return Allocation(d["index"], d["size"], kind, int(pm.group(1)) if pm else None,
                       "maybe-live-out" in rest, tuple(d["values"]),
                       int(cm.group(1)) if cm else 0)
 
 
-_SPACE_RE = re.compile(r"^Memory Space: (.*?) \(color=(\d+)\)\s*$")
-_USAGE_TOTAL_RE = re.compile(r"^Total bytes: (\d+)")
+_SPACE_RE = re.compile(r"^Memory Space: (.*?) \(color=([0-9]+)\)\s*$")
+_USAGE_TOTAL_RE = re.compile(r"^Total bytes: ([0-9]+)")
 _USAGE_ROW_RE = re.compile(
-    r"^\s*[\d.]+\w*\(\s*[\d.]+%\);\s*([\d.]+)(\w*);\s*(\d+);\s*(\d+);\s*(.*)$")
-_USAGE_REST_RE = re.compile(r"^\s*The rest (\d+) values are less than")
+    r"^\s*[0-9.]+\w*\(\s*[0-9.]+%\);\s*([0-9.]+)(\w*);\s*([0-9]+);\s*([0-9]+);\s*(.*)$")
+_USAGE_REST_RE = re.compile(r"^\s*The rest ([0-9]+) values are less than")
 
 
-_USED_TOTAL_RE = re.compile(r"^Total bytes used: (\d+)", re.M)
-_USAGE_ALLOC_RE = re.compile(r"^\s*(?:[\d.]+\w*\(\s*[\d.]+%\);\s*[\d.]+\w*;\s*)?"
-                             r"allocation (\d+): size ([\d.]+)(\w*), (.*?):?\s*$")
+_USED_TOTAL_RE = re.compile(r"^Total bytes used: ([0-9]+)", re.M)
+_USAGE_ALLOC_RE = re.compile(r"^\s*(?:[0-9.]+\w*\(\s*[0-9.]+%\);\s*[0-9.]+\w*;\s*)?"
+                             r"allocation ([0-9]+): size ([0-9.]+)(\w*), (.*?):?\s*$")
 _ALLOC_SHAPE_RE = re.compile(r"shape \|([^|]*)\|")
 
 
@@ -542,7 +542,8 @@ def human_bytes(num: str, unit: str) -> int:
 
 # The platform prefix (cpu_, sm_8.0_gpu_, tpu_) starts with a letter, so that a module
 # named SyncTensorsGraph.147 (torch_xla) keeps its number.
-_DUMP_RE = re.compile(r"^(module_\d+)\.(.+?)\.((?:[A-Za-z][\w.]*_)?(?:after|before)_optimizations)"
+_DUMP_RE = re.compile(r"^(module_[0-9]+)\.(.+?)\."
+                      r"((?:[A-Za-z][\w.]*_)?(?:after|before)_optimizations)"
                       r"(-buffer-assignment|-live-range|-memory-usage-report)?\.txt$")
 
 

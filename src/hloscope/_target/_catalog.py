@@ -175,7 +175,7 @@ def parse_target(text: str) -> Target:
     name = raw.lower()
     chip_name, colon, topo = name.partition(":")
     count = 1
-    m = re.fullmatch(r"(.+?)x(\d+)", chip_name)
+    m = re.fullmatch(r"(.+?)x([0-9]{1,12})", chip_name)
     if chip_name not in _BY_NAME and m and m.group(1) in _BY_NAME:
         chip_name, count = m.group(1), int(m.group(2))
         known = _BY_NAME[chip_name]
