@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -116,3 +117,35 @@ def test_every_reading_command_honours_module(tmp_path):
         assert "holds 2 modules" not in r.stderr
         r = run(*cmd, str(p))
         assert r.returncode == 0 and "holds 2 modules; using 0:jit_f" in r.stderr, (cmd, r.stderr)
+
+
+PLUGIN_NOISE = ("cudart_stub", "Could not find cuda drivers", "plugin configuration error",
+                "Unable to load CUDA", "Source Location Trace", "absl::InitializeLog",
+                "Traceback")
+
+
+def test_commands_print_no_plugin_noise(tmp_path):
+    """With JAX's CUDA plugin and libtpu installed (the test extras) and no GPU or TPU,
+    hloscope's commands print nothing of what the plugins say on a machine without them."""
+    hlo = tmp_path / "fft.hlo"
+    runs = [run("demo", "--save", str(hlo)), run("demo"), run("summary", str(hlo)),
+            run("kernels", str(hlo)), run("lint", str(hlo))]
+    if importlib.util.find_spec("jax") is not None:
+        runs.append(run("inspect", "examples/train_step.py:train_step",
+                        "--arg", "f32[2,8,8]", "--arg", "f32[4,8]"))
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        for noise in PLUGIN_NOISE:
+            assert noise not in r.stderr, f"{r.args}: stderr has {noise!r}:\n{r.stderr}"
+
+
+def test_report_estimates_times_on_the_modules_own_device(tmp_path):
+    """A CPU module's report gives CPU estimates; another device only when asked."""
+    import re
+
+    out = tmp_path / "r.html"
+    for args, want in (([], "cpu"), (["--device", "h100"], "h100")):
+        r = run("report", str(GENERATED / "f_sum_jax.hlo"), "-o", str(out), *args)
+        assert r.returncode == 0, r.stderr
+        m = re.search(r'"roofline":\s*\{"device":\s*"([^"]+)"', out.read_text())
+        assert m and m.group(1) == want, (args, m and m.group(0))

@@ -36,7 +36,7 @@ MIN_TRAFFIC_BYTES = 256 * 1024
 
 # Nominal CPU figures: they weigh findings on a CPU module against each other and are
 # never printed as times.
-_CPU = Device("cpu", {"*": 1e11}, 2e10, "nominal figures for weighing findings only")
+_CPU = DEVICES["cpu"]  # nominal figures, for weighing findings
 # Bandwidth between devices, per device and direction, for collectives' time:
 # NVLink 4 on H100 SXM, 900 GB/s both directions (NVIDIA H100 datasheet); TPU v5e ICI,
 # 1,600 Gbps per chip (Google Cloud TPU v5e documentation); CPU: nominal.

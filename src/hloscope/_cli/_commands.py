@@ -248,7 +248,7 @@ def lint(
                                            "estimated time (default 0.01; 0 keeps every one)."),
     device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate times "
                                       "for this device (a100, h100, v100, tpu-v4, tpu-v5e, "
-                                      "tpu-v5p; default: assumed from the module)."),
+                                      "tpu-v5p, cpu; default: assumed from the module)."),
     fail_on: list[str] = typer.Option([], "--fail-on", metavar="RULE", help="Exit with "
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
@@ -346,6 +346,10 @@ def report(
                                 "files alone."),
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
                                 help="The HTML file to write."),
+    device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate "
+                                      "kernels' times for this device (a100, h100, v100, "
+                                      "tpu-v4, tpu-v5e, tpu-v5p, cpu; default: the one the "
+                                      "module was compiled for)."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
 ) -> None:
@@ -357,6 +361,7 @@ def report(
     """
     from .._analysis._advisor import advise_groups
     from .._analysis._dataflow import analyze_dataflow
+    from .._analysis._devices import device as find_device
     from .._analysis._kernels import kernel_graph
     from .._analysis._liverange import compute_live_ranges
     from .._analysis._memory import analyze_memory, xla_figures
@@ -375,8 +380,10 @@ def report(
             kernels_n = len(graph_.kernels)
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
+            dev = find_device(device) if device else None
             data = report_data(m, summarize(m), graph_, memory_,
-                               advise_groups(m, graph=graph_, df=df, lr=lr))
+                               advise_groups(m, graph=graph_, df=df, lr=lr, device=dev),
+                               device=dev)
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
