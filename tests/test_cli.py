@@ -149,3 +149,21 @@ def test_report_estimates_times_on_the_modules_own_device(tmp_path):
         assert r.returncode == 0, r.stderr
         m = re.search(r'"roofline":\s*\{"device":\s*"([^"]+)"', out.read_text())
         assert m and m.group(1) == want, (args, m and m.group(0))
+
+
+def test_kernels_sort_and_top():
+    """--sort time lists the longest first on the module's own device (a CPU module: the
+    nominal CPU), times with a unit that shows them; --top keeps N and says how many more."""
+    import re
+
+    r = run("kernels", str(GENERATED / "fft_cont_pencil_4x2.hlo"), "--sort", "time", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    assert "Kernels with the longest estimated time: 3 of 6 (cpu estimates)" in r.stdout
+    times = re.findall(r"  (\d+(?:\.\d+)?) (ns|us|ms) ", r.stdout)
+    assert len(times) == 3 and "0.00" not in r.stdout.split("Arrays passed")[0]
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}
+    secs = [float(x) * scale[u] for x, u in times]
+    assert secs == sorted(secs, reverse=True)
+    assert "... and 3 more kernels (--top N shows more)" in r.stdout
+    r = run("kernels", str(GENERATED / "fft_cont_pencil_4x2.hlo"), "--sort", "size")
+    assert r.returncode == 2 and "order, time, bytes, flops" in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import re
@@ -385,3 +386,19 @@ def test_cli_diff_mistakes_are_the_users(variants, args, message):
     assert r.returncode == 2, r.stdout
     assert message in r.stderr and "bug in hloscope" not in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs JAX")
+def test_diff_of_two_functions_takes_inspects_devices(tmp_path):
+    """`diff` takes --devices (and --target, --mesh, --shard) as `inspect` does; on two
+    files they are a mistake, said so (exit 2)."""
+    src = tmp_path / "prog.py"
+    src.write_text("import jax.numpy as jnp\n"
+                   "def f(x):\n    return jnp.sin(x) * 2\n"
+                   "def g(x):\n    return jnp.sin(x) * 2 + jnp.cos(x)\n")
+    r = run_cli("diff", f"{src}:f", f"{src}:g", "--arg", "f32[64,8]", "--devices", "2")
+    assert r.returncode == 0, r.stderr
+    assert "kernels" in r.stdout
+    r = run_cli("diff", str(GENERATED / "f_sum_jax.hlo"), str(GENERATED / "f_sum_explicit.hlo"),
+                "--target", "h100")
+    assert r.returncode == 2 and "for two functions" in r.stderr, r.stderr

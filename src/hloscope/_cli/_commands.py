@@ -192,6 +192,12 @@ def kernels(
                                             "--bandwidth), instead of --device."),
     bandwidth: float | None = typer.Option(None, "--bandwidth", metavar="BYTES",
                                            help="Your device's memory bandwidth in bytes/s."),
+    sort: str = typer.Option("order", "--sort", metavar="KEY", help="order (the schedule's, "
+                             "by group; the default), time (the roofline estimate, on "
+                             "--device or the module's own device), bytes (written) or "
+                             "flops: one table, largest first."),
+    top: int | None = typer.Option(None, "--top", metavar="N", min=1,
+                                   help="Show the first N kernels only."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
@@ -204,7 +210,7 @@ def kernels(
     from .._analysis._devices import Device
     from .._analysis._devices import device as find_device
     from .._analysis._kernels import KERNELS_SCHEMA, kernel_graph
-    from .._render._kernels_text import render_kernels
+    from .._render._kernels_text import SORT_KEYS, render_kernels
 
     try:
         dev = None
@@ -215,9 +221,16 @@ def kernels(
             dev = Device("custom", {"*": peak_flops}, bandwidth, "given on the command line")
         elif device is not None:
             dev = find_device(device)
+        if sort not in SORT_KEYS:
+            raise _errors.HloscopeError(f"--sort {sort!r}: not a way to sort kernels",
+                                        hint="use one of " + ", ".join(SORT_KEYS))
     except _errors.HloscopeError as e:
         fail(e)
     m = pick_module(path, module, function)
+    if sort == "time" and dev is None:
+        from .._analysis._devices import module_device
+
+        dev = module_device(m)
     try:
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
@@ -231,7 +244,8 @@ def kernels(
                 kd["roofline_seconds"] = k.roofline_seconds(dev, k.element_type)
         sys.stdout.write(render_json(data))
         return
-    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide)))
+    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
+                        sort=sort, top=top))
 
 
 @command()
@@ -429,6 +443,12 @@ def diff(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
                                      "functions: a static keyword argument (a Python "
                                      "literal); repeat."),
+    devices: int | None = typer.Option(None, "--devices", metavar="N", help="With two "
+                                       "functions: compile on N virtual CPU devices."),
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help="With two "
+                                  "functions: " + HW_TARGET_HELP),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
@@ -443,11 +463,13 @@ def diff(
     from .._render._diff_text import render_diff
 
     try:
-        result = _diff_functions(a, b, arg, inputs, static, module, function)
+        compile_options = (devices, hw, mesh, shard)
+        result = _diff_functions(a, b, arg, inputs, static, module, function, compile_options)
         if result is None:
-            if arg or inputs or static:
-                raise _errors.HloscopeError("--arg, --inputs and --static are for two "
-                                            "functions; A and B are files",
+            if arg or inputs or static or devices is not None or hw or mesh or shard:
+                raise _errors.HloscopeError("--arg, --inputs, --static, --devices, --target, "
+                                            "--mesh and --shard are for two functions; A and "
+                                            "B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
             result = diff_modules(pick_module(Path(a), module, function),
                                   pick_module(Path(b), module, function))
@@ -466,8 +488,10 @@ def diff(
 
 
 def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
-                    module: str | None, function: str | None):  # type: ignore[no-untyped-def]
-    """`hloscope diff` on two functions: both compiled with the same arguments and
+                    module: str | None, function: str | None,
+                    compile_options: tuple):  # type: ignore[no-untyped-def,type-arg]
+    """`hloscope diff` on two functions: both compiled with the same arguments (and
+    `compile_options`: --devices, --target, --mesh, --shard, as inspect takes them) and
     compared with every memory figure; None when A and B are files."""
     from .._jax._compare import diff as diff_functions
     from .._jax._user import check_call
@@ -490,15 +514,21 @@ def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: 
         raise _errors.HloscopeError("--module and --function pick a module in a file; A and "
                                     "B are functions")
     require_jax("diff")
+    devices, hw, mesh, shard = compile_options
+    extra = hardware_target(hw, mesh, shard, devices)
+    if devices is not None:
+        from .._jax._compare import use_cpu_devices
+
+        use_cpu_devices(devices)
     from .._jax._quiet import start_jax_quietly
 
     start_jax_quietly()
     kwargs = static_kwargs(static)
     fns = [load_target(a), load_target(b)]
-    args = array_args(arg) + (call_inputs(a, inputs) if inputs else [])
+    args = array_args(arg, abstract=hw is not None) + (call_inputs(a, inputs) if inputs else [])
     for fn in fns:
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **kwargs)
+    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
 
 
 @command("inspect")
