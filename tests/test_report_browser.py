@@ -460,3 +460,23 @@ def test_terms_have_tooltips(browser, tmp_path):
     show(page, "memory")
     assert page.locator("#view-memory .explained").count() >= 1
     assert not errors, errors
+
+
+def test_long_source_paths_keep_their_end(browser, tmp_path):
+    """A long source path is cut at its start, never its end: the file and line show
+    (`…/gen_transformer.py:LINE`), the whole path in the tooltip."""
+    long = "/home/me/projects/a/very/long/directory/name/models/gen_transformer.py"
+    hlo = tmp_path / "long.hlo"
+    hlo.write_text((GENERATED / "f_sum_jax.hlo").read_text().replace('"generate.py"',
+                                                                      f'"{long}"'))
+    page, errors = open_report(browser, report(tmp_path, hlo))
+    for view in ("overview", "kernels", "memory"):
+        show(page, view)
+        cells = page.eval_on_selector_all(
+            f"#view-{view} td.src", "els => els.map(e => [e.textContent, e.title])")
+        cut = [(t, title) for t, title in cells if title.startswith(long)]
+        assert cut, (view, cells)
+        for text, title in cut:
+            assert text.startswith("…") and text.endswith(title[len(long) - 19:]), (text, title)
+            assert "gen_transformer.py:" in text
+    assert not errors, errors

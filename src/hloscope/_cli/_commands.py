@@ -196,7 +196,7 @@ def kernels(
                              "by group; the default), time (the roofline estimate, on "
                              "--device or the module's own device), bytes (written) or "
                              "flops: one table, largest first."),
-    top: int | None = typer.Option(None, "--top", metavar="N", min=1,
+    top: int | None = typer.Option(None, "--top", metavar="N",
                                    help="Show the first N kernels only."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
@@ -221,6 +221,8 @@ def kernels(
             dev = Device("custom", {"*": peak_flops}, bandwidth, "given on the command line")
         elif device is not None:
             dev = find_device(device)
+        if top is not None and top < 1:
+            raise _errors.HloscopeError(f"--top {top}: give a number of kernels, 1 or more")
         if sort not in SORT_KEYS:
             raise _errors.HloscopeError(f"--sort {sort!r}: not a way to sort kernels",
                                         hint="use one of " + ", ".join(SORT_KEYS))

@@ -76,6 +76,21 @@ function navTo(h) {
   if (location.hash !== h) route();   // otherwise hashchange routes
 }
 
+// -- a source path keeps its end, the file and line ("…/gen_transformer.py:12"); the whole
+// path is its tooltip --
+var SRC_CHARS = 30;
+function keepEnd(e, chars) {
+  var t = e.textContent, n = chars || SRC_CHARS;
+  if (t.length <= n || e.hasAttribute("data-whole")) return;
+  e.setAttribute("data-whole", t);
+  e.setAttribute("title", t);
+  e.textContent = "…" + t.slice(t.length - n + 1);
+}
+function keepEnds(root) {
+  var cells = root.querySelectorAll("td.src");
+  for (var i = 0; i < cells.length; i++) keepEnd(cells[i]);
+}
+
 // -- a sortable table: columns [title, value(row), text(row), class]; rows shown in pages --
 function sortTable(box, opts) {
   var cols = opts.cols, rows = opts.rows, shown = opts.page || 200, sortBy = opts.sort || null, desc = true;
@@ -104,7 +119,10 @@ function sortTable(box, opts) {
     list.slice(0, shown).forEach(function (r) {
       var tr = el("tr", {"class": opts.click ? "clickable" : ""}, null, body);
       if (opts.key) tr.setAttribute("data-key", opts.key(r));
-      cols.forEach(function (c) { el("td", {"class": c[3] || ""}, c[2] ? c[2](r) : c[1](r), tr); });
+      cols.forEach(function (c) {
+        var td = el("td", {"class": c[3] || ""}, c[2] ? c[2](r) : c[1](r), tr);
+        if (c[3] === "src") keepEnd(td);
+      });
       if (opts.click) tr.addEventListener("click", function () { opts.click(r, tr); });
     });
     clear(foot);
@@ -126,7 +144,7 @@ function header() {
   var box = document.getElementById("summary"), fit = D.fit, tgt = D.target;
   var top = el("div", {"class": "top"}, null, box);
   el("h1", {}, D.module, top);
-  el("span", {"class": "file"}, D.file, top);
+  keepEnd(el("span", {"class": "file"}, D.file, top), 80);
   var facts = [];
   var dev = tgt ? (tgt.name || tgt.chip) + (S.num_partitions > 1 ? ", " + S.num_partitions + " devices" : "")
     : (D.inspect && D.inspect.device && D.inspect.device.kind) ? D.inspect.device.kind
@@ -206,6 +224,7 @@ function route() {
   current = name;
   if (scrollOf[name]) box.scrollTop = scrollOf[name];
   if (SHOW[name]) SHOW[name](box, params);
+  keepEnds(box);
   explain(box);
   main.setAttribute("data-view", name);
 }
