@@ -479,4 +479,10 @@ def test_long_source_paths_keep_their_end(browser, tmp_path):
         for text, title in cut:
             assert text.startswith("…") and text.endswith(title[len(long) - 19:]), (text, title)
             assert "gen_transformer.py:" in text
+    show(page, "overview")  # and no style cuts it again (the overview's narrow cards)
+    clipped = page.eval_on_selector_all(
+        "#view-overview td.src", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1 || "
+        "e.getBoundingClientRect().right > e.closest('.card').getBoundingClientRect().right)"
+        ".map(e => e.textContent)")
+    assert not clipped, clipped
     assert not errors, errors

@@ -78,7 +78,7 @@ function navTo(h) {
 
 // -- a source path keeps its end, the file and line ("…/gen_transformer.py:12"); the whole
 // path is its tooltip --
-var SRC_CHARS = 30;
+var SRC_CHARS = 40;   // in a table of a view; 24 in the overview's narrow cards
 function keepEnd(e, chars) {
   var t = e.textContent, n = chars || SRC_CHARS;
   if (t.length <= n || e.hasAttribute("data-whole")) return;
@@ -88,7 +88,7 @@ function keepEnd(e, chars) {
 }
 function keepEnds(root) {
   var cells = root.querySelectorAll("td.src");
-  for (var i = 0; i < cells.length; i++) keepEnd(cells[i]);
+  for (var i = 0; i < cells.length; i++) keepEnd(cells[i], cells[i].closest(".card") ? 24 : SRC_CHARS);
 }
 
 // -- a sortable table: columns [title, value(row), text(row), class]; rows shown in pages --
