@@ -167,3 +167,11 @@ def test_kernels_sort_and_top():
     assert "... and 3 more kernels (--top N shows more)" in r.stdout
     r = run("kernels", str(GENERATED / "fft_cont_pencil_4x2.hlo"), "--sort", "size")
     assert r.returncode == 2 and "order, time, bytes, flops" in r.stderr
+
+
+def test_the_tpu_module_in_tests_data_reads_as_a_tpu_module():
+    """tests/data/tpu: a module libtpu compiled for a TPU v5e (its README says how)."""
+    path = "tests/data/tpu/mlp_step_tpu_v5e.hlo"
+    assert run("check", path).returncode == 0
+    r = run("kernels", path, "--sort", "time", "--top", "3")
+    assert r.returncode == 0 and "(tpu-v5e estimates)" in r.stdout, r.stdout + r.stderr
