@@ -417,3 +417,12 @@ def test_no_internal_references_in_user_docs():
             low = line.lower()
             assert not re.search(r"\bseeds? \d|\bissues? \d|later issue", low), (
                 f"{path.name}:{n}: an internal reference: {line.strip()}")
+
+
+def test_links_between_pages_resolve():
+    """Every relative link of README.md and docs/ names a file that exists."""
+    for path in DOCS:
+        for m in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            target = m.group(1)
+            if not re.match(r"[a-z]+:", target):
+                assert (path.parent / target).exists(), f"{path.name}: no {target}"
