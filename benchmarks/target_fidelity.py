@@ -10,6 +10,20 @@ temp allocation (``memory_analysis().temp_size_in_bytes``; on TPU, deviceless co
 report 0 there, so the TPU column compares with the default-memory-space temp allocations
 of XLA's buffer assignment).  Then the time of `hloscope inspect --target h100x8` on the
 README's sharded training step: the whole command, and XLA's compile inside it.
+
+Then the programs of issue 29 (tests/target_programs.py: MoE with all-to-all, tensor-parallel
+MLPs on 8 to 64 devices, donated Adam, long-sequence attention, scanned remat, a llama-style
+decoder block with FSDP, conv and ViT steps; on H100, H200, B200, A100 and TPU v4, v5e, v5p,
+v6e), one row per compile: the peak beside XLA's live-range peak, the temp estimate beside the
+temp allocation (device memory) of XLA's buffer assignment, and the kernels, collectives and
+copies hloscope counts beside XLA's: on GPU the compiler's thunk sequence
+(``*thunk_sequence.txt`` in the dump folder: each thunk that runs work once, an async pair's
+collective once, a dynamic-slice fusion's inner copy as the fusion), on TPU the optimized HLO
+(each instruction of the entry and of the computations it runs that launches work; an async
+pair once).  ``summary``'s collective count must equal the kernel graph's.
+
+    python benchmarks/target_fidelity.py --quick     # 8 of the new compiles only
+    python benchmarks/target_fidelity.py --new       # all the new compiles only
 """
 
 from __future__ import annotations
@@ -18,6 +32,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,7 +76,68 @@ def tpu_temp(buffer_assignment: str) -> int:
         r"^allocation \d+: size (\d+), preallocated-temp", buffer_assignment, re.M))
 
 
+def new_programs(quick: bool) -> None:
+    """The table of issue 29's programs (see the module docstring)."""
+    import hloscope
+    from hloscope._analysis._summary import summarize
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from target_programs import CASES, QUICK, hlo_counts, thunk_counts
+
+    print(f"{'target':14} {'program':24} {'peak':>15} {'= XLA':>5} {'temp':>15} "
+          f"{'XLA temp':>15} {'diff':>8} {'kernels':>9} {'collect.':>8} {'copies':>7}")
+    temp_ok = peak_ok = counts_ok = n = 0
+    for i, (name, target, build) in enumerate(CASES):
+        if quick and i not in QUICK:
+            continue
+        fn, args, shard, mesh = build()
+        with tempfile.TemporaryDirectory(prefix="hloscope-fidelity-") as dump:
+            try:
+                r = hloscope.inspect(fn, *args, target=target, shard=shard, mesh=mesh,
+                                     compiler_options={"xla_dump_to": dump})
+            except hloscope.HloscopeError as e:
+                print(f"{target:14} {name:24} not compiled: {str(e).splitlines()[0][:80]}")
+                continue
+            thunks = sorted(Path(dump).glob("*thunk_sequence.txt"))
+            gpu = r.target["platform"] != "tpu"
+            if gpu:
+                xk, xc, xcopy = thunk_counts(thunks[0].read_text())
+            else:
+                (xk, xc), xcopy = hlo_counts(r.hlo_after), None
+        m = r.memory
+        graph = r.kernels
+        kernels, colls = len(graph.kernels), len(graph.collectives)
+        copies = sum(k.category == "copy" for k in graph.kernels)
+        summary_colls = len(summarize(r.module).collectives)
+        xpeak, xtemp = m.xla.live_range_peak_bytes, m.xla.temp_bytes
+        temp = m.temp_estimate_bytes
+        diff = (temp / xtemp - 1) * 100 if xtemp else 0.0
+        n += 1
+        peak_ok += m.peak_bytes == xpeak
+        temp_ok += abs(diff) <= 1.0
+        same = kernels == xk and colls == xc == summary_colls and (xcopy is None
+                                                                   or copies == xcopy)
+        counts_ok += same
+        exact = "yes" if m.peak_bytes == xpeak else "NO"
+        print(f"{target:14} {name:24} {m.peak_bytes:>15,} {exact:>5} "
+              f"{temp:>15,} {xtemp:>15,} {diff:>+7.2f}% {kernels:>4}/{xk:<4} {colls:>3}/{xc:<4} "
+              + (f"{copies:>3}/{xcopy:<3}" if xcopy is not None else "    -  ")
+              + ("" if same else "  <- counts differ")
+              + ("" if colls == summary_colls else f" (summary: {summary_colls} collectives)"))
+    print(f"{n} compiles: peak = XLA's on {peak_ok}, temp within 1% on {temp_ok}, "
+          f"kernels, collectives and copies = XLA's on {counts_ok} (hloscope/XLA in each "
+          "count column)")
+
+
 def main() -> None:
+    if "--quick" in sys.argv or "--new" in sys.argv:
+        new_programs("--quick" in sys.argv)
+        return
+    old_programs()
+    new_programs(False)
+
+
+def old_programs() -> None:
     import hloscope
 
     rows = []

@@ -226,6 +226,22 @@ def bf16_weight_convert_cpu():
     return _compiled(f, jnp.ones((1024, 1024), jnp.bfloat16), jnp.ones((256, 1024)))
 
 
+@case((), "a causal mask built from iota inside each scanned attention layer: XLA hoists it "
+      "out of the loop and stores it, but the code already builds it where it is used: "
+      "nothing for the user to change (issue 28's false alarm)")
+def causal_mask_in_scan():
+    jax, jnp, np = _np()
+
+    def attn(x, w):
+        s = (x @ w) @ jnp.swapaxes(x, -1, -2)
+        n = x.shape[1]
+        mask = (jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+                >= jax.lax.broadcasted_iota(jnp.int32, (n, n), 1))
+        return jax.nn.softmax(jnp.where(mask, s, -1e9), -1) @ x
+    return _compiled(lambda x, ws: jax.lax.scan(lambda x, w: (x + attn(x, w), None), x, ws)[0],
+                     jnp.ones((8, 1024, 128)), jnp.ones((4, 128, 128)))
+
+
 # -- loops (HS105) ---------------------------------------------------------------------
 
 @case(("HS105",), "fori_loop of 4 cheap iterations reads and writes 1 MiB of state each "
@@ -357,6 +373,26 @@ def sgd_step_donated():
     return _mlp_step(True)
 
 
+def _kv_cache(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def decode(cache, k, pos):
+        return jax.lax.dynamic_update_slice(cache, k, (0, pos, 0, 0))
+    fn = jax.jit(decode, donate_argnums=(0,)) if donate else decode
+    return _compiled(fn, jnp.zeros((8, 2048, 16, 64)), jnp.ones((8, 1, 16, 64)), 5)
+
+
+@case(("HS110",), "a 64 MiB KV cache updated with dynamic_update_slice and returned without "
+      "donation: XLA copies it into a new buffer every step (issue 28: HS110 wanted an add)")
+def kv_cache_not_donated():
+    return _kv_cache(False)
+
+
+@case((), "the same cache donated: updated in place")
+def kv_cache_donated():
+    return _kv_cache(True)
+
+
 @case((), "a function of one array returns one array: whether the caller still needs x is "
       "not the advisor's to guess")
 def elementwise_one_array():
@@ -374,6 +410,30 @@ def f64_promoted():
 @case((), "the same in f32")
 def f32_only():
     return _file("advisor/f32_only.hlo")
+
+
+def _stencil(dtype: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def stencil(u):
+        def step(i, u):
+            return u + 0.1 * (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1)
+                              + jnp.roll(u, -1, 1) - 4 * u)
+        return jax.lax.fori_loop(0, 50, step, u)
+    with jax.enable_x64(True):
+        return _compiled(stencil, jnp.ones((1024, 1024), getattr(jnp, dtype)))
+
+
+@case(("HS108",), "a heat-equation stencil in f64 throughout (jax_enable_x64 on, float64 "
+      "arrays): in f32 it would hold and move half the bytes (issue 28: HS108 looked only "
+      "for f64 among f32)")
+def f64_stencil():
+    return _stencil("float64")
+
+
+@case((), "the same stencil in f32")
+def f32_stencil():
+    return _stencil("float32")
 
 
 @case(("HS109",), "an all-gather in a while body of loop state the body never changes "
@@ -436,6 +496,24 @@ def rnn_grad_remat_segments():
     return _rnn_step("segments")
 
 
+@case((), "a donated 4-layer tanh MLP step: what it saves for the backward pass are the "
+      "layers' outputs, each the next layer's input, which any checkpoint keeps: remat "
+      "would save nothing (issue 28's false alarm: 24 MiB of a 53 MiB peak)")
+def mlp_step_layer_inputs():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        for w, b in params:
+            x = jnp.tanh(x @ w + b)
+        return (x ** 2).mean()
+
+    def step(params, x):
+        g = jax.grad(loss)(params, x)
+        return jax.tree.map(lambda p, gp: p - 0.01 * gp, params, g)
+    params = [(jnp.ones((512, 512)), jnp.ones((512,))) for _ in range(4)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), params, jnp.ones((4096, 512)))
+
+
 @case((), "a forward pass saves nothing for a backward pass")
 def rnn_forward_only():
     jax, jnp, np = _np()
@@ -467,6 +545,21 @@ def upcast_matmul_gpu():
 @case((), "the same with preferred_element_type=f32", target="gpu")
 def upcast_fixed_gpu():
     return _upcast(True, "h100")
+
+
+@case((), "the forward pass casts an f32 activation to bf16 for a bf16 matmul; the backward "
+      "pass converts the bf16 cotangent back to f32 for the f32 matmul before it: "
+      "autodiff's convert (transpose(jvp())/convert_element_type), not the user's "
+      "(issue 28's false alarm)", target="gpu")
+def upcast_by_autodiff_gpu():
+    jax, jnp, np = _np()
+
+    def loss(w1, w2, x):
+        h = (x @ w1).astype(jnp.bfloat16)
+        return jnp.tanh(h @ w2).astype(jnp.float32).mean()
+    return _compiled(jax.grad(loss, argnums=(0, 1)), jnp.ones((2048, 2048)),
+                     jnp.ones((2048, 2048), jnp.bfloat16), jnp.ones((4096, 2048)),
+                     target="h100")
 
 
 @case((), "on the CPU XLA computes bf16 matmuls in f32 itself: nothing measurable to save")
@@ -501,6 +594,13 @@ def sharded_matmul_cpu():
       "merges JAX's own)")
 def repeated_all_reduce():
     return _file("advisor/repeated_all_reduce.hlo")
+
+
+@case(("HS114",), "torch_xla's form of it: each all-reduce has its own copy of the add "
+      "computation and the second reads the array through a copy (written by hand after "
+      "tests/data/torch_xla/sharded_train_8, whose two are 4 bytes)")
+def repeated_all_reduce_torch_xla():
+    return _file("advisor/repeated_all_reduce_torch_xla.hlo")
 
 
 @case((), "two all-reduces of different arrays")
@@ -542,6 +642,24 @@ def tpu_points_elementwise():
                      target="tpu-v5e")
 
 
+def _tpu_embeddings(width: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    return _compiled(lambda t, i, w: jnp.tanh(t[i] @ w), jnp.ones((32768, width)),
+                     jnp.zeros((65536,), jnp.int32), jnp.ones((width, 256)), target="tpu-v5e")
+
+
+@case(("HS115",), "embeddings of width 130 gathered on a TPU: the activations (and the "
+      "table's copy) pad 130 to 256 lanes, x2.0 (issue 28: HS115 wanted a padding of 100% "
+      "or more, and saw only the weights)", target="tpu")
+def tpu_embeddings_130():
+    return _tpu_embeddings(130)
+
+
+@case((), "the same with width 128: no padding", target="tpu")
+def tpu_embeddings_128():
+    return _tpu_embeddings(128)
+
+
 @case((), "an attention block on a TPU v5e: async copies into on-chip memory (S(1)) are "
       "not layout changes", target="tpu")
 def tpu_attention():
@@ -572,9 +690,11 @@ def tpu_mlp_step():
     return _compiled(step, params, jnp.ones((256, 2048), jnp.bfloat16), target="tpu-v5e")
 
 
-@case(("HS113",), "the same step donated on 8 H100s with FSDP: XLA combines the four weights' "
-      "all-gathers into one 21 MiB all-gather at the start that no kernel overlaps (a "
-      "fifth of the step's estimated time)", target="gpu")
+@case(("HS113", "HS116"), "the same step donated on 8 H100s with FSDP: XLA combines the four "
+      "weights' all-gathers into one 21 MiB all-gather at the start that no kernel overlaps (a "
+      "fifth of the step's estimated time), and the four layers' full gradients (32 MiB of the "
+      "36 MiB peak) wait together for one combined reduce-scatter (HS116, a rule added after "
+      "this label: a scan over the layers holds one layer's at a time)", target="gpu")
 def gpu_fsdp_step_donated():
     jax, jnp, np = _np()
 
@@ -617,3 +737,209 @@ def well_fused():
       "transposes are the algorithm's all-to-alls")
 def fft_pencil():
     return _file("generated/fft_cont_pencil_4x2.hlo")
+
+
+# -- how the program is written (HS116-HS122) ------------------------------------------
+
+@case(("HS113",), "gpu_fsdp_step_donated's step with 8 layers in a lax.scan over stacked "
+      "weights: one layer's weights and gradient at a time (its per-layer all-gather is "
+      "still exposed: HS113)", target="gpu")
+def fsdp_layers_scanned_gpu():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        return (jax.lax.scan(lambda x, w: (jax.nn.relu(x @ w), None), x, params)[0] ** 2).mean()
+
+    def step(params, x):
+        return params - 0.01 * jax.grad(loss)(params, x)
+    return _compiled(jax.jit(step, donate_argnums=(0,)), jnp.ones((8, 2048, 2048), jnp.bfloat16),
+                     jnp.ones((256, 2048), jnp.bfloat16), target="h100x8",
+                     shard={0: "None,data", 1: "data"})
+
+
+def _leapfrog(n: int, loop: bool, lowered: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(x, v):
+        a = -jnp.sin(x) - 0.1 * v + 0.01 * jnp.cos(2.0 * x)
+        v = v + 0.005 * a
+        x = x + 0.01 * v
+        a = -jnp.sin(x) - 0.1 * v + 0.01 * jnp.cos(2.0 * x)
+        return x, v + 0.005 * a
+
+    def f(x, v):
+        if loop:
+            return jax.lax.fori_loop(0, n, lambda i, s: step(*s), (x, v))
+        for _ in range(n):
+            x, v = step(x, v)
+        return x, v
+    a = jnp.ones((256, 256))
+    return _lowered(f, a, a) if lowered else _compiled(f, a, a)
+
+
+@case(("HS117",), "a Python loop of 100 leapfrog steps, as JAX gives it to XLA: 2,200 "
+      "instructions, 99% of them copies of one step (judged before optimization: XLA's "
+      "compile is what it costs)")
+def python_loop_unrolled_before_optimization():
+    return _leapfrog(100, False, True)
+
+
+@case(("HS117",), "the same compiled: 99 copies of the step's fused kernels")
+def python_loop_unrolled():
+    return _leapfrog(100, False, False)
+
+
+@case((), "the same steps in a fori_loop: one copy of the body")
+def python_loop_as_fori_loop():
+    return _leapfrog(100, True, False)
+
+
+@case((), "the fori_loop before optimization")
+def python_loop_as_fori_loop_before_optimization():
+    return _leapfrog(100, True, True)
+
+
+def _dft(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    n = 1024
+
+    def matrix():
+        k = jnp.arange(n)
+        return jnp.exp(-2j * jnp.pi * jnp.outer(k, k).astype(jnp.float32) / n)
+    if fixed:
+        return _compiled(lambda x, w: x.astype(jnp.complex64) @ w, jnp.ones((256, n)), matrix())
+    return _compiled(lambda x: x.astype(jnp.complex64) @ matrix(), jnp.ones((256, n)))
+
+
+@case(("HS118",), "a 1024-point DFT matrix (8 MiB) built from exp of an iota inside the "
+      "function: its exp, cos and sin run on every call")
+def dft_matrix_rebuilt():
+    return _dft(False)
+
+
+@case((), "the DFT matrix computed once and passed as an argument")
+def dft_matrix_as_argument():
+    return _dft(True)
+
+
+def _embedding(onehot: bool, target: str | None = None):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    vocab, width, batch = 8192, 256, 2048
+
+    def f(table, ids):
+        rows = jax.nn.one_hot(ids, vocab) @ table if onehot else table[ids]
+        return jnp.tanh(rows)
+    return _compiled(f, jnp.ones((vocab, width)), jnp.zeros((batch,), jnp.int32), target=target)
+
+
+@case(("HS119",), "an embedding lookup as one_hot(ids, 8192) @ table: a 64 MiB one-hot and "
+      "an 8.6 GFLOP matmul for 2 MiB of rows")
+def onehot_embedding():
+    return _embedding(True)
+
+
+@case(("HS119",), "the same on an H100: XLA fuses the compare into the matmul but stores the "
+      "64 MiB iota it compares with", target="gpu")
+def onehot_embedding_gpu():
+    return _embedding(True, "h100")
+
+
+@case((), "table[ids]: a gather of the rows")
+def embedding_gather():
+    return _embedding(False)
+
+
+def _printing_loop(how: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x):
+        def body(x, _):
+            x = jnp.tanh(x) * 1.01
+            if how == "print":
+                jax.debug.print("norm {n}", n=jnp.linalg.norm(x))
+            if how == "callback":
+                return x, jax.pure_callback(lambda a: np.asarray(a) * 2,
+                                            jax.ShapeDtypeStruct((), jnp.float32), x.sum())
+            return x, jnp.linalg.norm(x) if how == "collect" else None
+        return jax.lax.scan(body, x, None, length=100)
+    return _compiled(f, jnp.ones((1024, 1024)))
+
+
+@case(("HS120",), "jax.debug.print in each of 100 scan steps: 100 stops for the host per call")
+def debug_print_in_loop():
+    return _printing_loop("print")
+
+
+@case(("HS120",), "a pure_callback in each of 100 scan steps")
+def callback_in_loop():
+    return _printing_loop("callback")
+
+
+@case((), "the norms collected as the scan's outputs, printed once by the caller")
+def norms_collected_in_loop():
+    return _printing_loop("collect")
+
+
+def _many_sums(batched: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(xs):
+        if batched:
+            return (jnp.tanh(jnp.stack(xs)).sum(axis=1) * 2 + jnp.stack(xs)[:, 0])
+        return jnp.stack([jnp.tanh(x).sum() * 2 + x[0] for x in xs])
+    return _compiled(f, [jnp.ones((256,)) * i for i in range(160)], target="h100")
+
+
+@case(("HS117", "HS121"), "160 small arrays each reduced on its own on an H100 (a list "
+      "comprehension: a Python loop unrolled 160 times, HS117): about 290 kernels of a few "
+      "KiB each, launch-bound", target="gpu")
+def many_small_reductions_gpu():
+    return _many_sums(False)
+
+
+@case((), "the same arrays stacked and reduced at once: a handful of kernels", target="gpu")
+def stacked_reductions_gpu():
+    return _many_sums(True)
+
+
+def _accumulate(how: str):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, PartitionSpec as P
+    try:
+        from jax import shard_map
+        checks = {"check_vma": how == "implicit"}
+    except ImportError:  # pragma: no cover - older JAX
+        from jax.experimental.shard_map import shard_map
+        checks = {"check_rep": how == "implicit"}
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+
+    def loss(w, x):
+        return (jnp.tanh(x @ w) ** 2).mean()
+
+    def local(w, xs):
+        def body(acc, x):
+            g = jax.grad(loss)(w, x)
+            return acc + (jax.lax.psum(g, "data") if how == "each" else g), None
+        acc, _ = jax.lax.scan(body, jnp.zeros_like(w), xs)
+        return w - 0.01 * (jax.lax.psum(acc, "data") if how == "after" else acc)
+    f = shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data")), out_specs=P(), **checks)
+    return _compiled(jax.jit(f), jnp.ones((1024, 1024)), jnp.ones((16, 512, 1024)))
+
+
+@case(("HS122",), "gradient accumulation over 16 microbatches on 8 devices that psums each "
+      "microbatch's 4 MiB gradient inside the scan: 15 all-reduces too many")
+def allreduce_per_microbatch():
+    return _accumulate("each")
+
+
+@case(("HS122",), "the gradient of a replicated weight inside shard_map with its checks on "
+      "(check_vma): JAX's transpose psums it for each microbatch by itself, though the code "
+      "writes no psum")
+def allreduce_per_microbatch_implicit():
+    return _accumulate("implicit")
+
+
+@case((), "the accumulation reduced once, after the scan (check_vma off, so the gradients "
+      "stay per device)")
+def allreduce_after_accumulation():
+    return _accumulate("after")

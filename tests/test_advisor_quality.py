@@ -122,7 +122,7 @@ def test_lint_shows_ten_groups_by_default_and_json_has_every_one(tmp_path):
     every = run_cli("lint", str(path), "--all")
     assert "\n12. HS" in every.stdout
     d = json.loads(run_cli("lint", str(path), "--json").stdout)
-    assert d["schema"] == "hloscope.lint/2"
+    assert d["schema"] == "hloscope.lint/3"
     groups = d["modules"][0]["groups"]
     assert len(groups) == 12
     g = groups[0]

@@ -222,7 +222,7 @@ def test_one_operation_changed_and_memory_figures(variants):
     for key in ("live_range_peak", "timeline_max", "arguments", "outputs", "constants",
                 "temp_estimate", "xla_live_range_peak", "xla_temp",
                 "memory_analysis.temp_size_in_bytes",
-                "memory_analysis.peak_memory_in_bytes", "device_footprint"):
+                "memory_analysis.peak_memory_in_bytes", "allocation"):
         assert key in keys, key
     peak = next(r for r in d.figures if r["key"] == "live_range_peak")
     assert (peak["a"], peak["b"], peak["change"]) == (65536, 65536, 0)
@@ -246,6 +246,8 @@ def test_bf16_attention_upcast_lists_only_kernels_with_other_work(variants):
     moved = {r["key"]: r["change"] for r in d.figures if r["change"]}
     assert "live_range_peak" not in moved
     assert moved["temp_estimate"] < 0 and moved["memory_analysis.temp_size_in_bytes"] < 0
+    assert any(line.startswith("what the device needs (XLA's allocation) goes from")
+               for line in d.headline)
     assert any(line.startswith("memory figures that moved: Temporaries") for line in d.headline)
     gone = {f.rule for f in d.findings_gone}
     assert not gone & {f.rule for f in d.findings_new}

@@ -146,7 +146,9 @@ def test_inspect_command(tmp_path):
     r = run_cli("inspect", f"{script}:f", "--arg", "f32[32,32]", "--static", "n=3",
                 "-o", str(out), "--save", str(saved))
     assert r.returncode == 0, r.stderr
-    assert "(XLA: " in r.stdout.splitlines()[0] and "compile" in r.stdout
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("f: needs ") and "(what XLA allocates)" in first
+    assert "live at once" in first and "compile" in r.stdout
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert hloscope.load(str(saved)).name == "f"
     bad = run_cli("inspect", f"{script}:nope", "--arg", "f32[4]")

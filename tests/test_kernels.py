@@ -191,7 +191,7 @@ def test_kernels_and_lint_json_documented():
         assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
     r2 = run_cli("lint", "--json", str(GENERATED / "f_sum_jax.hlo"))
     data2 = json.loads(r2.stdout)
-    assert data2["schema"] == "hloscope.lint/2"
+    assert data2["schema"] == "hloscope.lint/3"
     mod = data2["modules"][0]
     g = mod["groups"][0]
     f = g["findings"][0]

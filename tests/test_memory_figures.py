@@ -22,10 +22,10 @@ def explained(figs, a, b):
 def test_consistent_figures_need_no_explanation():
     figs = memory_figures(**BASE)
     assert figs.explanations == ()
-    assert [f.key for f in figs.figures] == ["live_range_peak", "timeline_max", "arguments",
-                                              "outputs", "constants", "temp_estimate",
-                                              "device_footprint"]
-    assert figs.get("device_footprint").bytes == 1000
+    assert [f.key for f in figs.figures] == ["allocation", "live_range_peak", "timeline_max",
+                                              "arguments", "outputs", "constants",
+                                              "temp_estimate"]
+    assert figs.headline.bytes == 1000 and figs.headline.source == "hloscope"
 
 
 def test_timeline_above_the_peak_is_explained():
@@ -44,10 +44,30 @@ def test_temp_above_the_peak_is_explained():
     assert "fragmentation" in explained(figs, "temp_estimate", "live_range_peak")
 
 
-def test_peak_above_the_footprint_is_explained():
+def test_peak_above_the_allocation_is_explained():
     figs = memory_figures(**{**BASE, "peak": 1400})
     assert "reuse the memory of an operand" in explained(figs, "live_range_peak",
-                                                          "device_footprint")
+                                                          "allocation")
+
+
+def test_no_figure_points_at_more_than_the_allocation():
+    """The issue's long-attention case: a timeline far above what XLA allocates; no
+    sentence tells the user to plan for it."""
+    figs = memory_figures(**{**BASE, "timeline_max": 5000, "timeline_at": "step 9 (x)"})
+    assert figs.figures[0].key == "allocation"
+    for text in [e.text for e in figs.explanations] + [f.meaning for f in figs.figures]:
+        assert "plan for the" not in text or "not a size to plan for" in text
+
+
+def test_the_allocation_counts_aliased_outputs_once_and_tpu_code():
+    ma = {"argument_size_in_bytes": 300, "output_size_in_bytes": 200, "alias_size_in_bytes": 150,
+          "temp_size_in_bytes": 0, "generated_code_size_in_bytes": 40}
+    figs = memory_figures(**BASE, memory_analysis=ma, xla_temp=64, code_in_memory=True)
+    head = figs.headline
+    assert dict(head.parts) == {"arguments": 300, "outputs": 50, "temp": 64, "code": 40,
+                                "aliased": 150}
+    assert head.bytes == 300 + 50 + 64 + 40
+    assert head.source == "memory_analysis() + XLA's buffer assignment"
 
 
 def test_memory_analysis_fields_each_under_their_own_name():
@@ -60,7 +80,7 @@ def test_memory_analysis_fields_each_under_their_own_name():
     keys = [f.key for f in figs.figures]
     for k in ma:
         assert f"memory_analysis.{k}" in keys
-    foot = figs.get("device_footprint")
+    foot = figs.headline
     assert foot.bytes == 300 + 200 + 520 and foot.source == "memory_analysis()"
     text = explained(figs, "memory_analysis.peak_memory_in_bytes", "live_range_peak")
     assert "equals arguments + outputs here, without temporaries" in text
@@ -71,11 +91,14 @@ def test_memory_analysis_fields_each_under_their_own_name():
 def test_memory_text_and_json_show_the_labelled_block():
     path = str(GENERATED / "f_for_loop.dump")
     text = run_cli("memory", path).stdout
-    head = text.split("Live at the peak")[0]
+    head, details = text.split("Live at the peak")[0], text.split("Details")[1]
+    assert head.split("\n")[5].startswith("Needs 2.00 MiB (2,097,281 B): what XLA allocates")
+    assert "at most 2.00 MiB (2,097,176 B) live at once, at step 6" in head
+    assert "The peak by line of code" in text and "argument x" in text
     for label in ("Peak ", "Timeline max ", "Arguments ", "Outputs ", "Constants ",
-                  "Temporaries ", "XLA's peak ", "XLA's temp ", "Footprint "):
-        assert "\n" + label in head, label
-    assert "Why these figures differ" in head and "above the peak" in head
+                  "Temporaries ", "XLA's peak ", "XLA's temp "):
+        assert "\n  " + label in details, label
+    assert "Why these figures differ" in details and "above the peak" in details
     data = json.loads(run_cli("memory", path, "--json").stdout)["modules"][0]
     figs = {f["key"]: f for f in data["figures"]["figures"]}
     assert figs["live_range_peak"]["bytes"] == data["peak_bytes"] == 2_097_176
@@ -114,7 +137,7 @@ def test_inspect_puts_memory_analysis_beside_the_peak():
     r = hloscope.inspect(attention, x, x, x)
     figs = r.memory.figures
     assert r.memory_analysis and figs.get("memory_analysis.temp_size_in_bytes") is not None
-    assert figs.get("device_footprint").source == "memory_analysis()"
+    assert figs.headline.source == "memory_analysis()"
     if "peak_memory_in_bytes" in r.memory_analysis and \
             r.memory_analysis["peak_memory_in_bytes"] != r.memory.peak_bytes:
         assert explained(figs, "memory_analysis.peak_memory_in_bytes", "live_range_peak")

@@ -169,8 +169,8 @@ def test_memory_figures_are_labelled_and_explained(browser, tmp_path):
     show(page, "memory")
     rows = page.locator("#memory-figures tr[data-key]")
     keys = [rows.nth(i).get_attribute("data-key") for i in range(rows.count())]
-    assert keys[:2] == ["live_range_peak", "timeline_max"]
-    assert {"xla_live_range_peak", "xla_temp", "device_footprint"} <= set(keys)
+    assert keys[:3] == ["allocation", "live_range_peak", "timeline_max"]
+    assert {"xla_live_range_peak", "xla_temp", "allocation"} <= set(keys)
     peak = page.locator("#memory-figures tr[data-key='live_range_peak']").inner_text()
     assert "2,097,176 B" in peak and "step 6" in peak
     assert "above the peak" in page.locator("#memory-explanations").inner_text()
@@ -485,4 +485,24 @@ def test_long_source_paths_keep_their_end(browser, tmp_path):
         "e.getBoundingClientRect().right > e.closest('.card').getBoundingClientRect().right)"
         ".map(e => e.textContent)")
     assert not clipped, clipped
+    assert not errors, errors
+
+
+def test_a_profiled_report_ranks_and_colours_by_measured_time(browser, tmp_path):
+    folder = os.path.join(os.path.dirname(__file__), "data", "profiles", "cpu_scan")
+    out = tmp_path / "p.html"
+    r = run_cli("report", os.path.join(folder, "module.hlo"), "--profile", folder, "-o",
+                str(out))
+    assert r.returncode == 0, r.stderr
+    page, errors = open_report(browser, out)
+    assert "Longest kernels (measured" in page.inner_text("#main")
+    show(page, "kernels")
+    heads = page.inner_text("#kernel-table thead")
+    assert "measured" in heads and "estimated" in heads
+    show(page, "graph")
+    for _ in range(6):  # open groups until kernels show
+        if page.locator("g.kernel rect[style]").count():
+            break
+        page.locator("g.group.closed").first.locator("text.title").click()
+    assert page.locator("g.kernel rect[style]").count() >= 1  # coloured by measured time
     assert not errors, errors

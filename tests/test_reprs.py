@@ -75,7 +75,8 @@ def _jax_objects() -> list[object]:
     comparison = hloscope.compare({"a": (f, (x,)), "b": (jax.jit(jnp.cos), (x,))})
     run = hloscope.run_module(hloscope.read(GENERATED / "f_barrier.hlo").module, iterations=2)
     bench = hloscope.bench(f, x, warmup=1, iterations=3)
-    return [r, sweep, comparison, run, bench]
+    profile = hloscope.profile(f, x, runs=2, warmup=0)
+    return [r, sweep, comparison, run, bench, profile, profile.times, profile.times.kernels[0]]
 
 
 @pytest.fixture(scope="module")

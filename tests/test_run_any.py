@@ -282,6 +282,24 @@ def test_already_partitioned_module_runs_as_it_is_one_program_per_device():
     assert "already partitioned" in r.how
 
 
+def test_expect_on_a_partitioned_module_puts_the_pieces_together(tmp_path):
+    """JAX's per-device program over 4 devices: the split output's pieces are put together
+    along the dimension that makes the reference's shape, the replicated one compared on
+    every device; the notes say which."""
+    m = hloscope.read(RUN / "jax_partitioned_4.hlo").module
+    x = (np.arange(128, dtype=np.float32) / 100).reshape(16, 8)
+    y = np.ones((16, 8), np.float32)
+    want = [np.tanh(x) * 2 + 1, y.sum(0)]
+    r = run_module(m, inputs={"0": x, "1": y}, iterations=0, expect=want)
+    assert r.expect["ok"] and [o["shape"] for o in r.expect["outputs"]] == [[16, 8], [8]]
+    notes = " ".join(r.notes)
+    assert "output0: the module is one program per device and its outputs are pieces " \
+           "[4, 8]: put the 4 devices' pieces together along dimension 0" in notes
+    assert "output1: every one of the 4 devices holds it whole" in notes
+    wrong = [want[0][::-1], want[1]]  # the pieces in another order: not the reference
+    assert not run_module(m, inputs={"0": x, "1": y}, iterations=0, expect=wrong).expect["ok"]
+
+
 def test_output_sharding_propagation_reaches_the_compile_options(tmp_path):
     """torch_xla's sharded matmul: with allow_spmd_sharding_propagation_to_output={true} one
     all-reduce and a sharded output, as torch_xla runs it; without, an all-gather more."""

@@ -42,14 +42,55 @@ def test_target_names(name, topology, devices, slices):
 @pytest.mark.parametrize("name, says", [
     ("h10", "did you mean h100"), ("rtx9090", "unknown target"), ("h100:2x8", "PARTITIONS"),
     ("tpu-v5e:2x4x1", "2 dimensions"), ("tpu-v5p:2x2", "3 dimensions"),
-    ("tpu-v5ex8", "topology"), ("tpu-v5e:2x4*x", "slices"), ("h100x0", "no devices"),
+    ("tpu-v5ex8", "topology"), ("tpu-v5e:2x4*x", "slices"),
+    # A known chip with a count out of range: the range, not another chip's name.
+    ("h100x0", "from 1 to 16,384 GPUs, not 0"),
+    ("h100x9000000", "h100xN takes from 1 to 16,384 GPUs, not 9,000,000"),
+    ("h100:64x64x64", "262,144 GPUs; a target has from 1 to 16,384"),
 ])
 def test_bad_target_names(name, says):
     with pytest.raises(HloscopeError) as e:
         parse_target(name)
     assert says in str(e.value)
+    assert "did you mean" not in str(e.value) or "unknown" in str(e.value)
     if "unknown" in str(e.value):
         assert "tpu-v5e" in e.value.hint and "h100" in e.value.hint  # the known names
+
+
+# -- the memory a device gives a program -------------------------------------------------
+
+@pytest.mark.parametrize("env, fraction, says", [
+    ({}, 0.75, "75% of the H100's 79.11 GiB that JAX's allocator takes by default "
+               "(XLA_PYTHON_CLIENT_MEM_FRACTION)"),
+    ({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"}, 0.5,
+     "50% of the H100's 79.11 GiB that JAX's allocator takes under "
+     "XLA_PYTHON_CLIENT_MEM_FRACTION=.5"),
+    ({"XLA_CLIENT_MEM_FRACTION": ".9", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, 0.9,
+     "grows to under XLA_CLIENT_MEM_FRACTION=.9, XLA_PYTHON_CLIENT_PREALLOCATE=false"),
+    ({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"}, 1.0, "XLA_PYTHON_CLIENT_ALLOCATOR=platform"),
+])
+def test_gpu_limit_is_what_jaxs_allocator_takes(env, fraction, says):
+    from hloscope._target._catalog import device_limit
+
+    limit = device_limit("h100", env)
+    assert limit.hbm_bytes == 84942979072
+    assert limit.bytes == int(84942979072 * fraction) and says in limit.what
+    with pytest.raises(HloscopeError, match="between 0 and 1"):
+        device_limit("h100", {"XLA_PYTHON_CLIENT_MEM_FRACTION": "75"})
+
+
+def test_tpu_limit_is_xlas_available_hbm():
+    """The figures XLA's TPU compiler prints when a program does not fit ("Used 15.75G of
+    15.75G hbm"), per device; benchmarks/fit_verdict.py compiles just above and below
+    each."""
+    from hloscope._target._catalog import device_limit
+
+    said = {"tpu-v2": 7.48, "tpu-v3": 15.48, "tpu-v4": 15.25, "tpu-v5e": 15.75,
+            "tpu-v5p": 95.74, "tpu-v6e": 31.25, "tpu7x": 94.75}
+    for chip in (c for c in CHIPS if c.platform == "tpu"):
+        limit = device_limit(chip.key)
+        assert round(limit.bytes / 2**30, 2) == said[chip.key]
+        assert limit.bytes < limit.hbm_bytes and "libtpu" in limit.source
 
 
 def test_gpu_configs_are_xlas_and_read_right():
@@ -395,6 +436,76 @@ def test_a_program_xlas_tpu_compiler_refuses_for_memory_is_a_clear_answer():
     assert "train_step does not fit on tpu-v5e: XLA's compiler for it says: Ran out of " \
            "memory on HBM" in r.stderr
     assert "shard it over more devices" in r.stderr
+
+
+@needs_tpu
+def test_tpu_verdict_is_xlas_just_below_and_above_its_limit():
+    """On one v5e chip: a program needing 0.5% less than XLA's available HBM compiles and
+    fits; 0.5% more, XLA refuses and hloscope says it does not fit (the full table over
+    every generation: benchmarks/fit_verdict.py)."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+    from hloscope._target._catalog import device_limit
+
+    step = jax.jit(lambda x, y: x * 2 + y, donate_argnums=0)
+    limit = device_limit("tpu-v5e").bytes
+
+    def args(need):
+        return [jax.ShapeDtypeStruct((need // 8192 * 1024,), jnp.float32)] * 2
+
+    r = hloscope.inspect(step, *args(int(limit * 0.995)), target="tpu-v5e")
+    assert r.fit.fits and r.fit.limit_bytes == limit and r.fit.spare_bytes < limit * 0.006
+    assert dict(r.fit.parts)["code"] > 0 and r.fit.aliased_bytes > 0
+    text = str(r)
+    assert "the HBM XLA's TPU compiler has available per device" in text
+    assert "aliased to donated arguments, counted once" in text
+    with pytest.raises(HloscopeError, match="does not fit on tpu-v5e"):
+        hloscope.inspect(step, *args(int(limit * 1.005)), target="tpu-v5e")
+
+
+@needs_gpu
+def test_gpu_verdict_follows_the_memory_fraction(monkeypatch):
+    """One program of 50 GiB on an H100: fits in JAX's default 75%, not in 50%; the
+    verdict names the setting."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+
+    x = jax.ShapeDtypeStruct((25 * 2**28,), jnp.float32)  # 25 GiB in, 25 GiB out
+    r = hloscope.inspect(lambda a: a * 2, x, target="h100")
+    assert r.fit.fits and "by default (XLA_PYTHON_CLIENT_MEM_FRACTION)" in str(r)
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5")
+    r._cache.pop("fit")
+    assert not r.fit.fits and "under XLA_PYTHON_CLIENT_MEM_FRACTION=.5" in str(r)
+
+
+@needs_gpu
+def test_a_sharding_built_for_other_devices_is_refused_or_noted():
+    """8-device shardings onto 4 H100s: an error naming both meshes; a mesh whose axes the
+    spec uses have the target's sizes: laid on it, with a note."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    import hloscope
+
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 virtual CPU devices (XLA_FLAGS from conftest)")
+    x8 = jax.ShapeDtypeStruct((1024, 256), jnp.float32, sharding=NamedSharding(
+        jax.make_mesh((8,), ("data",)), P("data")))
+    with pytest.raises(HloscopeError) as e:
+        hloscope.inspect(lambda a: a * 2, x8, target="h100x4")
+    assert "mesh data=8 (8 devices), but the target's mesh is data=4 (4 devices)" \
+        in str(e.value)
+    x4x2 = jax.ShapeDtypeStruct((1024, 256), jnp.float32, sharding=NamedSharding(
+        jax.make_mesh((4, 2), ("data", "model")), P("data")))
+    r = hloscope.inspect(lambda a: a * 2, x4x2, target="h100x4")
+    assert "laid on the target's mesh data=4 (4 devices)" in r.target_lines()[0]
+    assert r.shardings["per_device_input_shapes"] == [[256, 256]]
 
 
 # -- the listing ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ by the front end that compiles functions.
 
 from ._analysis._advisor import RULES as RULES
 from ._analysis._advisor import Advice as Advice
+from ._analysis._findings import Check as Check
 from ._analysis._advisor import Evidence as Evidence
 from ._analysis._advisor import Finding as Finding
 from ._analysis._advisor import FindingGroup as FindingGroup
@@ -47,6 +48,11 @@ from ._hlo._shape import parse_shape as parse_shape
 from ._hlo._sharding import Sharding as Sharding
 from ._hlo._sharding import parse_sharding as parse_sharding
 from ._bench._measure import bench as bench
+from ._profile._capture import Profile as Profile
+from ._profile._api import profile as profile
+from ._profile._load import read_profile as read_profile
+from ._profile._times import KernelTime as KernelTime
+from ._profile._times import MeasuredTimes as MeasuredTimes
 from ._bench._timer import Timer as Timer
 from ._bench._timer import time_call as time_call
 from ._bench._timer import timer as timer
@@ -60,9 +66,9 @@ from ._jax._compare import use_cpu_devices as use_cpu_devices
 from ._analysis._fit import HbmFit as HbmFit
 from ._analysis._hardware import HardwareView as HardwareView
 from ._jax._inspect import Report as Report
-from ._jax._inspect import inspect as inspect
+from ._checked._api import inspect as inspect
 from ._jax._inspect import load as load
-from ._jax._inspect import show as show
+from ._checked._api import show as show
 from ._jax._run import RunResult as RunResult
 from ._jax._run import run_module as run_module
 from ._render._plot import plot_memory_timeline as plot_memory_timeline

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .._errors import HloModelError
 from .._hlo._module import Instruction, Module
 from ._dataflow import Dataflow
-from ._devices import DEVICES, Device
+from ._devices import DEVICES, Device, link_bandwidth
 from ._findings import Evidence, Finding, Saving
 from ._hardware import HardwareView, hardware_view
 from ._heap import classify_buffers
@@ -33,26 +33,32 @@ MIN_SHARE = 0.01
 # ... nor those that save less than this in absolute terms (a tiny test program).
 MIN_PEAK_BYTES = 64 * 1024
 MIN_TRAFFIC_BYTES = 256 * 1024
+# ... and a saving in program size (compile time) under this many instructions.
+MIN_INSTRUCTIONS = 1000
+# What launching one kernel costs on a GPU, assumed (a CUDA launch or a CUDA graph node
+# with its gap: a few microseconds); a GPU program's estimated time includes it.
+LAUNCH_SECONDS = {"gpu": 2e-6}
 
 # Nominal CPU figures: they weigh findings on a CPU module against each other and are
 # never printed as times.
 _CPU = DEVICES["cpu"]  # nominal figures, for weighing findings
-# Bandwidth between devices, per device and direction, for collectives' time:
-# NVLink 4 on H100 SXM, 900 GB/s both directions (NVIDIA H100 datasheet); TPU v5e ICI,
-# 1,600 Gbps per chip (Google Cloud TPU v5e documentation); CPU: nominal.
-_LINK = {"gpu": 450e9, "tpu": 200e9, "cpu": 1e10}
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A rule: its id, short name, title, the check, and whether what it finds survives
-    XLA's optimization (only such rules run on a module XLA has not optimized)."""
+    """A rule: its id, short name (the kind of issue it finds: `kind`), title, the check,
+    and whether what it finds survives XLA's optimization (only such rules run on a
+    module XLA has not optimized)."""
 
     id: str
     name: str
     title: str
     check: Callable[[AdviceContext], list[Finding]]
     before_optimization: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.name
 
 
 def ev_kernel(k: Kernel) -> Evidence:
@@ -84,7 +90,7 @@ class AdviceContext:
             self.device, self.device_label = DEVICES["h100"], "an H100 (assumed)"
         else:
             self.device, self.device_label = _CPU, None
-        self.link_bandwidth = _LINK[self.platform]
+        self.link_bandwidth = link_bandwidth(self.platform)
         self.peak = lr.peak_bytes or 0
 
     # -- indexes ----------------------------------------------------------------------
@@ -173,31 +179,77 @@ class AdviceContext:
 
     @cached_property
     def total_seconds(self) -> float:
+        """The program's estimated time: each kernel at its roofline, a collective at the
+        larger of that and its transfer at the link bandwidth (as the kernel table)."""
         total = 0.0
         for k in self.graph.kernels:
-            total += k.roofline_seconds(self.device, k.element_type) * self.runs(k.group)
-        for c in self.graph.collectives:
-            total += (c.sent_per_device or c.bytes) / self.link_bandwidth * self.runs(c.group)
+            total += self.kernel_seconds(k) * self.runs(k.group)
         return total
 
+    @cached_property
+    def _sent(self) -> dict[str, int]:
+        return {c.name: c.sent_per_device or c.bytes for c in self.graph.collectives}
+
+    def kernel_seconds(self, k: Kernel) -> float:
+        t = k.roofline_seconds(self.device, k.element_type)
+        return max(t, self._sent.get(k.name, 0) / self.link_bandwidth)
+
+    @cached_property
+    def footprint(self) -> int:
+        """The program's device footprint as the module shows it: arguments + outputs -
+        aliased + temporaries (those live at the peak), at least the peak."""
+        entry = self.module.entry
+        args = sum(p.shape.total_byte_size for p in entry.parameters)
+        outs = entry.root.shape.total_byte_size if entry.root is not None else 0
+        temp = sum(v.size for v in self.lr.peak_values if self.value_kind(v) == "temporary")
+        return max(self.peak, args + outs - self.aliased_bytes + temp)
+
+    @cached_property
+    def aliased_bytes(self) -> int:
+        entry = self.module.entry
+        params = entry.parameters
+        total = 0
+        for _out, n, idx, _kind in self.module.input_output_alias:
+            if 0 <= n < len(params):
+                leaves = dict(params[n].shape.leaves())
+                leaf = leaves.get(tuple(idx))
+                total += leaf.total_byte_size if leaf is not None else 0
+        return total
+
+    @cached_property
+    def launch_seconds(self) -> float:
+        """The kernels' launches on a GPU (LAUNCH_SECONDS each), 0 elsewhere."""
+        each = LAUNCH_SECONDS.get(self.platform, 0.0)
+        return each * sum(self.runs(k.group) for k in self.graph.kernels) if each else 0.0
+
     def saving(self, *, peak: int = 0, traffic: int = 0, kernels: int = 0,
-               link_bytes: int = 0, seconds: float = 0.0) -> Saving:
+               link_bytes: int = 0, seconds: float = 0.0, footprint: int = 0,
+               instructions: int = 0) -> Saving:
         """A saving with its time on the context's device: `traffic` at its memory
         bandwidth, `link_bytes` at its link bandwidth, plus `seconds` given outright."""
         t = traffic / self.device.bandwidth + link_bytes / self.link_bandwidth + seconds
-        return Saving(int(peak), int(traffic), int(kernels), t)
+        return Saving(int(peak), int(traffic), int(kernels), t, int(footprint),
+                      int(link_bytes), int(instructions))
 
     def share(self, s: Saving) -> tuple[float, str]:
-        """The larger of the peak saved over the peak and the time saved over the
-        program's estimated time, and which of the two it is."""
+        """The largest of the peak saved over the peak, the footprint saved over the
+        footprint, the time saved over the program's estimated time (with its launches
+        on a GPU) and the instructions saved over the program's, and which."""
         a = s.peak_bytes / self.peak if self.peak else 0.0
-        b = s.seconds / self.total_seconds if self.total_seconds else 0.0
-        return (a, "peak") if a >= b else (b, "estimated time")
+        f = s.footprint_bytes / self.footprint if self.footprint else 0.0
+        total = self.total_seconds + self.launch_seconds
+        b = s.seconds / total if total else 0.0
+        n = self.module.instruction_count
+        c = s.instructions / n if n else 0.0
+        return max((a, "peak"), (f, "device footprint"), (b, "estimated time"),
+                   (c, "instructions"), key=lambda x: x[0])
 
     def worth_it(self, s: Saving, min_share: float = MIN_SHARE) -> bool:
         """Whether a (group's) saving is worth a user's attention (module docstring)."""
-        big = (s.peak_bytes >= MIN_PEAK_BYTES or s.traffic_bytes >= MIN_TRAFFIC_BYTES
-               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth)
+        big = (max(s.peak_bytes, s.footprint_bytes) >= MIN_PEAK_BYTES
+               or s.traffic_bytes >= MIN_TRAFFIC_BYTES
+               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth
+               or s.instructions >= MIN_INSTRUCTIONS)
         return big and self.share(s)[0] >= min_share
 
 

@@ -13,6 +13,8 @@ what survives compilation run.  `advise` and `advise_groups` are pure functions;
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .._hlo._module import Module
 from ._advice_context import AdviceContext, Rule
 from ._dataflow import Dataflow, analyze_dataflow
@@ -22,6 +24,9 @@ from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
+from ._rules_program import (constant_rebuilt, host_transfer, onehot_gather, small_kernels,
+                             unrolled_loop)
+from ._rules_sharded import accumulated_collective, gathered_weights
 from ._rules_memory import (donation_missing, donation_unused, f64, precision_upcast, remat,
                             side_by_side, upcast_note)
 from ._walk import paused_gc
@@ -29,7 +34,7 @@ from ._walk import paused_gc
 __all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "Evidence", "Finding", "FindingGroup", "Rule",
            "Saving", "advise", "advise_groups"]
 
-ADVICE_SCHEMA = "hloscope.lint/2"
+ADVICE_SCHEMA = "hloscope.lint/3"
 
 RULES: tuple[Rule, ...] = (
     Rule("HS101", "reduction-split", "a reduction splits what could be one kernel",
@@ -44,7 +49,7 @@ RULES: tuple[Rule, ...] = (
          loop_state),
     Rule("HS106", "side-by-side", "independent large temporaries are alive together at the "
          "peak", side_by_side),
-    Rule("HS107", "donation", "a donated argument is not reused", donation_unused,
+    Rule("HS107", "donation-unused", "a donated argument is not reused", donation_unused,
          before_optimization=True),
     Rule("HS108", "f64", "f64 arrays in an f32 program", f64, before_optimization=True),
     Rule("HS109", "loop-collective", "a collective in a loop moves the same data every "
@@ -58,8 +63,22 @@ RULES: tuple[Rule, ...] = (
          exposed_collective),
     Rule("HS114", "repeated-collective", "the same collective runs twice on the same data",
          repeated_collective),
-    Rule("HS115", "tile-padding", "a TPU tiled layout pads a value far beyond its elements",
+    Rule("HS115", "tpu-padding", "a TPU tiled layout pads a value far beyond its elements",
          tile_padding),
+    Rule("HS116", "gathered-weights", "full weights of several layers are alive together",
+         gathered_weights),
+    Rule("HS117", "unrolled-loop", "a Python loop is unrolled into many copies of one body",
+         unrolled_loop, before_optimization=True),
+    Rule("HS118", "constant-rebuilt", "a large array is rebuilt from constants on every call",
+         constant_rebuilt),
+    Rule("HS119", "onehot-gather", "an embedding lookup is written as a one-hot matmul",
+         onehot_gather),
+    Rule("HS120", "host-transfer", "the program stops for the host inside a loop",
+         host_transfer),
+    Rule("HS121", "small-kernels", "work is split into many kernels too small to pay for "
+         "their launch", small_kernels),
+    Rule("HS122", "repeated-collective", "a collective reduces every iteration what is only "
+         "summed", accumulated_collective),
 )
 
 
@@ -111,7 +130,8 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
         found: list[Finding] = []
         for rule in RULES:
             if optimized or rule.before_optimization:
-                found.extend(rule.check(ctx))
+                found.extend(f if f.kind else replace(f, kind=rule.kind)
+                             for f in rule.check(ctx))
         groups = group_findings(found, ctx.share)
         if min_share is None:
             kept = [g for g in groups if ctx.worth_it(g.saving)]

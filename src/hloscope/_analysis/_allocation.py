@@ -26,6 +26,10 @@ from ._sharing import Sharing, never_shares
 
 __all__ = ["assign_allocations"]
 
+# What XLA's TPU buffer assignment never puts into an output's allocation.
+_TPU_TEMP_ONLY = frozenset({"all-gather", "all-gather-start", "all-to-all", "collective-permute",
+                            "collective-permute-start"})
+
 _NONE = -(1 << 62)
 _ALL = 1 << 62
 
@@ -325,6 +329,11 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
         live_out = kind == "output"
         if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
             continue
+        if not live_out and any(v.memory_space for v in vals):
+            continue  # another memory space (a TPU's VMEM): allocations of its own colour
+        if tuples_in_heap and not live_out and any(
+                v.inst.opcode in _TPU_TEMP_ONLY for v in vals):
+            continue  # XLA's TPU assignment keeps these in temp (seen in its dumps)
         fits = _Fit(buf.size, live_out, vals, lr, sharing, df, alloc_of)
         tried: set[int] = set()
         placed = _operand_allocation(df, vals, alloc_of, tried, fits)

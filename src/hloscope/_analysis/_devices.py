@@ -6,12 +6,15 @@ where it comes from.  A user can describe any other device with `Device`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._errors import HloModelError
 from .._repr import brief_repr
 
-__all__ = ["DEVICES", "Device", "device", "module_device"]
+__all__ = ["DEVICES", "Device", "device", "link_bandwidth", "module_device",
+           "platform_of", "target_device", "target_label"]
 
 T = 1e12
 
@@ -73,6 +76,43 @@ def module_device(module: object) -> Device:
     if compiled_for_gpu(module):
         return DEVICES["h100"]
     return DEVICES["cpu"]
+
+
+# Bandwidth between devices, per device and direction, for a collective's time: NVLink 4
+# on H100 SXM, 900 GB/s both directions (NVIDIA H100 datasheet); TPU v5e ICI, 1,600 Gbps
+# per chip (Google Cloud TPU v5e documentation); CPU: nominal.
+_LINK = {"gpu": 450e9, "tpu": 200e9, "cpu": 1e10}
+
+
+def link_bandwidth(platform: str) -> float:
+    """Bytes per second one device sends to the others (``gpu``, ``tpu`` or ``cpu``): the
+    one figure the kernel table and the advisor price a collective's transfer with."""
+    return _LINK.get(platform, _LINK["cpu"])
+
+
+def platform_of(dev: Device) -> str:
+    """``tpu`` for a TPU device (by name), else ``gpu``."""
+    return "tpu" if dev.name.lower().startswith("tpu") else "gpu"
+
+
+def target_device(target: Mapping[str, Any] | None) -> Device | None:
+    """A compile target's peak rates per device (an inspect report's `target`) as a
+    `Device`, named after its chip; None without a target or without its figures.  The
+    one device `inspect`, and `lint` and `report` on its saved report, weigh findings
+    with."""
+    if not target or not isinstance(target.get("flops"), dict):
+        return None
+    try:
+        return Device(str(target.get("chip") or target.get("name")),
+                      {str(k): float(v) for k, v in target["flops"].items()},
+                      float(target.get("bandwidth") or 0.0), str(target.get("source") or ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def target_label(target: Mapping[str, Any] | None, dev: Device) -> str:
+    """How the advisor names a target's device: ``h100 (h100x8)``."""
+    return f"{dev.name} ({(target or {}).get('name')})"
 
 
 def device(name: str) -> Device:

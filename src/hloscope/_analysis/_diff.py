@@ -521,10 +521,16 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
         total = sum(e["bytes"] for e in d.temporaries_added)
         lines.append(f"{_plural(len(d.temporaries_added), 'new array')} between kernels ({format_bytes(total)}): "
                      + ", ".join(f"{e['value']} {e['shape']}" for e in d.temporaries_added[:4]))
+    need = next((r for r in d.figures if r["key"] == "allocation" and r["change"]), None)
+    if need is not None:
+        na, nb = _two(need["a"], need["b"])
+        lines.append(f"what the device needs (XLA's allocation) goes from {na} to {nb} "
+                     f"({need['change']:+,} B)")
     if d.peak_a != d.peak_b and d.peak_a is not None and d.peak_b is not None:
         pa, pb = _two(d.peak_a, d.peak_b)
         lines.append(f"the memory peak goes from {pa} to {pb} ({d.peak_b - d.peak_a:+,} B)")
-    others = [r for r in d.figures if r["change"] and r["key"] != "live_range_peak"]
+    others = [r for r in d.figures if r["change"]
+              and r["key"] not in ("live_range_peak", "allocation")]
     if others:
         lines.append("memory figures that moved: " + ", ".join(
             f"{r['label']} {' -> '.join(_two(r['a'], r['b']))}" for r in others))

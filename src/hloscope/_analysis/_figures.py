@@ -4,10 +4,12 @@ A module's memory has several honest answers, and users meet them side by
 side: hloscope's "Peak", the highest point of its timeline, XLA's
 ``compiled.memory_analysis()`` fields (whose ``peak_memory_in_bytes`` is a
 different figure on each backend), XLA's temp allocation.  `memory_figures`
-puts them in one labelled list and adds an explanation for every pair that
-looks contradictory (the timeline above the peak, a temp allocation above the
-peak, ``peak_memory_in_bytes`` far from the peak), so that the text, the JSON
-and the HTML report all say the same thing.  docs/memory.md defines each.
+leads with one of them, the headline a memory question is answered with: what
+the device must hold, XLA's allocation (`MemoryFigures.headline`); the rest
+follow in one labelled list, with an explanation for every pair that looks
+contradictory (the timeline above the peak, a temp allocation above the peak,
+``peak_memory_in_bytes`` far from the peak), so that the text, the JSON and the
+HTML report all say the same thing.  docs/memory.md defines each.
 
 Pure: plain numbers in, frozen data out; it imports nothing from the model.
 """
@@ -59,10 +61,14 @@ class Figure:
     source: str
     meaning: str
     at: str = ""  # where on the timeline, for the peak and the timeline's max
+    parts: tuple[tuple[str, int], ...] = ()  # the allocation's terms
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "bytes": self.bytes,
-                "source": self.source, "meaning": self.meaning, "at": self.at or None}
+        out = {"key": self.key, "label": self.label, "bytes": self.bytes,
+               "source": self.source, "meaning": self.meaning, "at": self.at or None}
+        if self.parts:
+            out["parts"] = dict(self.parts)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +94,14 @@ class MemoryFigures:
     def get(self, key: str) -> Figure | None:
         return next((f for f in self.figures if f.key == key), None)
 
+    @property
+    def headline(self) -> Figure | None:
+        """What the device must hold: XLA's allocation (None for XLA's files alone)."""
+        return self.get("allocation")
+
     def to_dict(self) -> dict[str, Any]:
         return {"optimized": self.optimized, "per_device": self.per_device,
+                "headline": "allocation" if self.headline is not None else None,
                 "figures": [f.to_dict() for f in self.figures],
                 "explanations": [e.to_dict() for e in self.explanations]}
 
@@ -120,27 +132,33 @@ def memory_figures(*, peak: int | None, peak_at: str, timeline_max: int, timelin
                    arguments: int, outputs: int, aliased: int, constants: int,
                    temp_estimate: int, optimized: bool, per_device: bool = False,
                    xla_peak: int | None = None, xla_temp: int | None = None,
-                   memory_analysis: Mapping[str, float] | None = None) -> MemoryFigures:
-    """The labelled figures and explanations (see the module docstring).
+                   memory_analysis: Mapping[str, float] | None = None,
+                   code_in_memory: bool = False) -> MemoryFigures:
+    """The labelled figures and explanations (see the module docstring): first the
+    headline, ``allocation`` (what the device must hold), then the live-range peak, then
+    the details.
 
     `peak`/`peak_at`: hloscope's live-range peak and where; `timeline_max`/`timeline_at`:
     the timeline's highest point; the sizes as hloscope counts them; `xla_peak`/`xla_temp`:
-    XLA's dump files' figures; `memory_analysis`: ``compiled.memory_analysis()``'s fields.
+    XLA's dump files' figures; `memory_analysis`: ``compiled.memory_analysis()``'s fields;
+    `code_in_memory`: the generated code takes device memory too (a TPU's), and counts.
     """
     ma = {k: int(v) for k, v in (memory_analysis or {}).items()}
-    figs = [
-        Figure("live_range_peak", "Peak", peak, "hloscope",
-               "XLA's live-range peak: the most bytes live at one moment of the schedule "
-               "(HloLiveRange)", peak_at),
-        Figure("timeline_max", "Timeline max", timeline_max, "hloscope",
-               "the highest point of the timeline: each buffer once, at its real size",
-               timeline_at),
-        Figure("arguments", "Arguments", arguments, "hloscope", "the entry's parameters"),
-        Figure("outputs", "Outputs", outputs, "hloscope", "the entry's result"),
-    ]
+    each = " (each device)" if per_device else ""
+    figs = [_allocation(ma, arguments, outputs, aliased, temp_estimate, xla_temp,
+                        code_in_memory, each),
+            Figure("live_range_peak", "Peak", peak, "hloscope",
+                   "the most live at one moment (XLA's HloLiveRange peak): where memory is "
+                   "tightest; not what XLA reserves", peak_at),
+            Figure("timeline_max", "Timeline max", timeline_max, "hloscope",
+                   "the top of the timeline below (each buffer once): where the program "
+                   "is busiest, not a size to plan for", timeline_at),
+            Figure("arguments", "Arguments", arguments, "hloscope", "the entry's parameters"),
+            Figure("outputs", "Outputs", outputs, "hloscope", "the entry's result")]
     if aliased:
         figs.append(Figure("aliased", "Aliased", aliased, "hloscope",
-                           "outputs written into donated arguments (counted in both)"))
+                           "outputs written into donated arguments (counted in both above, "
+                           "once in the allocation)"))
     figs.append(Figure("constants", "Constants", constants, "hloscope",
                        "literals in the module (stored with the executable)"))
     figs.append(Figure("temp_estimate", "Temporaries", temp_estimate, "hloscope",
@@ -155,21 +173,38 @@ def memory_figures(*, peak: int | None, peak_at: str, timeline_max: int, timelin
     for k in names:
         figs.append(Figure(f"memory_analysis.{k}", k, ma[k], "memory_analysis()",
                            _MA_MEANING.get(k, "as XLA reports it")))
-    # The device footprint: XLA's own figures where given, else hloscope's.
-    keys = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes")
-    if all(k in ma for k in keys):
-        footprint = (ma["argument_size_in_bytes"] + ma["output_size_in_bytes"]
-                     + ma["temp_size_in_bytes"] - ma.get("alias_size_in_bytes", 0))
-        source = "memory_analysis()"
-    else:
-        footprint = arguments + outputs + (xla_temp if xla_temp is not None
-                                           else temp_estimate) - aliased
-        source = "hloscope" if xla_temp is None else "hloscope + XLA dump"
-    figs.append(Figure("device_footprint", "Footprint", footprint, source,
-                       "arguments + outputs + temp − aliased: what this executable needs on the "
-                       "device" + (" (each device)" if per_device else "")))
     return MemoryFigures(tuple(figs), tuple(_explain(figs, ma, optimized)), optimized,
                          per_device)
+
+
+def _allocation(ma: dict[str, int], arguments: int, outputs: int, aliased: int,
+                temp_estimate: int, xla_temp: int | None, code_in_memory: bool,
+                each: str) -> Figure:
+    """What the device must hold: arguments + outputs - aliased + temp (+ code where it
+    takes device memory), from XLA's `memory_analysis()` where given (its temp from XLA's
+    buffer assignment where it reports 0, as deviceless TPU compiles do), else with XLA's
+    dumped temp or hloscope's estimate."""
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes")
+    if all(k in ma for k in keys):
+        arguments, outputs = ma[keys[0]], ma[keys[1]]
+        aliased, temp = ma.get("alias_size_in_bytes", 0), ma[keys[2]]
+        source = "memory_analysis()"
+        if not temp and xla_temp:
+            temp, source = xla_temp, "memory_analysis() + XLA's buffer assignment"
+    elif xla_temp is not None:
+        temp, source = xla_temp, "hloscope + XLA dump"
+    else:
+        temp, source = temp_estimate, "hloscope"
+    parts = [("arguments", arguments), ("outputs", max(0, outputs - aliased)), ("temp", temp)]
+    if code_in_memory and ma.get("generated_code_size_in_bytes"):
+        parts.append(("code", ma["generated_code_size_in_bytes"]))
+    if aliased:
+        parts.append(("aliased", aliased))  # the outputs written into donated arguments
+    total = sum(b for k, b in parts if k != "aliased")
+    return Figure("allocation", "Needs", total, source,
+                  "what the device must hold: XLA's allocation, arguments + outputs (less "
+                  "those written into donated arguments) + temp" + (" + code" if any(
+                      k == "code" for k, _ in parts) else "") + each, parts=tuple(parts))
 
 
 def dump_figures(*, peak: int | None, peak_step: int | None, arguments: int | None,
@@ -206,8 +241,8 @@ def _explain(figs: list[Figure], ma: dict[str, int], optimized: bool) -> list[Ex
             f"{p_s}: XLA's HloLiveRange picks the peak moment with its own sweep, which sizes "
             "each value by its defining instruction's whole shape (for a value inside a tuple, "
             "the tuple's pointer table) and can miss the highest moment; the timeline counts "
-            "every buffer at its real size at every step. XLA reports the peak; plan for the "
-            "timeline's maximum.")))
+            "every buffer at its real size at every step. Neither is what XLA reserves: the "
+            "device needs the allocation.")))
     temp = f["temp_estimate"].bytes or 0
     xla_temp = f["xla_temp"].bytes if "xla_temp" in f else ma.get("temp_size_in_bytes")
     for key, t in (("temp_estimate", temp), ("xla_temp", xla_temp)):
@@ -219,10 +254,10 @@ def _explain(figs: list[Figure], ma: dict[str, int], optimized: bool) -> list[Ex
                 "(fragmentation) and alignment make the block larger than what is live at any "
                 "one moment.")))
             break
-    foot = f["device_footprint"].bytes
+    foot = f["allocation"].bytes
     if peak is not None and foot is not None and peak > foot:
-        out.append(Explanation(("live_range_peak", "device_footprint"), (
-            f"The peak ({_b(peak)}) is above the footprint ({_b(foot)}): the live-range peak "
+        out.append(Explanation(("live_range_peak", "allocation"), (
+            f"The peak ({_b(peak)}) is above the allocation ({_b(foot)}): the live-range peak "
             "counts every value live at that moment at its own size, but XLA lets a result "
             "reuse the memory of an operand that dies at the same instruction (and constants "
             "live with the code), so the allocations hold less than the live values add up "
@@ -265,6 +300,6 @@ def _peak_memory(ma: dict[str, int], peak: int, constants: int) -> Explanation:
         text = (f"memory_analysis().peak_memory_in_bytes ({_b(pm)}) is not the live-range "
                 f"peak ({_b(peak)}): it is the runtime's own figure, defined differently by "
                 f"each backend ({equals}). "
-                "Compare the peak with XLA's live-range dump, and the footprint with what the "
+                "Compare the peak with XLA's live-range dump, and the allocation with what the "
                 "device has.")
     return Explanation(("memory_analysis.peak_memory_in_bytes", "live_range_peak"), text)

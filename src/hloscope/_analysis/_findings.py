@@ -19,15 +19,19 @@ from typing import Any
 from .._repr import brief_repr
 from .._units import format_bytes
 
-__all__ = ["Evidence", "Finding", "FindingGroup", "Saving", "group_findings", "place_key"]
+__all__ = ["Check", "Evidence", "Finding", "FindingGroup", "Saving", "group_findings",
+           "place_key"]
 
 
 @dataclass(frozen=True, slots=True)
 class Saving:
-    """What acting on a finding would save: `peak_bytes` of the memory peak,
-    `traffic_bytes` of memory traffic per run, `kernels` launched per run, and `seconds`
-    per run on the device the estimate is for (the traffic at its bandwidth; collectives
-    at its link bandwidth; flops at its peak rate)."""
+    """What acting on a finding would save: `peak_bytes` of the live-range peak,
+    `traffic_bytes` of memory traffic per run, `kernels` launched per run, `seconds` per
+    run on the device the estimate is for (the traffic at its bandwidth; collectives at
+    its link bandwidth; flops at its peak rate), `footprint_bytes` of the device footprint
+    where the peak need not move (arguments + outputs + temporaries: a donation),
+    `link_bytes` sent between devices per run (per device), and `instructions` of the
+    program XLA compiles (its compile time and size, not its run: an unrolled loop)."""
 
     __repr__ = brief_repr
 
@@ -35,14 +39,21 @@ class Saving:
     traffic_bytes: int = 0
     kernels: int = 0
     seconds: float = 0.0
+    footprint_bytes: int = 0
+    link_bytes: int = 0
+    instructions: int = 0
 
     def __add__(self, other: Saving) -> Saving:
         return Saving(self.peak_bytes + other.peak_bytes,
                       self.traffic_bytes + other.traffic_bytes,
-                      self.kernels + other.kernels, self.seconds + other.seconds)
+                      self.kernels + other.kernels, self.seconds + other.seconds,
+                      self.footprint_bytes + other.footprint_bytes,
+                      self.link_bytes + other.link_bytes,
+                      self.instructions + other.instructions)
 
     def __bool__(self) -> bool:
-        return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds)
+        return bool(self.peak_bytes or self.traffic_bytes or self.kernels or self.seconds
+                    or self.footprint_bytes or self.link_bytes or self.instructions)
 
     def describe(self, device: str | None = None) -> str:
         """``2.00 MiB of peak memory, 12.00 MiB of memory traffic per run (~3.6 us on
@@ -50,20 +61,29 @@ class Saving:
         parts = []
         if self.peak_bytes:
             parts.append(f"{format_bytes(self.peak_bytes)} of peak memory")
-        if self.traffic_bytes:
-            t = f"{format_bytes(self.traffic_bytes)} of memory traffic per run"
-            if device and self.seconds:
+        if self.footprint_bytes > self.peak_bytes:
+            parts.append(f"{format_bytes(self.footprint_bytes)} of the device footprint "
+                         "(arguments + outputs + temporaries)")
+        timed = [(n, w) for n, w in ((self.traffic_bytes, "of memory traffic"),
+                                     (self.link_bytes, "sent between devices")) if n]
+        for k, (n, what) in enumerate(timed):
+            t = f"{format_bytes(n)} {what} per run"
+            if k == len(timed) - 1 and device and self.seconds:
                 t += f" (~{_duration(self.seconds)} on {device})"
             parts.append(t)
-        elif device and self.seconds:
+        if not timed and device and self.seconds:
             parts.append(f"~{_duration(self.seconds)} per run on {device}")
         if self.kernels:
             parts.append(f"{self.kernels:,} kernel{'' if self.kernels == 1 else 's'} per run")
+        if self.instructions:
+            parts.append(f"{self.instructions:,} instructions to compile")
         return ", ".join(parts) or "nothing measurable"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"peak_bytes": self.peak_bytes, "traffic_bytes": self.traffic_bytes,
-                "kernels": self.kernels, "seconds": self.seconds}
+        return {"peak_bytes": self.peak_bytes, "footprint_bytes": self.footprint_bytes,
+                "traffic_bytes": self.traffic_bytes, "link_bytes": self.link_bytes,
+                "kernels": self.kernels, "seconds": self.seconds,
+                "instructions": self.instructions}
 
 
 def _duration(s: float) -> str:
@@ -72,6 +92,55 @@ def _duration(s: float) -> str:
     if s >= 1e-3:
         return f"{s * 1e3:.2f} ms"
     return f"{s * 1e6:.1f} us"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Whether a group's saving was checked by compiling its fix (`hloscope._checked`):
+    `status` ``checked`` (the fix was compiled: `figure` is what was compared, `before`
+    and `after` its values on the two compiles, in bytes or seconds as `unit` says) or
+    ``estimated`` (`how`: what the estimate is, or why no fix was compiled).  `fix`:
+    the change that was compiled; `estimate`: the advisor's own saving, kept beside."""
+
+    __repr__ = brief_repr
+
+    status: str
+    how: str = ""
+    fix: str = ""
+    figure: str = ""
+    unit: str = "bytes"
+    before: float = 0.0
+    after: float = 0.0
+    estimate: Saving = field(default_factory=Saving)
+    also: tuple[tuple[str, int, int], ...] = ()  # other figures it moved (name, bytes)
+
+    @property
+    def saved(self) -> float:
+        return self.before - self.after
+
+    def amount(self, value: float) -> str:
+        """`value` in the figure's unit (``2.62 MiB``, ``198.0 us``)."""
+        sign, value = ("-", -value) if value < 0 else ("", value)
+        return sign + (format_bytes(int(value)) if self.unit == "bytes" else _duration(value))
+
+    def describe(self) -> str:
+        """``checked: XLA's peak 12.45 GiB -> 1.95 GiB with FIX`` or ``estimated HOW``
+        (``from the outputs' bytes; not compiled: ...``)."""
+        if self.status != "checked":
+            return "estimated" + (f" {self.how}" if self.how else "")
+        also = "".join(f"; {name} {format_bytes(a)} -> {format_bytes(b)}"
+                       for name, a, b in self.also)
+        return (f"checked: {self.figure} {self.amount(self.before)} -> "
+                f"{self.amount(self.after)}{also}" + (f" with {self.fix}" if self.fix else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "how": self.how}
+        if self.status == "checked":
+            out.update(fix=self.fix, figure=self.figure, unit=self.unit, before=self.before,
+                       after=self.after, saved=self.saved,
+                       also=[{"figure": n, "before": a, "after": b} for n, a, b in self.also])
+        out["estimate"] = self.estimate.to_dict()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +164,9 @@ class Evidence:
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One piece of advice: the rule, what it saw (`evidence`), what to try, what acting on
-    it would save, and its `place` (the key findings of one pattern share: op_name with
-    numbers masked, source line, shapes)."""
+    it would save, its `place` (the key findings of one pattern share: op_name with
+    numbers masked, source line, shapes) and its `kind` (the kind of issue: the rule's
+    name, ``donate``, ``remat``, ...; docs/advisor.md lists them)."""
 
     __repr__ = brief_repr
 
@@ -107,18 +177,21 @@ class Finding:
     evidence: tuple[Evidence, ...]
     saving: Saving = field(default_factory=Saving)
     place: str = ""
+    kind: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "title": self.title, "message": self.message,
-                "suggestion": self.suggestion, "saving": self.saving.to_dict(),
-                "place": self.place, "evidence": [e.to_dict() for e in self.evidence]}
+        return {"rule": self.rule, "kind": self.kind, "title": self.title,
+                "message": self.message, "suggestion": self.suggestion,
+                "saving": self.saving.to_dict(), "place": self.place,
+                "evidence": [e.to_dict() for e in self.evidence]}
 
 
 @dataclass(frozen=True, slots=True)
 class FindingGroup:
-    """The findings of one rule on one pattern: `count` of them, their summed `saving`,
-    its `share` of the program (see the module docstring), and `places`: each distinct
-    (op_name, source line) with how many findings are there, most first."""
+    """The findings of one rule on one pattern: `count` of them, their `kind` (the rule's
+    kind of issue), their summed `saving`, its `share` of the program (see the module
+    docstring), and `places`: each distinct (op_name, source line) with how many findings
+    are there, most first."""
 
     __repr__ = brief_repr
 
@@ -129,21 +202,38 @@ class FindingGroup:
     basis: str
     findings: tuple[Finding, ...]
     places: tuple[tuple[str, str | None, int], ...]
+    check: Check | None = None  # set where the fix was compiled (hloscope._checked)
+
+    @property
+    def kind(self) -> str:
+        return self.first.kind
 
     @property
     def count(self) -> int:
         return len(self.findings)
+
+    def check_line(self, device: str | None = None) -> str:
+        """``checked: XLA's peak 8.25 MiB -> 5.25 MiB (the fix); estimated 4.00 MiB of
+        peak memory`` where the fix was compiled, else ``estimated`` (with how)."""
+        c = self.check
+        if c is None:
+            return "estimated"
+        if c.status != "checked":
+            return c.describe()
+        return f"{c.describe()}; estimated {c.estimate.describe(device)}"
 
     @property
     def first(self) -> Finding:
         return self.findings[0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "title": self.title, "count": self.count,
+        return {"rule": self.rule, "kind": self.kind, "title": self.title, "count": self.count,
                 "saving": self.saving.to_dict(), "share": round(self.share, 6),
                 "basis": self.basis,
                 "message": self.first.message, "suggestion": self.first.suggestion,
                 "places": [{"op_name": o, "source": s, "count": n} for o, s, n in self.places],
+                "check": (self.check.to_dict() if self.check is not None else
+                          {"status": "estimated", "how": "", "estimate": self.saving.to_dict()}),
                 "findings": [f.to_dict() for f in self.findings]}
 
 
@@ -177,7 +267,7 @@ def group_findings(findings: Iterable[Finding],
 
 
 def _weight(s: Saving) -> float:
-    return s.seconds + s.peak_bytes * 1e-12 + s.traffic_bytes * 1e-15
+    return s.seconds + max(s.peak_bytes, s.footprint_bytes) * 1e-12 + s.traffic_bytes * 1e-15
 
 
 def _places(fs: Sequence[Finding]) -> tuple[tuple[str, str | None, int], ...]:

@@ -1,18 +1,20 @@
-"""Does it fit?  The memory a compiled program needs per device, against the device's HBM.
+"""Does it fit?  The memory a compiled program needs per device, against what the device
+really gives it.
 
-The need is what XLA reserves when the program runs: its arguments, its outputs
-(less those aliased to arguments) and its temp allocation, from XLA's own
-``memory_analysis()`` where the report has it; otherwise (or where it is larger)
-hloscope's peak of live values: of the values in HBM alone when the module places some
-in other memory spaces (a TPU's on-chip memory, the host), at their allocated, tile-padded
-sizes.  A program that does not fit is told how much more it needs and which values
-are largest at the peak, with the lines of code that made them.
+The need is what XLA allocates when the program runs (the memory report's headline,
+`MemoryFigures.headline`): its arguments, its outputs (less those written into donated
+arguments), its temp allocation and, on a TPU, its code, from XLA's own
+``memory_analysis()`` (on a TPU whose deviceless compile reports a temp of 0, the temp
+of XLA's buffer assignment); without those, hloscope's estimate of the same sum.  The
+limit is the one XLA or the runtime applies (`hloscope._target._limits`: XLA's
+available HBM on a TPU, JAX's allocator's share on a GPU), not the HBM printed on the
+box.  A program that does not fit is told how much more it needs and which values are
+largest at the peak, with the lines of code that made them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +26,12 @@ __all__ = ["HbmFit", "hbm_fit"]
 
 @dataclass(frozen=True, slots=True)
 class HbmFit:
-    """`need_bytes` per device against `hbm_bytes`; `basis` says where the need comes from
-    (``xla`` allocation, hloscope's ``peak``, or its ``hbm-peak``: the peak of the values in
-    HBM); `largest`: the values in HBM at the peak."""
+    """`need_bytes` per device against `limit_bytes`, the memory a program may use there
+    (`limit`: where that figure comes from, in words; `hbm_bytes`: the device's HBM).
+    `basis` says where the need comes from (``xla``: `memory_analysis()`; ``xla+buffer-
+    assignment``: its temp from XLA's buffer assignment; ``hloscope``: hloscope's
+    estimate); `parts` its terms; `aliased_bytes` the outputs written into donated
+    arguments (not counted twice); `largest`: the values in HBM at the peak."""
 
     __repr__ = brief_repr
 
@@ -36,47 +41,55 @@ class HbmFit:
     basis: str
     parts: tuple[tuple[str, int], ...]
     largest: tuple[BufferInfo, ...]
+    limit_bytes: int = 0
+    limit: str = ""
+    aliased_bytes: int = 0
+
+    @property
+    def usable_bytes(self) -> int:
+        """The bytes the program may use (the HBM where no limit is known)."""
+        return self.limit_bytes or self.hbm_bytes
 
     @property
     def fits(self) -> bool:
-        return self.need_bytes <= self.hbm_bytes
+        return self.need_bytes <= self.usable_bytes
 
     @property
     def spare_bytes(self) -> int:
-        """HBM left over (negative: what is missing)."""
-        return self.hbm_bytes - self.need_bytes
+        """Usable memory left over (negative: what is missing)."""
+        return self.usable_bytes - self.need_bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "hbm_bytes": self.hbm_bytes,
+                "limit_bytes": self.usable_bytes, "limit": self.limit,
                 "need_bytes": self.need_bytes, "basis": self.basis, "fits": self.fits,
                 "spare_bytes": self.spare_bytes, "parts": dict(self.parts),
+                "aliased_bytes": self.aliased_bytes,
                 "largest": [b.to_dict() for b in self.largest]}
 
 
-def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str,
-            memory_analysis: Mapping[str, float] | None = None, top: int = 5,
-            hbm_peak: int | None = None) -> HbmFit:
-    """The fit of one device's program (an SPMD module is one device's program).
-    `hbm_peak`: the most bytes live at once in HBM, for a module with other memory spaces
-    (`HardwareView.spaces`); without it the peak of every value counts."""
-    ma = memory_analysis or {}
-    peak, peak_basis = ((hbm_peak, "hbm-peak") if hbm_peak is not None
-                        else (memory.peak_bytes, "peak"))
-    keys = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes")
-    if all(k in ma for k in keys):
-        alias = int(ma.get("alias_size_in_bytes", 0))
-        parts = (("arguments", int(ma[keys[0]])),
-                 ("outputs", max(0, int(ma[keys[1]]) - alias)),
-                 ("temp", int(ma[keys[2]])))
-        need, basis = sum(b for _, b in parts), "xla"
-        if peak is not None and peak > need:
-            need, basis = peak, peak_basis
-    else:
-        parts = ()
-        need, basis = peak or 0, peak_basis
+_BASIS = {"memory_analysis()": "xla",
+          "memory_analysis() + XLA's buffer assignment": "xla+buffer-assignment"}
+
+
+def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
+            limit_bytes: int = 0, limit: str = "") -> HbmFit:
+    """The fit of one device's program (an SPMD module is one device's program): what it
+    must hold (`MemoryFigures.headline`, XLA's allocation) against `limit_bytes`, the
+    memory it may use (`limit`: where that figure comes from; default all of
+    `hbm_bytes`).  The need is the allocation, never a peak larger than it: XLA reserves
+    the allocation, and a peak of live values above it only means that results reuse
+    their operands' memory."""
+    head = memory.figures.headline
+    terms = dict(head.parts) if head is not None else {}
+    aliased = terms.pop("aliased", 0)
+    parts = tuple(terms.items())
+    need = head.bytes if head is not None and head.bytes is not None else 0
+    basis = _BASIS.get(head.source if head is not None else "", "hloscope")
     in_hbm = [b for b in memory.peak_values if not _other_space(b.shape)]
     largest = tuple(sorted(in_hbm, key=lambda b: (-b.bytes, b.label))[:top])
-    return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest)
+    return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest,
+                  int(limit_bytes), limit, int(aliased))
 
 
 _SPACE = re.compile(r"S\((\d+)\)")

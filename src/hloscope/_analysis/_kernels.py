@@ -30,6 +30,7 @@ frozen data (JSON schema ``hloscope.kernels/1``, docs/json.md).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,7 +50,8 @@ from ._devices import Device
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._passthrough import passes_through
-from ._summary import COLLECTIVE_OPCODES, wraps_collective
+from ._sharing import compiled_for_gpu
+from ._summary import COLLECTIVE_OPCODES, async_computations, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 
@@ -268,10 +270,12 @@ def ratio(a: float, b: float) -> float:
         return math.inf
 
 
-def _category(inst: Instruction) -> str:
+def _category(inst: Instruction, gpu: bool = False) -> str:
     op = inst.opcode
     if op == "fusion":
-        return "fusion"
+        if _fused_collective(inst) is not None:
+            return "collective"  # a TPU's collective fusion (all-gather, all-reduce-scatter)
+        return "copy" if gpu and _is_memcpy_fusion(inst) else "fusion"
     if op == "custom-call":
         return "library call"
     if op in _COLLECTIVES or (op == "async-start" and wraps_collective(inst)):
@@ -285,6 +289,59 @@ def _category(inst: Instruction) -> str:
     if op in ("reduce", "reduce-window", "scatter", "gather", "select-and-scatter"):
         return op
     return "op"
+
+
+def _fused_collective(inst: Instruction) -> Instruction | None:
+    """The collective a fusion runs (TPU's async collective fusions hold one), if any."""
+    try:
+        stack = list(inst.called_computations)
+    except Exception:  # an unresolvable callee: no collective known
+        return None
+    while stack:
+        for i in stack.pop().instructions:
+            if i.opcode in COLLECTIVE_OPCODES:
+                return i
+            if i.opcode == "fusion":
+                stack.extend(i.called_computations)
+    return None
+
+
+_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
+
+
+def _is_memcpy_fusion(inst: Instruction) -> bool:
+    """Whether XLA's GPU emitter runs the fusion `inst` as a memcpy (a copy thunk, no
+    kernel): a loop fusion that copies, or slices one contiguous run of, a parameter in
+    its own layout (XLA's `wrapped_slice` of a 1-D buffer, seen as ``kCopy`` in the
+    compiler's thunk sequence)."""
+    if inst.fusion_kind != "kLoop" or not inst.called_computations:
+        return False
+    root = inst.called_computations[0].root
+    if root.opcode not in ("slice", "copy") or root.shape.is_tuple:
+        return False
+    src = root.computation.by_name.get(root.operand_names[0]) if root.operand_names else None
+    if src is None or src.opcode != "parameter":
+        return False
+    out, arg = root.shape, src.shape
+    if out.element_type != arg.element_type or len(out.dims) != len(arg.dims):
+        return False
+    order = (arg.layout.minor_to_major if arg.layout is not None and arg.layout.minor_to_major
+             else tuple(range(len(arg.dims) - 1, -1, -1)))
+    if (out.layout.minor_to_major if out.layout is not None and out.layout.minor_to_major
+            else tuple(range(len(out.dims) - 1, -1, -1))) != order:
+        return False
+    if root.opcode == "slice":
+        bounds = _SLICE.findall(root.attr("slice") or "")
+        if len(bounds) != len(arg.dims) or any(st not in ("", "1") for _, _, st in bounds):
+            return False
+    # Contiguous: whole dimensions from the most minor up to one partial one, then size 1.
+    partial = False
+    for d in order:
+        if partial and out.dims[d] != 1:
+            return False
+        if out.dims[d] != arg.dims[d]:
+            partial = True
+    return True
 
 
 def _op_flops(inst: Instruction) -> tuple[int, int]:
@@ -435,7 +492,13 @@ def _groups(module: Module, comps: list[Computation]) -> list[Group]:
     return uniq
 
 
-def _traffic(inst: Instruction, group: str) -> CollectiveTraffic:
+def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
+    # An async-start's traffic is its collective's (the root of the computation it runs).
+    inst = start
+    if start.opcode == "async-start" and start.called_computations:
+        inst = start.called_computations[0].root
+    elif start.opcode == "fusion":
+        inst = _fused_collective(start) or start
     op = inst.opcode
     text = inst.attr("replica_groups")
     try:
@@ -466,16 +529,18 @@ def _traffic(inst: Instruction, group: str) -> CollectiveTraffic:
         sent = recv = in_bytes
     else:
         sent = recv = out_bytes
-    loc = inst.source
-    return CollectiveTraffic(inst.name, op, group, str(inst.shape), out_bytes, text, groups, n,
-                             sent, recv, inst.metadata.op_name, str(loc) if loc else None)
+    loc = start.source
+    return CollectiveTraffic(start.name, start.opcode, group, str(start.shape), out_bytes, text,
+                             groups, n, sent, recv, start.metadata.op_name,
+                             str(loc) if loc else None)
 
 
 def kernel_count(module: Module) -> int:
     """How many kernels `kernel_graph` finds in `module`, in one cheap pass (no dataflow):
     what a command that refuses large graphs checks before doing any work."""
-    return sum(1 for comp in control_flow_computations(module) for inst in comp.instructions
-               if launches_work(inst))
+    wrappers = async_computations(module)
+    return sum(1 for comp in control_flow_computations(module) if comp.name not in wrappers
+               for inst in comp.instructions if launches_work(inst))
 
 
 def kernel_graph(module: Module, *, df: Dataflow | None = None,
@@ -498,6 +563,9 @@ class _Builder:
         self.peak_ids = {v.id for v in lr.peak_values}
         self.entry = module.entry
         self.fused = _FusedCosts(module)
+        # Computations async-starts run (one op each): the start is the kernel.
+        self.wrappers = async_computations(module)
+        self.gpu = compiled_for_gpu(module)
         self.same_ints: dict[int, int] = {}
 
     def source_of(self, v: Value) -> tuple[str, str]:
@@ -547,9 +615,10 @@ class _Builder:
         same = self.same_ints  # one int object per distinct figure (they repeat a lot)
         accessed = in_bytes + out_bytes
         kernel = Kernel(
-            inst.name, _category(inst), inst.opcode, inst.fusion_kind, inst.custom_call_target,
-            comp.name, str(inst.shape), out_bytes, same.setdefault(accessed, accessed),
-            same.setdefault(flops, flops), trans, ops, md.op_name, str(loc) if loc else None)
+            inst.name, _category(inst, self.gpu), inst.opcode, inst.fusion_kind,
+            inst.custom_call_target, comp.name, str(inst.shape), out_bytes,
+            same.setdefault(accessed, accessed), same.setdefault(flops, flops), trans, ops,
+            md.op_name, str(loc) if loc else None)
         return kernel, edges
 
     def group_inputs(self, grp: Group) -> tuple[tuple[str, str], ...]:
@@ -575,7 +644,8 @@ class _Builder:
         edges: list[Edge] = []
         edge_times: list[int] = []
         collectives: list[CollectiveTraffic] = []
-        for comp in self.df.computations:
+        comps = [c for c in self.df.computations if c.name not in self.wrappers]
+        for comp in comps:
             for inst in comp.instructions:
                 if not launches_work(inst):
                     continue
@@ -595,7 +665,7 @@ class _Builder:
                 if v.size > 0:
                     edges.append(self.edge(v, "result"))
         groups = tuple(Group(g.name, g.kind, g.caller, g.parent, self.group_inputs(g))
-                       for g in _groups(self.module, self.df.computations))
+                       for g in _groups(self.module, comps))
         return KernelGraph(self.module.name, self.module.filename, tuple(kernels), tuple(edges),
                            groups, tuple(collectives), self.lr.peak_bytes)
 

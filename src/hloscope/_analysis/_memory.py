@@ -83,6 +83,16 @@ class BufferInfo:
     op_name: str
     source: str | None
 
+    @property
+    def where(self) -> str:
+        """The line of code that made it, else, for an argument, its name in the user's
+        code (JAX names a parameter by its Python path: ``params['w1']``)."""
+        if self.source:
+            return self.source
+        if self.kind == "parameter" and self.opcode == "parameter":
+            return f"argument {self.op_name}" if self.op_name else "an argument"
+        return "(no source line)"
+
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.label, "instruction": self.instruction, "index": list(self.index),
                 "opcode": self.opcode, "computation": self.computation, "shape": self.shape,
@@ -252,6 +262,8 @@ class MemoryReport:
             "module": self.module, "file": self.file, "scheduled": self.scheduled,
             "order": self.order, "steps": self.steps, "value_count": self.values,
             "buffer_count": self.buffers,
+            "needs_bytes": (self.figures.headline.bytes
+                            if self.figures.headline is not None else None),
             "peak_bytes": self.peak_bytes, "peak_step": self.peak_step,
             "peak_instruction": self.peak_instruction,
             "peak_values": [b.to_dict() for b in self.peak_values],
@@ -373,7 +385,8 @@ def _recompute_peak(ba: BufferAssignmentDump, lr: LiveRangeDump) -> int | None:
 def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = None,
                    top: int = 20, df: Dataflow | None = None,
                    lr: LiveRanges | None = None,
-                   memory_analysis: Mapping[str, float] | None = None) -> MemoryReport:
+                   memory_analysis: Mapping[str, float] | None = None,
+                   code_in_memory: bool = False) -> MemoryReport:
     """Buffers, live ranges, the peak and what makes it up, the temp estimate, per-device sizes.
 
     A module that is not scheduled (``is_scheduled=true`` missing, e.g. before
@@ -383,7 +396,8 @@ def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = 
     hloscope's; `memory_analysis` (``compiled.memory_analysis()``'s fields, as
     `hloscope.inspect` keeps them) too, in `figures`; `top` is how many of the largest
     values to list.  `df` and `lr` reuse a dataflow and live ranges already computed for
-    `module`.
+    `module`.  `code_in_memory`: the compiled code takes device memory and counts in what
+    the device must hold (a TPU's, with `memory_analysis`).
     """
     with paused_gc():
         df = df if df is not None else analyze_dataflow(module)
@@ -391,12 +405,14 @@ def analyze_memory(module: Module, *, xla: XlaMemoryFiles | XlaFigures | None = 
         kinds = classify_buffers(df)
         heap = estimate_temp(df, lr, kinds)
         figs = xla_figures(xla) if isinstance(xla, XlaMemoryFiles) else xla
-        return _report(module, df, lr, kinds, heap.size, figs, top, memory_analysis)
+        return _report(module, df, lr, kinds, heap.size, figs, top, memory_analysis,
+                       code_in_memory)
 
 
 def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], temp: int,
             xla: XlaFigures | None, top: int,
-            memory_analysis: Mapping[str, float] | None = None) -> MemoryReport:
+            memory_analysis: Mapping[str, float] | None = None,
+            code_in_memory: bool = False) -> MemoryReport:
     entry = module.entry
     buffer_of = df.buffer_of
     ranges = lr.ranges
@@ -444,7 +460,7 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
         per_device=sharded is not None and sharded.partitioned,
         xla_peak=xla.live_range_peak_bytes if xla is not None else None,
         xla_temp=xla.temp_bytes if xla is not None else None,
-        memory_analysis=memory_analysis)
+        memory_analysis=memory_analysis, code_in_memory=code_in_memory)
     return MemoryReport(
         module=module.name, file=module.filename, scheduled=scheduled, order=order,
         steps=lr.end_time, values=len(lr.ranges), buffers=len(df.buffers),

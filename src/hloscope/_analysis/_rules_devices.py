@@ -19,8 +19,9 @@ from ._walk import gte_index, operand
 
 __all__ = ["exposed_collective", "loop_collective", "repeated_collective", "tile_padding"]
 
-# HS115: padding under this share of a value's elements is not worth a line.
-PADDING_RATIO = 1.0
+# HS115: padding under this share of a value's elements is not worth a line (a minor
+# dimension of 130 padded to 256 lanes: 97%).
+PADDING_RATIO = 0.5
 _SPACE_RE = re.compile(r"S\((\d+)\)")
 _SPACE = {1: "the TPU's on-chip memory, S(1)", 5: "host memory, S(5)"}
 
@@ -148,6 +149,15 @@ def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool) -> str:
     if in_loop:
         return ("give XLA compute to hide it behind: unroll the loop by 2 (lax.scan(..., "
                 "unroll=2)) so one iteration's transfer overlaps the other's compute")
+    if ctx.platform == "gpu" and what in _PIPELINED:
+        flag = _PIPELINED[what]
+        return ("with XLA_FLAGS='--xla_gpu_enable_pipelined_" + flag + "=true "
+                "--xla_gpu_enable_while_loop_double_buffering=true', a lax.scan over the "
+                "layers lets XLA gather the next layer's data while this layer computes "
+                "(without those flags a scan alone leaves each layer's " + what + " "
+                "exposed, which is worse; with them the peak grows by a layer's data); or "
+                "reduce gradients as each layer's are ready, or split a tensor-parallel "
+                "matmul so its reduction overlaps the next part (a collective matmul)")
     return ("give XLA independent work to overlap it with: gather the next layer's weights "
             "while this layer computes (a lax.scan over layers lets XLA's scheduler "
             "pipeline them), reduce gradients as each layer's are ready, or split a "
@@ -201,7 +211,8 @@ def repeated_collective(ctx: AdviceContext) -> list[Finding]:
             inst = comp.by_name.get(c.name)
             if inst is None or not inst.operand_names:
                 continue
-            key = (inst.opcode, inst.operand_names, str(inst.shape), _attrs(inst))
+            key = (inst.opcode, tuple(_source(o).name for o in inst.operands),
+                   str(inst.shape), _attrs(inst))
             first = seen.get(key)
             if first is None:
                 seen[key] = inst
@@ -220,5 +231,30 @@ def repeated_collective(ctx: AdviceContext) -> list[Finding]:
 
 
 def _attrs(inst: Instruction) -> tuple[str | None, ...]:
-    return tuple(inst.attr(k) for k in ("replica_groups", "dimensions", "to_apply",
-                                        "use_global_device_ids", "source_target_pairs"))
+    """What makes two collectives the same besides their operands: devices, dimensions,
+    and the reduction by what it computes (two copies of one add computation, as
+    torch_xla emits for each call, are the same reduction)."""
+    reduction = None
+    if inst.called_computations:
+        comp = inst.called_computations[0]
+        reduction = " ".join(f"{i.opcode}:{i.shape}" for i in comp.instructions)
+    return tuple(inst.attr(k) for k in ("replica_groups", "dimensions",
+                                        "use_global_device_ids", "source_target_pairs")
+                 ) + (reduction,)
+
+
+def _source(inst: Instruction) -> Instruction:
+    """The value `inst` passes on: through copies, bitcasts, reshapes and an element of a
+    tuple made right there (the same array reached two ways)."""
+    for _ in range(16):
+        if inst.opcode in ("copy", "bitcast", "reshape") and inst.operands:
+            inst = inst.operands[0]
+        elif inst.opcode == "get-tuple-element" and inst.operands \
+                and inst.operands[0].opcode == "tuple":
+            tup, n = inst.operands[0], gte_index(inst)
+            if not 0 <= n < len(tup.operands):
+                break
+            inst = tup.operands[n]
+        else:
+            break
+    return inst

@@ -164,9 +164,11 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue
         if _space(src) != _space(inst):
             continue  # a move between memory spaces, not a layout change
-        if not k.op_name or "transpose(" in k.op_name:
+        if not k.op_name or ("transpose(" in k.op_name
+                             and k.op_name.rsplit("/", 1)[-1] != "transpose"):
             # XLA's own (no trace to the user's code), or autodiff's layout for the
-            # backward pass: not a layout the user chose.
+            # backward pass: not a layout the user chose.  (The backward pass of the
+            # user's own transpose, jnp.swapaxes, is: it is there because the code is.)
             continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
@@ -228,7 +230,11 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.dst != "result"]
         readers = list(dict.fromkeys(e.dst for e in consumers))
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
-                              for name in readers):
+                              or _is_library(r) for name in readers):
+            continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
+        if any(r.group != k.group for name in readers if (r := ctx.kernel(name))):
+            # Read inside a loop: the code builds it there (a mask from iota inside the
+            # layer) and XLA hoisted it out; building it anywhere else changes nothing.
             continue
         runs = ctx.runs(k.group)
         live = any(e.live_at_peak for e in consumers)

@@ -16,7 +16,9 @@ from .._hlo._module import Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
+from ._dataflow import Value
 from ._kernels import launches_work
+from ._walk import gte_index
 from ._rules_kernels import fused_instructions
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
@@ -158,9 +160,12 @@ def donation_unused(ctx: AdviceContext) -> list[Finding]:
 
 
 def donation_missing(ctx: AdviceContext) -> list[Finding]:
-    """Several arguments come back updated, in the same shape and type, from an operation
-    that reads them (a training step's parameters and optimizer state), and none is
-    donated: each output needs memory of its own beside its argument."""
+    """Arguments come back updated, each as an output of the same shape and type computed
+    by an update of it (two or more added to or subtracted from: a training step's
+    parameters and optimizer state; or one written in place, ``dynamic_update_slice`` or
+    ``scatter``: a cache), and none is donated: each output needs memory of its own beside
+    its argument.  What donation changes is the device footprint (arguments + outputs +
+    temporaries); the live-range peak falls only by the outputs live at the peak."""
     m = ctx.module
     if m.input_output_alias or m.buffer_donors:
         return []  # the user donates: HS107 says whether it takes
@@ -170,19 +175,23 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     params = [p for p in entry.parameters if p.shape.is_array]
     free = {p.name: p for p in params}
     pairs: list[tuple[Instruction, Instruction]] = []
+    in_place = 0
     for out in outputs:
         if not out.shape.is_array or out.opcode == "parameter":
             continue
         reads = _near(out)
         for name in list(free):
             p = free[name]
-            if name in reads and _same_form(p, out) and _updates(out, p):
+            how = _updates(out, p) if name in reads and _same_form(p, out) else None
+            if how:
                 pairs.append((p, out))
+                in_place += how == "in place"
                 del free[name]
                 break
-    if len(pairs) < 2:
+    if len(pairs) < 2 and not in_place:
         return []
     size = sum(o.shape.total_byte_size for _, o in pairs)
+    at_peak = _at_peak(ctx, [o for _, o in pairs])
     nums = ", ".join(str(p.parameter_number) for p, _ in pairs[:8]) + (
         ", ..." if len(pairs) > 8 else "")
     # JAX names each parameter by its argument's path (params[0]['w1']): the arguments.
@@ -190,21 +199,41 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
                                if (arg := _ARG.match(p.metadata.op_name))))
     how = (f"jax.jit(step, donate_argnames=({', '.join(repr(n) for n in names)},))"
            if names else "jax.jit(step, donate_argnums=...) (or donate_argnames)")
+    many = len(pairs) > 1
+    what = (f"{len(pairs)} argument{'s' if many else ''} (parameter{'s' if many else ''} "
+            f"{nums}) come{'' if many else 's'} back updated"
+            + (" in place (dynamic_update_slice or scatter)" if in_place == len(pairs)
+               else "") + f" in the same shape and type, {format_bytes(size)} in all, and "
+            "none is donated: XLA keeps each output in memory of its own beside the argument "
+            "it replaces")
+    peak = (f"; {format_bytes(at_peak)} of them are live at the memory peak"
+            if at_peak else "; the outputs are made after the memory peak, so donating "
+            "lowers the memory the program holds, not its peak")
     return [Finding(
-        "HS110", "updated arguments are not donated",
-        f"{len(pairs)} arguments (parameters {nums}) come back updated in the same shape and "
-        f"type, {format_bytes(size)} in all, and none is donated: XLA keeps each output in "
-        "memory of its own beside the argument it replaces",
+        "HS110", "updated arguments are not donated", what + peak,
         f"donate them: {how}, when the caller does not use the old values afterwards (a "
-        "training step's parameters and optimizer state)",
-        tuple(ev_inst(p, "parameter") for p, _ in pairs[:6]), ctx.saving(peak=size),
-        "donation")]
+        "training step's parameters and optimizer state, a cache)",
+        tuple(ev_inst(p, "parameter") for p, _ in pairs[:6]),
+        ctx.saving(peak=at_peak, footprint=size), "donation")]
+
+
+def _at_peak(ctx: AdviceContext, outs: list[Instruction]) -> int:
+    """The bytes of the outputs `outs` live at the memory peak (beside their arguments,
+    which are live throughout)."""
+    live = {(v.inst.name, v.index) for v in ctx.lr.peak_values}
+    total = 0
+    for o in outs:
+        key = ((o.operands[0].name, (gte_index(o),)) if o.opcode == "get-tuple-element"
+               and o.operands else (o.name, ()))
+        if key in live:
+            total += o.shape.total_byte_size
+    return total
 
 
 def _near(inst: Instruction) -> set[str]:
-    """The instructions `inst` reads, looking through bitcasts, copies, and the copies and
+    """The instructions `inst` reads, looking through bitcasts, copies, the copies and
     asynchronous slices into a TPU's on-chip memory (an update reads its parameter
-    directly; a gradient reads activations)."""
+    directly; a gradient reads activations), and an output of a multi-output fusion."""
     seen: set[str] = set()
     stack = list(inst.operands)
     while stack:
@@ -213,7 +242,8 @@ def _near(inst: Instruction) -> set[str]:
             continue
         seen.add(o.name)
         if o.opcode in ("bitcast", "copy", "copy-start", "copy-done", "reshape",
-                        "async-start", "async-done", "custom-call"):
+                        "async-start", "async-done", "custom-call") or (
+                o is inst.operands[0] and inst.opcode == "get-tuple-element"):
             stack.extend(o.operands)
     return seen
 
@@ -223,34 +253,48 @@ _UPDATE_PATH = frozenset({"multiply", "divide", "convert", "bitcast", "copy", "r
                           "custom-call"})
 
 
-def _updates(out: Instruction, p: Instruction) -> bool:
-    """Whether `out` is `p` updated: its last operation (inside a fusion, the fused root)
-    adds to or subtracts from `p` (scaled at most: ``p - lr * g``, ``b1 * m + ...``), as
-    an optimizer or an integrator does; forces or gradients computed from `p` are not."""
-    root, args = out, list(out.operands)
-    if out.opcode == "fusion" and out.called_computations:
+def _updates(out: Instruction, p: Instruction) -> str | None:
+    """How `out` is `p` updated: ``"added"`` where its last operation (inside a fusion,
+    the fused root; of a multi-output fusion, the root's element) adds to or subtracts
+    from `p` (scaled at most: ``p - lr * g``, ``b1 * m + ...``), as an optimizer or an
+    integrator does; ``"in place"`` where it writes into `p` (``dynamic-update-slice``,
+    ``scatter``: a cache); None otherwise (forces or gradients computed from `p`)."""
+    fusion, root = out, out
+    if out.opcode == "get-tuple-element" and out.operands \
+            and out.operands[0].opcode == "fusion":
+        fusion = out.operands[0]
+        froot = fusion.called_computations[0].root if fusion.called_computations else None
+        idx = gte_index(out)
+        if froot is None or froot.opcode != "tuple" or not 0 <= idx < len(froot.operands):
+            return None
+        root = froot.operands[idx]
+    elif out.opcode == "fusion" and out.called_computations:
         root = out.called_computations[0].root
+    args = list(fusion.operands)
     while root.opcode in ("convert", "bitcast", "copy", "reshape") and root.operands:
         root = root.operands[0]
-    if root.opcode not in ("add", "subtract"):
-        return False
-    stack = [(o, 0) for o in root.operands]
+    if root.opcode in ("dynamic-update-slice", "scatter") and root.operands:
+        how, stack = "in place", [(root.operands[0], 0)]
+    elif root.opcode in ("add", "subtract"):
+        how, stack = "added", [(o, 0) for o in root.operands]
+    else:
+        return None
     while stack:
         i, depth = stack.pop()
-        if i.opcode == "parameter" and out.opcode == "fusion" and i is not root:
+        if i.opcode == "parameter" and fusion.opcode == "fusion" and i is not root:
             n = i.parameter_number
             src = args[n] if n is not None and 0 <= n < len(args) else None
             while src is not None and src is not p and src.opcode in _UPDATE_PATH \
                     and src.operands:
                 src = src.operands[0]
             if src is p:
-                return True
+                return how
             continue
         if i is p:
-            return True
+            return how
         if depth < 2 and i.opcode in _UPDATE_PATH:
             stack.extend((o, depth + 1) for o in i.operands)
-    return False
+    return None
 
 
 def _same_form(p: Instruction, out: Instruction) -> bool:
@@ -261,6 +305,10 @@ def _same_form(p: Instruction, out: Instruction) -> bool:
 # -- HS108 -----------------------------------------------------------------------------
 
 def f64(ctx: AdviceContext) -> list[Finding]:
+    """f64/c128 arrays: among f32/bf16/f16 arrays (a Python float or a NumPy float64 that
+    promoted part of the program), or throughout (the program computes in f64: in f32 it
+    would hold and move half the bytes; on a GPU or TPU f64 arithmetic is also far
+    slower, where it runs at all)."""
     wide: list[Instruction] = []
     narrow = 0
     for comp in ctx.df.computations:
@@ -273,30 +321,55 @@ def f64(ctx: AdviceContext) -> list[Finding]:
                         wide.append(inst)
                 elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
                     narrow += 1
-    if not wide or not narrow:
+    if not wide:
         return []
     wide = list(dict.fromkeys(wide))
     total = sum(i.shape.total_byte_size for i in wide)
     at_peak = sum(v.size for v in ctx.lr.peak_values
                   if v.shape.is_array and v.shape.element_type in ("f64", "c128"))
+    ev = tuple(ev_inst(i, "kernel" if ctx.kernel(i.name) else "array") for i in wide[:8])
+    if narrow:
+        return [Finding(
+            "HS108", "f64 arrays in an f32 program",
+            f"{len(wide)} instruction(s) work in f64 ({format_bytes(total)}), among f32 "
+            f"arrays: {', '.join(i.name for i in wide[:4])}",
+            "double precision halves throughput and doubles memory (and is very slow on "
+            "most GPUs and TPUs): check for a Python float or a NumPy float64 array that "
+            "promoted the computation, or an accidental "
+            "jax.config.update('jax_enable_x64', True)",
+            ev, ctx.saving(peak=at_peak // 2, traffic=total), "f64")]
+    # f64 throughout: f32 would halve what the kernels move (and, on a GPU or TPU, run
+    # the arithmetic at the f32 rate).
+    moved = sum(k.bytes_accessed * ctx.runs(k.group) for k in ctx.graph.kernels
+                if k.element_type in ("f64", "c128"))
+    slow = 0.0
+    if ctx.platform != "cpu" and ctx.device.peak_flops("f64") and ctx.device.peak_flops("f32"):
+        per_flop = 1 / ctx.device.peak_flops("f64") - 1 / ctx.device.peak_flops("f32")
+        slow = max(0.0, per_flop) * sum(k.flops * ctx.runs(k.group) for k in ctx.graph.kernels
+                                         if k.element_type in ("f64", "c128"))
+    where = ("on the CPU f32 halves the memory and the memory traffic" if ctx.platform == "cpu"
+             else "f32 halves the memory and the memory traffic, and f64 arithmetic runs at "
+             "a fraction of the f32 rate on a GPU (emulated in software on a TPU)")
     return [Finding(
-        "HS108", "f64 arrays in an f32 program",
-        f"{len(wide)} instruction(s) work in f64 ({format_bytes(total)}), among f32 arrays: "
-        f"{', '.join(i.name for i in wide[:4])}",
-        "double precision halves throughput and doubles memory (and is very slow on most "
-        "GPUs and TPUs): check for a Python float or a NumPy float64 array that promoted the "
-        "computation, or an accidental jax.config.update('jax_enable_x64', True)",
-        tuple(ev_inst(i, "kernel" if ctx.kernel(i.name) else "array") for i in wide[:8]),
-        ctx.saving(peak=at_peak // 2, traffic=total), "f64")]
+        "HS108", "the program computes in f64 throughout",
+        f"the program computes in f64 throughout: {len(wide)} instruction(s) make "
+        f"{format_bytes(total)} of f64 arrays ({format_bytes(at_peak)} at the peak); {where}",
+        "if f32 is precise enough (compare a run in f32 against this one: a stencil or a "
+        "solver that converges usually is), compute in f32: leave jax_enable_x64 off or "
+        "create the arrays as jnp.float32; keep f64 only where an accumulation needs it",
+        ev, ctx.saving(peak=at_peak // 2, traffic=moved // 2, seconds=slow), "f64")]
 
 
 # -- HS111 -----------------------------------------------------------------------------
 
 def remat(ctx: AdviceContext) -> list[Finding]:
     """Values the forward pass made (op_name under ``jvp(``, or a forward the backward
-    pass recomputes) that the backward pass (``transpose(``) reads hold a quarter of the
-    peak or more (40% where the program checkpoints already): rematerializing them (jax.checkpoint, per layer or per scan step) trades
-    their memory for recomputing the forward."""
+    pass recomputes) that the backward pass (``transpose(``) reads hold much of the peak:
+    rematerializing them (jax.checkpoint, per layer or per scan step) trades their memory
+    for recomputing the forward.  What a checkpoint drops is counted, not the layer inputs
+    any checkpoint keeps (a scan's carry, a value every later forward step goes
+    through); the advice is given only where that is a quarter of the peak or more (40% of
+    it where the program checkpoints already), and names the scan or the layer."""
     if not ctx.peak:
         return []
     residuals = []
@@ -325,9 +398,11 @@ def remat(ctx: AdviceContext) -> list[Finding]:
     layers = max((trip_count(w) for w in loops), default=1)
     per_layer = (f", {format_bytes(total // layers)} per iteration of a {layers}-step loop"
                  if layers > 1 else "")
-    ev = [Evidence(v.label, "array", str(v.shape), v.size, v.inst.metadata.op_name,
-                   str(v.inst.source) if v.inst.source else None)
-          for v in sorted(residuals, key=lambda v: (-v.size, v.label))[:6]]
+
+    def evidence(vs):  # type: ignore[no-untyped-def]
+        return tuple(Evidence(v.label, "array", str(v.shape), v.size, v.inst.metadata.op_name,
+                              str(v.inst.source) if v.inst.source else None)
+                     for v in sorted(vs, key=lambda v: (-v.size, v.label))[:6])
     rematted = sum(v.size for v in residuals
                    if "rematted_computation" in v.inst.metadata.op_name)
     if rematted * 2 > total:
@@ -342,7 +417,7 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "inside a lax.scan over the layers, so the backward pass recomputes one step at "
             "a time (XLA may recompute an unrolled model's checkpointed layers all ahead of "
             "their backward passes); or checkpoint in segments (nested scans)",
-            tuple(ev), ctx.saving(peak=total), "residuals")]
+            evidence(residuals), ctx.saving(peak=total), "residuals")]
     if checkpointed:
         # The program checkpoints already: what is left is what each checkpoint keeps.
         return [Finding(
@@ -354,17 +429,132 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "checkpoint in segments: an outer lax.scan over segments of k steps with "
             "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
             "instead of one per step",
-            tuple(ev), ctx.saving(peak=total), "residuals")]
+            evidence(residuals), ctx.saving(peak=total), "residuals")]
+    cuts = _Cuts(ctx)
+    inputs = [v for v in residuals if _layer_input(ctx, v, cuts)]
+    kept = sum(v.size for v in inputs)
+    dropped = [v for v in residuals if v not in inputs]
+    saved = total - kept
+    if saved < REMAT_SHARE * ctx.peak:
+        return []
+    where = _where_to_wrap(ctx, dropped, loops)
     return [Finding(
         "HS111", "values saved for the backward pass dominate the peak",
         f"{len(residuals)} value(s) the forward pass saves for the backward pass hold "
         f"{format_bytes(total)} at the peak ({100 * total / ctx.peak:.0f}% of "
-        f"{format_bytes(ctx.peak)}){per_layer}",
-        "rematerialize: wrap the layer (the scan body) in jax.checkpoint, with a policy "
-        "such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable (keeps the "
-        "matmul results) or nothing_saveable (keeps only the layer inputs); the backward "
-        "pass then recomputes the forward instead of holding it",
-        tuple(ev), ctx.saving(peak=total), "residuals")]
+        f"{format_bytes(ctx.peak)}){per_layer}; a checkpoint would drop "
+        f"{format_bytes(saved)} of them"
+        + (f" (the other {format_bytes(kept)} are layer inputs, which any checkpoint keeps)"
+           if kept else ""),
+        f"rematerialize: wrap {where} in jax.checkpoint, with a policy such as "
+        "jax.checkpoint_policies.dots_with_no_batch_dims_saveable (keeps the matmul "
+        "results) or nothing_saveable (keeps only the layer inputs); the backward pass then "
+        "recomputes the forward instead of holding it",
+        evidence(dropped), ctx.saving(peak=saved), "residuals")]
+
+
+def _where_to_wrap(ctx: AdviceContext, dropped: list, loops: list[Instruction]) -> str:
+    """What to put under jax.checkpoint: the scan whose body makes the values, or the
+    layer (the source lines) that makes the largest of them."""
+    big = sorted(dropped, key=lambda v: -v.size)
+    scans = [w for v in big for w in (x.inst for x in ctx.df.buffer_of[v.id].values)
+             if w.opcode == "while"]
+    if scans:
+        w = scans[0]
+        at = f" at {w.source}" if w.source else ""
+        return f"the body of the scan{at} (the function given to lax.scan)"
+    lines = list(dict.fromkeys(str(v.inst.source) for v in big if v.inst.source))[:2]
+    return ("the layer function that computes them (at " + ", ".join(lines) + ")"
+            if lines else "each layer function")
+
+
+_CARRY_PATH = frozenset({"bitcast", "copy", "reshape", "broadcast", "convert"})
+
+
+def _layer_input(ctx: AdviceContext, v: Value, cuts: _Cuts) -> bool:
+    """Whether residual `v` is what any checkpoint keeps: a scan's carry stacked for the
+    backward pass (the loop writes its state at the start of each step into the stack),
+    or, outside loops, a value that every later step of the forward pass goes through
+    (no other activation of its size is made before it and read by the forward after)."""
+    for w in ctx.df.buffer_of[v.id].values:
+        if w.inst.opcode == "while" and w.index:
+            return _stacks_carry(w.inst, w.index[0])
+    return _forward_cut(ctx, v, cuts)
+
+
+def _stacks_carry(loop: Instruction, i: int) -> bool:
+    body = loop.called_computations[-1] if loop.called_computations else None
+    if body is None or body.root.opcode != "tuple" or not 0 <= i < len(body.root.operands):
+        return False
+    root = body.root
+    out = root.operands[i]
+    while out.opcode in ("bitcast", "copy") and out.operands:
+        out = out.operands[0]
+    args: list[Instruction] = []
+    inner = out
+    if out.opcode == "fusion" and out.called_computations:
+        inner, args = out.called_computations[0].root, list(out.operands)
+    if inner.opcode != "dynamic-update-slice" or len(inner.operands) < 2:
+        return False
+    upd = inner.operands[1]
+    for _ in range(8):
+        if upd.opcode == "parameter" and args:
+            n = upd.parameter_number
+            if n is None or not 0 <= n < len(args):
+                return False
+            upd, args = args[n], []
+        elif upd.opcode in _CARRY_PATH and upd.operands:
+            upd = upd.operands[0]
+        else:
+            break
+    if upd.opcode != "get-tuple-element" or not upd.operands \
+            or upd.operands[0].opcode != "parameter":
+        return False
+    j = gte_index(upd)
+    if j == i or not 0 <= j < len(root.operands):
+        return False
+    nxt = root.operands[j]
+    # The state that changes from step to step: the carry (not a loop-invariant input).
+    return not (nxt.opcode == "get-tuple-element" and gte_index(nxt) == j
+                and nxt.operands and nxt.operands[0].opcode == "parameter")
+
+
+def _forward_cut(ctx: AdviceContext, v: Value, cuts: _Cuts) -> bool:
+    """Whether no other forward value at least half `v`'s size is made before `v` and
+    read by the forward pass after it: every later forward step goes through `v`."""
+    t = cuts.order.get(id(v.inst))
+    return t is not None and cuts.crossing(t, v.size // 2) <= t
+
+
+class _Cuts:
+    """The entry's schedule as HS111 reads it: each instruction's position, and for the
+    forward pass's values, the last position a forward instruction reads them."""
+
+    def __init__(self, ctx: AdviceContext) -> None:
+        comp = ctx.module.entry
+        self.order = {id(x): n for n, x in enumerate(comp.instructions)}
+        self._made: list[tuple[int, int]] = []  # (size, last forward read) per position
+        skip = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast")
+        for n, x in enumerate(comp.instructions):
+            last = -1
+            if x.opcode not in skip and _forward(x.metadata.op_name):
+                last = max((self.order.get(id(u), -1) for u in x.users
+                            if u.opcode != "tuple" and _forward(u.metadata.op_name)),
+                           default=-1)
+            self._made.append((x.shape.total_byte_size, last))
+        self._prefix: dict[int, list[int]] = {}
+
+    def crossing(self, t: int, size: int) -> int:
+        """The last forward read of a value of at least `size` bytes made before `t`."""
+        pre = self._prefix.get(size)
+        if pre is None:
+            pre, best = [], -1
+            for nbytes, last in self._made:
+                pre.append(best)
+                if nbytes >= size:
+                    best = max(best, last)
+            self._prefix[size] = pre
+        return pre[t] if 0 <= t < len(pre) else -1
 
 
 def _forward(op_name: str) -> bool:
@@ -391,7 +581,8 @@ def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
         ups = [c for c in inner if c.opcode == "convert" and c.operands
                and c.operands[0].shape.element_type in _NARROW
                and c.shape.element_type == "f32"
-               and c.metadata.op_name.endswith("convert_element_type")]
+               and c.metadata.op_name.endswith("convert_element_type")
+               and "transpose(" not in c.metadata.op_name]  # autodiff's, not the user's
         if not ups:
             continue
         # A matmul in this kernel that reads an upcast value; else the f32 value must leave
@@ -448,6 +639,10 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
     return False
 
 
+def _size(inst: Instruction) -> int:
+    return inst.shape.total_byte_size
+
+
 def upcast_note(ctx: AdviceContext) -> str | None:
     """On a CPU module, what HS112 would say elsewhere: a note, not a finding."""
     if ctx.platform != "cpu":
@@ -480,10 +675,15 @@ def precision_upcast(ctx: AdviceContext) -> list[Finding]:
         flops = sum(r.flops for r in heavy_next)
         flops += k.flops if matmul_here else 0
         c = ups[0]
+        more = (f" and {len(ups) - 1} more array(s) ({format_bytes(wide - _size(c))} in f32)"
+                if len(ups) > 1 else "")
+        # The f32 copy written to memory holds up the peak where it is live there.
+        held = 0 if matmul_here else max(
+            (e.bytes for e in ctx.edges_from.get(k.name, ()) if e.live_at_peak), default=0)
         out.append(Finding(
             "HS112", "bf16/f16 values are upcast to f32 on the way to a matmul",
             f"{k.name} converts {c.operands[0].shape.element_type} {c.operands[0].shape} to "
-            f"f32 ({format_bytes(wide)}) for "
+            f"f32 (a {format_bytes(_size(c))} f32 copy){more} for "
             + ("its own matmul" if matmul_here
                else ", ".join(r.name for r in heavy_next[:3])),
             "keep the operands in bf16 and ask for an f32 result instead: jnp.dot(a, b, "
@@ -491,6 +691,7 @@ def precision_upcast(ctx: AdviceContext) -> list[Finding]:
             "preferred_element_type=...)); the matmul then runs at the bf16 rate with f32 "
             "accumulation, and no f32 copy is written",
             (ev_inst(c, "array"), ev_kernel(k)),
-            ctx.saving(traffic=traffic, seconds=max(0.0, flops * slow * runs)),
+            ctx.saving(peak=held, traffic=traffic,
+                       seconds=max(0.0, flops * slow * runs)),
             place_key(c.metadata.op_name, str(c.source or ""), str(c.shape))))
     return out

@@ -31,8 +31,8 @@ ELEMENTWISE_OPCODES = frozenset({
 
 _SHARING_OPCODES = ELEMENTWISE_OPCODES | {
     "fusion", "while", "conditional", "dynamic-update-slice", "scatter", "set-dimension-size",
-    "triangular-solve", "sort", "custom-call", "all-reduce-start", "collective-permute",
-    "collective-permute-start", "async-start", "ragged-all-to-all"}
+    "triangular-solve", "sort", "custom-call", "all-reduce", "all-reduce-start",
+    "collective-permute", "collective-permute-start", "async-start", "ragged-all-to-all"}
 
 
 # Users with more operands than this have their operand positions looked up once (cached).
@@ -73,6 +73,15 @@ def _elementwise_on(user: Instruction, operand: int) -> bool:
     return user.opcode in ELEMENTWISE_OPCODES
 
 
+def _physical(shape: Any) -> tuple[Any, ...]:
+    """An array's element type and dimensions in memory order without the size-1 ones (a
+    bitcast's two sides agree: XLA shares `bf16[1,1024,4096]` over `bf16[1024,4096]`)."""
+    if shape.is_tuple or shape.layout is None or shape.layout.tiles:
+        return (shape,)
+    order = shape.layout.minor_to_major or tuple(range(len(shape.dims) - 1, -1, -1))
+    return (shape.element_type, tuple(shape.dims[d] for d in order if shape.dims[d] != 1))
+
+
 class Sharing:
     """XLA's operand-buffer sharing rules over one module, with what they look up cached.
 
@@ -84,8 +93,9 @@ class Sharing:
         self.in_place = InPlacePairs()
         self._positions: dict[int, dict[str, list[int]]] = {}
         self._params: dict[int, dict[int, Instruction]] = {}
-        self._elementwise: dict[tuple[int, bool], bool] = {}
+        self._elementwise: dict[tuple[int, bool, bool], bool] = {}
         self._gpu_modules: dict[int, bool] = {}
+        self._tpu_modules: dict[int, bool] = {}
 
     def positions(self, user: Instruction, name: str) -> list[int]:
         """Where `user` reads `name` among its operands (looked up once for wide users)."""
@@ -102,7 +112,7 @@ class Sharing:
             return False
         user_shape = user.shape.subshape(user_index) if user_index else user.shape
         a, b = operand.shape, user_shape
-        if a is not b and a != b:
+        if a is not b and a != b and _physical(a) != _physical(b):
             return False
         if positions is None:
             positions = self.positions(user, operand.name)
@@ -126,6 +136,11 @@ class Sharing:
                 len(positions) == 1 and user_index[:1] == (positions[0],))
         if op == "call":
             return False
+        if op == "all-reduce":
+            # On a TPU, reduced in place: output i over operand i (seen in its buffer
+            # assignments: the result at its dying operand's offset; not on the CPU).
+            return len(positions) == 1 and self._tpu(user.computation.module) and (
+                len(user.operand_names) == 1 or user_index[:1] == (positions[0],))
         return len(positions) == 1 and _elementwise_on(user, positions[0])
 
     def may_follow(self, operand: Value, user: Value) -> bool:
@@ -158,13 +173,20 @@ class Sharing:
         # XLA's GPU reduction emitter computes the reduction before it writes any other
         # output, so a reduce that reads the parameter does not stop the sharing there
         # (xla/service/gpu/buffer_sharing.cc).
-        after_reduce = user.fusion_kind == "kInput" and self._gpu(module)
-        return param is not None and self._elementwise_uses_only(param, after_reduce)
+        gpu = self._gpu(module)
+        after_reduce = user.fusion_kind == "kInput" and gpu
+        return param is not None and self._elementwise_uses_only(param, after_reduce, gpu)
 
     def _gpu(self, module: Any) -> bool:
         hit = self._gpu_modules.get(id(module))
         if hit is None:
             hit = self._gpu_modules[id(module)] = compiled_for_gpu(module)
+        return hit
+
+    def _tpu(self, module: Any) -> bool:
+        hit = self._tpu_modules.get(id(module))
+        if hit is None:
+            hit = self._tpu_modules[id(module)] = compiled_for_tpu(module)
         return hit
 
     def _parameter(self, comp: Computation, number: int) -> Instruction | None:
@@ -176,11 +198,12 @@ class Sharing:
                     params.setdefault(inst.parameter_number, inst)
         return params.get(number)
 
-    def _elementwise_uses_only(self, param: Instruction, reduce_ok: bool = False) -> bool:
+    def _elementwise_uses_only(self, param: Instruction, reduce_ok: bool = False,
+                               bitcast_ok: bool = False) -> bool:
         """Does everything that reads `param` (through tuples) read it elementwise?  With
         `reduce_ok` (XLA's GPU rule), a reduce may read it too (what the reduce makes is not
-        followed), and bitcasts pass it on."""
-        key = (id(param), reduce_ok)
+        followed); with `bitcast_ok` (XLA's GPU rule too), bitcasts pass it on."""
+        key = (id(param), reduce_ok, bitcast_ok)
         hit = self._elementwise.get(key)
         if hit is not None:
             return hit
@@ -195,7 +218,8 @@ class Sharing:
             for user in cur.users:
                 if reduce_ok and user.opcode == "reduce":
                     continue
-                if user.opcode != "tuple" and not (reduce_ok and user.opcode == "bitcast"):
+                if user.opcode != "tuple" and not (
+                        (reduce_ok or bitcast_ok) and user.opcode == "bitcast"):
                     for i in operand_positions(user).get(cur.name, ()):
                         if not _elementwise_on(user, i):
                             ok = False

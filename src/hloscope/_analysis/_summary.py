@@ -19,7 +19,7 @@ from ._check import shard_shape
 from ._passthrough import ANNOTATION_TARGETS
 
 __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
-           "fusion_kind_detail", "wraps_collective",
+           "fusion_kind_detail", "wraps_collective", "async_computations",
            "SUMMARY_SCHEMA"]
 
 SUMMARY_SCHEMA = "hloscope.summary/1"
@@ -209,6 +209,7 @@ def summarize(module: Module) -> ModuleSummary:
     custom: Counter[str] = Counter()
     annotations: Counter[str] = Counter()
     collectives: list[CollectiveInfo] = []
+    wrappers = async_computations(module)
     for comp in module.computations:
         for inst in comp.instructions:
             op = inst.opcode
@@ -221,7 +222,9 @@ def summarize(module: Module) -> ModuleSummary:
                     annotations[target] += 1
                 else:
                     custom[target or "?"] += 1
-            if op in COLLECTIVE_OPCODES or (op == "async-start" and wraps_collective(inst)):
+            # An async collective once, as its start (XLA runs one thunk for the pair).
+            if (op in COLLECTIVE_OPCODES and comp.name not in wrappers) or (
+                    op == "async-start" and wraps_collective(inst)):
                 collectives.append(CollectiveInfo(
                     inst.name, op, comp.name, str(inst.shape), _moved_bytes(inst),
                     inst.attr("replica_groups"), inst.metadata.op_name, _source(inst)))
@@ -282,6 +285,14 @@ def wraps_collective(inst: Instruction) -> bool:
                    for c in inst.called_computations for i in c.instructions)
     except Exception:  # an unresolvable async wrapper is simply not counted
         return False
+
+
+def async_computations(module: Module) -> frozenset[str]:
+    """Names of the computations async-starts run.  Each holds one op (a collective, a
+    TPU's slice) that XLA runs once for the pair: it is counted once, as the async-start
+    (`all-to-all-start`, `reduce-scatter-start`, `slice-start` are async-starts)."""
+    return frozenset(n for comp in module.computations for inst in comp.instructions
+                     if inst.opcode == "async-start" for n in inst.called_computation_names)
 
 
 def _moved_bytes(inst: Instruction) -> int:

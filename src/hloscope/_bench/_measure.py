@@ -23,6 +23,7 @@ from typing import Any
 
 from .._jax._inspect import Report, inspect
 from .._jax._user import user_code
+from ._donate import Inputs
 from ._ranks import Ranks
 from ._result import BenchResult
 
@@ -113,6 +114,10 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     any other): hloscope fills the ones you leave out from the program and checks the
     ones you give against it (`BenchResult.checks`).
 
+    A function that donates arguments (``donate_argnums``) gets fresh copies of the
+    donated arrays for every run, made before the run's clock starts (said in the
+    result's metadata, ``donated_arguments``).
+
     With several processes (`jax.distributed`), every rank waits at a barrier before
     timing, checks that every rank compiled the same program with the same arguments,
     parameters and run counts, and the ranks' times are gathered; `times` is the slowest
@@ -145,6 +150,8 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     dynamic = [a for i, a in enumerate(args)
                if i not in ((static_argnums,) if isinstance(static_argnums, int)
                             else static_argnums)]
+    inputs = Inputs(compiled, dynamic)
+    fresh = inputs.fresh  # donated arguments: new copies before each run, not timed
     block = jax.block_until_ready
     t = time.perf_counter
     ranks.phase("waiting for the other ranks to compile")
@@ -160,18 +167,20 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
         return _guard(ranks, phase, running, runs)
 
     with guarded("first run", progress):
+        run_args = fresh()
         t0 = t()
-        block(compiled(*dynamic))
+        block(compiled(*run_args))
         first = t() - t0
         progress.append(first)
     with guarded("warm-up runs", progress):
         for _ in range(warmup):
-            block(compiled(*dynamic))
+            block(compiled(*fresh()))
             progress.append(0.0)
         count = iterations
         if min_time is not None:  # one probe run sizes the count; rank 0's count is everyone's
+            run_args = fresh()
             a = t()
-            block(compiled(*dynamic))
+            block(compiled(*run_args))
             probe_time = max(t() - a, 1e-9)
             progress.append(probe_time)
             count = max(iterations, min(1_000_000, math.ceil(min_time / probe_time)))
@@ -184,8 +193,9 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     with guarded("timed runs", times):
         while len(times) < count or (min_time is not None and ranks.count == 1
                                      and total < min_time and len(times) < 1_000_000):
+            run_args = fresh()
             a = t()
-            out = compiled(*dynamic)
+            out = compiled(*run_args)
             block(out)
             dt = t() - a
             times.append(dt)
@@ -197,9 +207,14 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     per_rank = ranks.gather(times)
     slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
     table, checks = program_params(label, dynamic, params)
+    metadata = capture_metadata(fn, dynamic, report)
+    if inputs.donated:
+        metadata["donated_arguments"] = (
+            f"{inputs.donated} array(s) donated: fresh copies for every run, made outside "
+            "the timed region")
     return BenchResult(name=label, params=table, times=slowest, first_run=first,
                        warmup=warmup, overhead=overhead, timings=dict(report.timings),
                        sizes=_sizes(report), checks=checks,
-                       metadata=capture_metadata(fn, dynamic, report),
+                       metadata=metadata,
                        ranks=per_rank if len(per_rank) > 1 else [], report=report,
                        target_report=target_report)

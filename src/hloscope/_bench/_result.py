@@ -101,6 +101,8 @@ class BenchResult:
             line += f", harness overhead {self.overhead * 1e6:.2f} us/run"
         if len(self.ranks) > 1:
             line += f"; {len(self.ranks)} processes, slowest rank per iteration"
+        if self.metadata.get("donated_arguments"):
+            line += "; donated arguments copied fresh for each run, outside the timed region"
         return line
 
     # -- saving -------------------------------------------------------------------------

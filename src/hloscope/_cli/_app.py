@@ -20,7 +20,8 @@ import typer
 
 from .. import _errors
 from .._render._term import safe_text
-from . import _bench_cmds, _commands, _plot_cmd, _run_cmd  # noqa: F401  (they register their commands)
+# Each registers its commands with the app.
+from . import _bench_cmds, _commands, _plot_cmd, _profile_cmd, _run_cmd  # noqa: F401
 from ._common import EXIT_INTERNAL, app, fail
 
 __all__ = ["app", "main"]

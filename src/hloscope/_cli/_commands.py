@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -22,6 +23,7 @@ from .._write import write_text
 from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
                       fail_user, load_inputs, pick, pick_module, text_width)
 from ._help import at_least
+from ._profile_cmd import PROFILE_HELP, read_measured
 from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
                        hardware_target, is_function_target, load_target, require_jax,
                        static_hint, static_kwargs)
@@ -30,6 +32,16 @@ _MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE
 _FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
 _WIDE = typer.Option(False, "--wide", help=WIDE_HELP)
 _TARGET_HELP = "The function: FILE.py:FUNCTION or package.module:FUNCTION."
+_NO_CHECK = typer.Option(False, "--no-check", help="Do not compile the advisor's "
+                         "mechanical fixes to check their savings (they stay estimated).")
+_ARG = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, e.g. f32[128,2] "
+                    "(zeros of that shape); repeat for each argument.")
+_INPUTS = typer.Option(None, "--inputs", metavar="CALL", help="A call in the same file that "
+                       "returns the arguments (one, or a tuple of them: pytrees, sharded "
+                       "arrays), e.g. 'make_input(128)'; after any --arg.")
+_STATIC = typer.Option([], "--static", metavar="NAME=VALUE", help="A static keyword "
+                       "argument (a Python literal); repeat.")
+_DEVICES = typer.Option(None, "--devices", metavar="N", help="Run on N virtual CPU devices.")
 
 
 @command()
@@ -198,6 +210,7 @@ def kernels(
                              "flops: one table, largest first."),
     top: int | None = typer.Option(None, "--top", metavar="N",
                                    help="Show the first N kernels only."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
     wide: bool = _WIDE,
@@ -237,24 +250,46 @@ def kernels(
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
         fail(e)
+    times = read_measured(profile, m, dev) if profile is not None else None
+    measured = {k.name: k.median for k in times.kernels} if times is not None else None
     if json_out:
         data = {"schema": KERNELS_SCHEMA, "file": str(path),
                 "device": None if dev is None else {"name": dev.name, "source": dev.source},
                 "modules": [graph_.to_dict()]}
-        if dev is not None:
-            for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+        for kd, k in zip(data["modules"][0]["kernels"], graph_.kernels):
+            if dev is not None:
                 kd["roofline_seconds"] = k.roofline_seconds(dev, k.element_type)
+            if measured is not None:
+                kd["measured_seconds"] = measured.get(k.name)
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
         return
-    echo(render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
-                        sort=sort, top=top))
+    text = render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
+                          sort=sort, top=top, measured=measured)
+    if times is not None:
+        from .._render._profile_text import render_profile
+
+        text += "\n" + render_profile(times, width=text_width(wide))
+    echo(text)
+
+
+def _advice_device(dev: Any, target: dict[str, Any] | None) -> dict[str, Any]:
+    """What the advisor weighs findings for: the device given (--device), else a saved
+    inspect report's target device, as `inspect` itself does (one figure, not two)."""
+    from .._analysis._devices import target_device, target_label
+
+    if dev is not None:
+        return {"device": dev}
+    tdev = target_device(target)
+    return {"device": tdev, "device_label": target_label(target, tdev)} if tdev else {}
 
 
 @command()
 def lint(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/2): "
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.lint/3): "
                                   "every group with its findings and savings."),
     show_all: bool = typer.Option(False, "--all", help="Show every group of findings, not "
                                   "the 10 that would save the most."),
@@ -269,8 +304,19 @@ def lint(
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
                                       "several."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP
+                                        + " Groups are ranked by the measured time of "
+                                        "their kernels."),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
+    arg: list[str] = _ARG,
+    inputs: str | None = _INPUTS,
+    static: list[str] = _STATIC,
+    devices: int | None = _DEVICES,
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    no_check: bool = _NO_CHECK,
     wide: bool = _WIDE,
 ) -> None:
     """The advisor: what in the compiled program costs memory or time, and how much.
@@ -278,6 +324,10 @@ def lint(
     Findings of one rule on one pattern (one per layer of a deep model) are grouped and
     ranked by what acting on them would save (peak memory, memory traffic, kernels,
     time); each comes with its places (op_name, source line) and the change to try.
+    PATH may be a JAX function, FILE.py:FUNCTION with --arg or --inputs (and --target):
+    it is compiled, and each saving whose fix is mechanical (donation, XLA flags, remat
+    of a scan body, an upcast matmul) is checked by compiling the fix; on a file the
+    savings are estimated.
     """
     from .._analysis._advisor import ADVICE_SCHEMA, RULES, advise_groups
     from .._analysis._devices import device as find_device
@@ -301,20 +351,72 @@ def lint(
         dev = find_device(device) if device is not None else None
     except _errors.HloscopeError as e:
         fail(e)
-    m = pick_module(path, module, function)
-    try:
-        advice = advise_groups(m, device=dev, min_share=min_share)
-    except _errors.HloscopeError as e:
-        fail(e)
+    times = None
+    if is_function_target(str(path)):
+        if profile is not None:
+            fail(_errors.HloscopeError(
+                "--profile is for a module file; PATH is a function",
+                hint="hloscope profile FILE.py:FUNCTION measures a function's kernels"))
+        advice, m = _lint_function(str(path), arg, inputs, static, devices, hw, mesh, shard,
+                                   not no_check, dev, min_share)
+    else:
+        if arg or inputs or static or devices is not None or hw or mesh or shard:
+            fail(_errors.HloscopeError(
+                "--arg, --inputs, --static, --devices, --target, --mesh and --shard are for "
+                "a function; PATH is a file", hint="give FILE.py:FUNCTION"))
+        _inputs, entry = pick(path, module, function)
+        m = entry.module
+        times = read_measured(profile, m, dev) if profile is not None else None
+        try:
+            kw = _advice_device(dev, entry.target)
+            if times is None:
+                advice = advise_groups(m, min_share=min_share, **kw)
+            else:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advise_groups(m, min_share=0, **kw), times,
+                                       min_share=0.01 if min_share is None else min_share)
+        except _errors.HloscopeError as e:
+            fail(e)
     if json_out:
         data = {"schema": ADVICE_SCHEMA, "file": str(path),
                 "modules": [{"module": m.name, **advice.to_dict()}]}
+        if times is not None:
+            data["profile"] = times.to_dict()
         sys.stdout.write(render_json(data))
     else:
         echo(render_advice(m.name, advice, top=None if show_all else 10,
                            width=text_width(wide)))
     if {g.rule for g in advice.groups} & wanted:
         raise typer.Exit(1)
+
+
+def _lint_function(target: str, arg: list[str], inputs: str | None, static: list[str],
+                   devices: int | None, hw: str | None, mesh: str | None, shard: list[str],
+                   check: bool, dev, min_share: float | None):  # type: ignore[no-untyped-def]
+    """`hloscope lint FILE.py:FUNCTION`: the function compiled, its advice (checked
+    unless `check` is off) and its module."""
+    try:
+        rep = _compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
+                                shard, False)
+        if dev is None and min_share is None:
+            advice = rep.advice
+        else:
+            from .._analysis._advisor import advise_groups
+
+            df, lr = rep._flow()  # noqa: SLF001
+            advice = advise_groups(rep.module, graph=rep.kernels, df=df, lr=lr,
+                                   device=dev or rep.roofline_device(), min_share=min_share)
+        if check:
+            from .._checked._compare import check_advice
+
+            program = rep._cache["program"]  # noqa: SLF001
+            advice = check_advice(rep, program, advice)
+        return advice, rep.module
+    except _errors.HloscopeError as e:
+        fail(e)
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
 
 
 @command()
@@ -366,6 +468,7 @@ def report(
                                       "kernels' times for this device (a100, h100, v100, "
                                       "tpu-v4, tpu-v5e, tpu-v5p, cpu; default: the one the "
                                       "module was compiled for)."),
+    profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
 ) -> None:
@@ -397,9 +500,18 @@ def report(
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
             dev = find_device(device) if device else None
-            data = report_data(m, summarize(m), graph_, memory_,
-                               advise_groups(m, graph=graph_, df=df, lr=lr, device=dev),
-                               device=dev)
+            times = read_measured(profile, m) if profile is not None else None
+            advice = advise_groups(m, graph=graph_, df=df, lr=lr,
+                                   min_share=None if times is None else 0,
+                                   **_advice_device(dev, entry.target))
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            from .._analysis._devices import target_device
+
+            data = report_data(m, summarize(m), graph_, memory_, advice,
+                               device=dev or target_device(entry.target), times=times)
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
@@ -451,6 +563,10 @@ def diff(
                                   "functions: " + HW_TARGET_HELP),
     mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
     shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
+                                       "two files: a profile of A's runs, then one of B's "
+                                       "(see hloscope kernels --profile); adds each "
+                                       "kernel's measured time change."),
     wide: bool = _WIDE,
 ) -> None:
     """What changed between two versions of a program.
@@ -464,6 +580,7 @@ def diff(
     from .._analysis._diff import DIFF_SCHEMA, diff_modules
     from .._render._diff_text import render_diff
 
+    timed = None
     try:
         compile_options = (devices, hw, mesh, shard)
         result = _diff_functions(a, b, arg, inputs, static, module, function, compile_options)
@@ -473,8 +590,19 @@ def diff(
                                             "--mesh and --shard are for two functions; A and "
                                             "B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
-            result = diff_modules(pick_module(Path(a), module, function),
-                                  pick_module(Path(b), module, function))
+            ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
+                                                                          function)
+            result = diff_modules(ma, mb)
+        if profile:
+            if len(profile) != 2 or is_function_target(a):
+                raise _errors.HloscopeError("--profile goes twice, with two files: A's "
+                                            "profile, then B's",
+                                            hint="hloscope diff a.hlo b.hlo --profile A_DIR "
+                                                 "--profile B_DIR")
+            from .._profile._diff import time_diff
+
+            timed = time_diff(result.a, read_measured(profile[0], ma), result.b,
+                              read_measured(profile[1], mb))
         if output is not None:
             from .._render._diff_html import render_diff_html
 
@@ -484,9 +612,15 @@ def diff(
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
         fail_user(e, static_hint(static))
     if json_out:
-        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict()}))
+        extra = {"measured": timed.to_dict()} if timed is not None else {}
+        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict(), **extra}))
         return
-    echo(render_diff(result, width=text_width(wide)))
+    text = render_diff(result, width=text_width(wide))
+    if timed is not None:
+        from .._render._profile_text import render_time_diff
+
+        text += "\n" + render_time_diff(timed, width=text_width(wide))
+    echo(text)
 
 
 def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
@@ -533,20 +667,40 @@ def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: 
     return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
 
 
+def _compile_function(command_name: str, target: str, arg: list[str], inputs: str | None,
+                      static: list[str], devices: int | None, hw: str | None,
+                      mesh: str | None, shard: list[str], check: bool):  # type: ignore[no-untyped-def]
+    """`hloscope.inspect` on the function FILE.py:FUNCTION with the command line's
+    arguments (raises `HloscopeError`, or the user's own exception)."""
+    from .._jax._user import check_call
+
+    require_jax(command_name)
+    extra = hardware_target(hw, mesh, shard, devices)
+    if devices is not None:
+        from .._jax._compare import use_cpu_devices
+
+        use_cpu_devices(devices)
+    from .._jax._quiet import start_jax_quietly
+
+    start_jax_quietly()
+    kwargs = static_kwargs(static)
+    fn = load_target(target)
+    args = array_args(arg, abstract=hw is not None) + (
+        call_inputs(target, inputs) if inputs else [])
+    check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
+    from .._checked._api import inspect as run_inspect
+
+    return run_inspect(fn, *args, check=check, static_argnames=tuple(kwargs), **extra,
+                       **kwargs)
+
+
 @command("inspect")
 def inspect_cmd(
     target: str = typer.Argument(..., metavar="TARGET", help=_TARGET_HELP),
-    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, "
-                                  "e.g. f32[128,2] (zeros of that shape); repeat for each "
-                                  "argument."),
-    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
-                                      "same file that returns the arguments (one, or a tuple "
-                                      "of them: pytrees, sharded arrays), e.g. "
-                                      "'make_input(128)'; after any --arg."),
-    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
-                                     "keyword argument (a Python literal); repeat."),
-    devices: int | None = typer.Option(None, "--devices", metavar="N",
-                                       help="Run on N virtual CPU devices."),
+    arg: list[str] = _ARG,
+    inputs: str | None = _INPUTS,
+    static: list[str] = _STATIC,
+    devices: int | None = _DEVICES,
     hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
     mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
     shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
@@ -554,36 +708,23 @@ def inspect_cmd(
                                        help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
                                      "as JSON (hloscope.load and every command read it)."),
+    no_check: bool = _NO_CHECK,
     wide: bool = _WIDE,
 ) -> None:
     """Compile a JAX function once and show what XLA did.
 
-    Its kernels, its memory (beside XLA's own figures), the advisor's findings,
-    and the time of each compile phase.  With --target, for a GPU or TPU that need
-    not be here, and whether it fits in that device's memory.
+    Its kernels, its memory (beside XLA's own figures), the advisor's findings
+    (each saving checked by compiling its fix where the fix is mechanical), and the
+    time of each compile phase.  With --target, for a GPU or TPU that need not be
+    here, and whether it fits in that device's memory.
     """
-    from .._jax._user import check_call
     from .._render._kernels_text import render_advice, render_kernels
     from .._render._memory_text import render_memory
 
     try:
-        require_jax("inspect")
-        extra = hardware_target(hw, mesh, shard, devices)
-        if devices is not None:
-            from .._jax._compare import use_cpu_devices
-
-            use_cpu_devices(devices)
-        from .._jax._quiet import start_jax_quietly
-
-        start_jax_quietly()
-        kwargs = static_kwargs(static)
-        fn = load_target(target)
-        args = array_args(arg, abstract=hw is not None) + (
-            call_inputs(target, inputs) if inputs else [])
-        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-        from .._jax._inspect import inspect as run_inspect
-
-        rep = run_inspect(fn, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
+        rep = _compile_function("inspect", target, arg, inputs, static, devices, hw, mesh,
+                                shard, not no_check)
+        advice = rep.advice  # checked now (its time among the timings)
         if output is not None:
             write_text(output, rep.html())
         if save is not None:
@@ -603,7 +744,7 @@ def inspect_cmd(
          f"jax {rep.versions.get('jax')}\n\n"
          + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
          + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_advice(m.name, rep.advice, width=width),
+         + render_advice(m.name, advice, width=width),
          width)
 
 

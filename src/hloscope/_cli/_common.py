@@ -7,6 +7,7 @@ Command modules (`_commands`, `_run_cmd`, `_bench_cmds`) import from here;
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,9 +73,35 @@ def command(name: str | None = None) -> Callable[[_F], _F]:
     """`app.command`, with the docstring reflowed for --help (see `_help`)."""
 
     def register(fn: _F) -> _F:
-        return app.command(name, cls=HelpCommand, help=reflow(fn.__doc__))(fn)
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except KeyboardInterrupt as e:
+                _interrupted(e)
+
+        return app.command(name, cls=HelpCommand, help=reflow(fn.__doc__))(run)  # type: ignore[return-value]
 
     return register
+
+
+def _interrupted(e: KeyboardInterrupt) -> NoReturn:
+    """Ctrl-C: status 130 without a traceback.  During XLA's compile (said already, with
+    what the lowered module shows) the process leaves at once: XLA's thread cannot be
+    stopped, and waiting for it at exit would wait for the compile."""
+    import os
+
+    from .._jax._progress import CompileInterrupted
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    if isinstance(e, CompileInterrupted):
+        os._exit(130)
+    sys.stderr.write("interrupted\n")
+    raise typer.Exit(130)
 
 
 def text_width(wide: bool) -> int | None:

@@ -14,6 +14,14 @@ from ._common import (FUNCTION_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail
 from ._help import at_least
 
 
+def _needs(m: dict[str, int | None]) -> int | None:
+    """Arguments + outputs - aliased + temporaries: what XLA allocates on a device."""
+    parts = [m.get(k) for k in ("argument", "output", "temporary")]
+    if any(p is None for p in parts):
+        return None
+    return sum(p or 0 for p in parts) - (m.get("alias") or 0)
+
+
 def _fmt(n: int | None) -> str:
     return "n/a" if n is None else f"{n:,} B"
 
@@ -161,8 +169,16 @@ def run_cmd(
               f"{c['received_per_device']:,} B received per device\n")
     b, a = r.memory_before, r.memory_after
     w("memory             before partitioning (one device)   after (per device, XLA)\n")
-    for key in ("argument", "output", "temporary", "peak"):
-        w(f"  {key:<16} {_fmt(b.get(key)):>34}   {_fmt(a.get(key)):>22}\n")
+    for key, label in (("needs", "needs"), ("argument", "argument"), ("output", "output"),
+                       ("temporary", "temporary"), ("peak", "live at once")):
+        w(f"  {label:<16} {_fmt(_needs(b) if key == 'needs' else b.get(key)):>34}   "
+          f"{_fmt(_needs(a) if key == 'needs' else a.get(key)):>22}\n")
+    w("  (needs: argument + output - aliased + temporary, what the device holds; live at "
+      "once: hloscope's live-range peak of the module")
+    if (a.get("peak") or 0) < (a.get("temporary") or 0):
+        w(", here below the temporary allocation: XLA packs temporaries into one block, "
+          "with gaps where values are never live together")
+    w(")\n")
     if r.saved:
         w(f"outputs saved to {r.saved}\n")
     echo("".join(lines), text_width(wide))

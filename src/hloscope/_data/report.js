@@ -150,9 +150,13 @@ function header() {
     : (D.inspect && D.inspect.device && D.inspect.device.kind) ? D.inspect.device.kind
     : S.num_partitions > 1 ? S.num_partitions + " devices" + (S.partitioned ? " (sizes per device)" : "") : "1 device";
   facts.push(["device", dev]);
-  var peak = bytes(M.peak);
-  if (fit && fit.hbm_bytes) peak += " of " + bytes(fit.hbm_bytes) + " HBM (" + (fit.fits ? "fits" : "does not fit") + ")";
-  facts.push(["peak", peak]);
+  var head = ((M.figures && M.figures.figures) || []).filter(function (f) { return f.key === "allocation"; })[0];
+  if (head) {
+    var needs = bytes(head.bytes);
+    if (fit) needs += " of " + bytes(fit.limit_bytes || fit.hbm_bytes) + " (" + (fit.fits ? "fits" : "does not fit") + ")";
+    facts.push(["needs (what XLA allocates)", needs]);
+  }
+  facts.push([head ? "at most live at once" : "peak", bytes(M.peak)]);
   facts.push([D.optimized === false ? "kernels (if run as written: not optimized)" : "kernels", S.kernels]);
   facts.push(["collectives", (S.collectives || []).length]);
   facts.push(["flops", count(S.flops)]);

@@ -4,6 +4,7 @@
 // arrows as thick as the bytes they carry (red: live at the peak); a minimap; search.
 var open = {}, gDepth = [], gPath = [], gSvg = null, gView = null, gMini = null, gMiniRect = null;
 var gPeak = -1, gSel = -1, vb = null, gBounds = [0, 0, 400, 300], gWhere = {}, maxEdge = 1, hits = [], hitAt = 0;
+var gMaxMeasured = K.reduce(function (m, k) { return Math.max(m, k.measured || 0); }, 1e-30);  // the heat scale (a profile)
 (function () {
   for (var g = 0; g < G.length; g++) { var d = 0, p = G[g].parent; while (p >= 0) { d++; p = G[p].parent; } gDepth[g] = d; }
   for (var k = 0; k < K.length; k++) {
@@ -164,7 +165,8 @@ function drawGroup(g, L, ox, oy) {
       if (open[c]) drawGroup(c, L.sub[it], x + PADG, y + PADG + TITLE);
     } else {
       var k = +it.slice(1), n = sv("g", {"class": "kernel " + K[k].category.replace(/ /g, "-") + (k === gSel ? " selected" : "") + (hits.indexOf(k) >= 0 ? " hit" : "") + (k === gPeak ? " peak" : ""), "data-kernel": k}, gView);
-      sv("rect", {x: x, y: y, width: s[0], height: s[1], rx: 3}, n);
+      var heat = D.profile && K[k].measured ? {style: "fill: hsl(8, 85%, " + Math.round(95 - 45 * K[k].measured / gMaxMeasured) + "%)"} : {};
+      sv("rect", Object.assign({x: x, y: y, width: s[0], height: s[1], rx: 3}, heat), n);
       kernelLines(k).forEach(function (line, i) { svText(x + 6, y + 14 + i * LINE, line, i ? {} : {"class": "name"}, n); });
       n.addEventListener("click", function (ev) { ev.stopPropagation(); graphSelect(k); });
       gWhere["k" + k] = [x, y];

@@ -17,7 +17,8 @@ BUILD.kernels = function (box) {
   el("option", {value: ""}, "every kind", sel);
   Object.keys(kinds).sort().forEach(function (c) { el("option", {value: c}, c + " (" + kinds[c] + ")", sel); });
   var shown = el("span", {id: "kernel-count", "class": "muted"}, "", bar);
-  el("div", {"class": "muted"}, "time: a roofline estimate on " + (D.roofline ? D.roofline.device : "?") +
+  if (D.profile) el("div", {"class": "muted"}, "measured: median time per run over " + D.profile.runs + " profiled runs (" + D.profile.source + "), step " + seconds(D.profile.step), left);
+  el("div", {"class": "muted"}, (D.profile ? "estimated" : "time") + ": a roofline estimate on " + (D.roofline ? D.roofline.device : "?") +
      " (the larger of flops over the peak rate and bytes over the bandwidth); intensity: flops per byte moved", left);
   var sum = function (list, f) { var s = 0; list.forEach(function (k) { s += f(K[k]); }); return s; };
   kTable = sortTable(left, {id: "kernel-table", rows: kIndex, page: 200, sort: null, key: function (k) { return k; },
@@ -32,14 +33,16 @@ BUILD.kernels = function (box) {
            ["bytes out", function (k) { return K[k].bytes; }, function (k) { return bytes(K[k].bytes); }, "num"],
            ["flops", function (k) { return K[k].flops; }, function (k) { return count(K[k].flops); }, "num"],
            ["intensity", function (k) { return K[k].flops / Math.max(1, K[k].bytes_accessed); }, function (k) { return (K[k].flops / Math.max(1, K[k].bytes_accessed)).toFixed(2); }, "num"],
-           ["time", function (k) { return K[k].time; }, function (k) { return seconds(K[k].time); }, "num"],
+           [D.profile ? "estimated" : "time", function (k) { return K[k].time; }, function (k) { return seconds(K[k].time); }, "num"]].concat(D.profile ? [
+           ["measured", function (k) { return K[k].measured === null ? -1 : K[k].measured; }, function (k) { return K[k].measured === null ? "-" : seconds(K[k].measured); }, "num"]] : []).concat([
            ["op_name", function (k) { return K[k].op_name; }, null, "op"],
-           ["source", function (k) { return K[k].source; }, null, "src"]],
+           ["source", function (k) { return K[k].source; }, null, "src"]]),
     totals: function (list) {
       var fl = sum(list, function (x) { return x.flops; }), ba = sum(list, function (x) { return x.bytes_accessed; });
       return ["", "total: " + list.length, "", "", bytes(sum(list, function (x) { return x.bytes_in; })),
               bytes(sum(list, function (x) { return x.bytes; })), count(fl), (fl / Math.max(1, ba)).toFixed(2),
-              seconds(sum(list, function (x) { return x.time; })), "", ""];
+              seconds(sum(list, function (x) { return x.time; }))].concat(D.profile ? [
+              seconds(sum(list, function (x) { return x.measured || 0; }))] : []).concat(["", ""]);
     },
     after: function (list) { shown.textContent = list.length + " of " + K.length + " kernels"; markKernelRow(); },
     click: function (k) { go("kernels", {k: k}); }});

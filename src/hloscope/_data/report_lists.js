@@ -51,8 +51,9 @@ BUILD.advisor = function (box) {
     clear(list);
     D.findings.slice(0, advShown).forEach(function (f, i) {
       var c = el("div", {"class": "finding", id: "finding-" + i}, null, list);
-      el("b", {}, f.rule + " " + f.title + (f.count > 1 ? " (×" + f.count + ")" : ""), c);
+      el("b", {}, f.rule + " " + (f.kind ? f.kind + ": " : "") + f.title + (f.count > 1 ? " (×" + f.count + ")" : ""), c);
       el("div", {"class": "saving"}, "saves " + f.saving, c);
+      if (f.check) el("div", {"class": "check" + (f.check.indexOf("checked") === 0 ? " checked" : "")}, f.check, c);
       el("div", {}, f.message, c);
       el("div", {"class": "try"}, "try: " + f.suggestion, c);
       if (f.places && f.places.length) {

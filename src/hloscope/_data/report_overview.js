@@ -52,12 +52,14 @@ function fusedCard(c) {
   var fusedOps = 0; K.forEach(function (k) { if (k.category === "fusion") fusedOps++; });
   el("p", {}, fusedOps + " fusions; fusion stops at " + breaks.length + " other kernels " +
      "(library calls, collectives, copies, loops: each reads and writes memory).", c);
-  el("h3", {}, "Longest kernels (roofline on " + (D.roofline ? D.roofline.device : "?") + ")", c);
-  var top = K.map(function (k, i) { return i; }).sort(function (a, b) { return K[b].time - K[a].time || a - b; }).slice(0, 5);
+  var tm = D.profile ? function (k) { return k.measured || 0; } : function (k) { return k.time; };
+  el("h3", {}, D.profile ? "Longest kernels (measured, " + D.profile.runs + " runs; step " + seconds(D.profile.step) + ")"
+                         : "Longest kernels (estimated: roofline on " + (D.roofline ? D.roofline.device : "?") + ")", c);
+  var top = K.map(function (k, i) { return i; }).sort(function (a, b) { return tm(K[b]) - tm(K[a]) || a - b; }).slice(0, 5);
   var t2 = el("table", {"class": "list"}, null, c);
   top.forEach(function (i) {
     var tr = el("tr", {"class": "clickable"}, null, t2);
-    el("td", {}, K[i].name, tr); el("td", {"class": "num"}, seconds(K[i].time), tr);
+    el("td", {}, K[i].name, tr); el("td", {"class": "num"}, seconds(tm(K[i])), tr);
     el("td", {"class": "src"}, K[i].source, tr);
     tr.addEventListener("click", function () { go("kernels", {k: i}); });
   });

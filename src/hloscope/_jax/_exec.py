@@ -273,6 +273,9 @@ def compile_plan(client: Any, m: Module, text: str, plan: Plan,
     the seconds XLA took."""
     from jax._src.lib import xla_client as xc
 
+    from .._analysis._repeats import describe_lowered
+    from ._progress import wait_for
+
     try:
         hm = _parse(text)
     except Exception as e:  # noqa: BLE001  (XLA's parser raises its own error type)
@@ -286,7 +289,10 @@ def compile_plan(client: Any, m: Module, text: str, plan: Plan,
     try:
         mlir = xc._xla.mlir.hlo_to_stablehlo(hm.as_serialized_hlo_module_proto())
         opts = compile_options(plan, [d.id for d in devices])
-        exe = client.compile_and_load(mlir, xc.DeviceList(tuple(devices)), opts)
+        exe = wait_for(f"XLA compiling {m.name}",
+                       lambda: client.compile_and_load(mlir, xc.DeviceList(tuple(devices)),
+                                                       opts),
+                       describe_slow=lambda: describe_lowered(m, f"module {m.name}"))
         if plan.optimized:
             where = boundary_mismatch(exe.hlo_modules()[0].to_string())
             if where:

@@ -26,6 +26,7 @@ from typing import Any
 from .._errors import HloscopeError
 from .._repr import clip
 from .._sources._saved import INSPECT_SCHEMA
+from ._progress import phase, wait_for
 from ._user import INSTALL_JAX, user_code
 
 __all__ = ["REPORT_SCHEMA", "Report", "inspect", "load", "show"]
@@ -94,7 +95,8 @@ class Report:
 
             df, lr = self._flow()
             self._cache["memory"] = analyze_memory(self.module, xla=self._xla_files(), df=df,
-                                                   lr=lr, memory_analysis=self.memory_analysis)
+                                                   lr=lr, memory_analysis=self.memory_analysis,
+                                                   code_in_memory=self._on_tpu())
         return self._cache["memory"]
 
     @property
@@ -108,17 +110,38 @@ class Report:
         return self._cache["kernels"]
 
     @property
+    def measured(self):  # type: ignore[no-untyped-def]
+        """Each kernel's measured time (`MeasuredTimes`) when inspected with
+        ``profile=True``; None otherwise."""
+        p = self._cache.get("profile")
+        return None if p is None else p.times
+
+    @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
-        estimated for the target's chip where the report has one."""
+        estimated for the target's chip where the report has one; ranked by measured time
+        when the report was profiled.  From `hloscope.inspect(..., check=True)`, each group
+        checked by compiling its fix (on first use: see `hloscope._checked`)."""
         if "advice" not in self._cache:
             from .._analysis._advisor import advise_groups
 
+            from .._analysis._devices import target_label
+
             df, lr = self._flow()
             dev = self.roofline_device()
-            self._cache["advice"] = advise_groups(
+            times = self.measured
+            advice = advise_groups(
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
-                device_label=f"{dev.name} ({self.target.get('name')})" if dev else None)
+                device_label=target_label(self.target, dev) if dev else None,
+                min_share=None if times is None else 0)
+            check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
+            if check is not None:
+                advice = check(advice)
+            if times is not None:
+                from .._profile._rank import rank_measured
+
+                advice = rank_measured(advice, times)
+            self._cache["advice"] = advice
         return self._cache["advice"]
 
     @property
@@ -128,19 +151,26 @@ class Report:
 
     @property
     def fit(self):  # type: ignore[no-untyped-def]
-        """Whether the program fits in the target's HBM per device (see `hbm_fit`); None
-        when the report was not compiled for a target."""
+        """Whether the program fits in what the target gives it per device (see `hbm_fit`):
+        XLA's available HBM on a TPU, JAX's allocator's share on a GPU; None when the
+        report was not compiled for a target."""
         t = self.target
         if not t or not isinstance(t.get("hbm_bytes"), int) or t["hbm_bytes"] <= 0:
             return None
         if "fit" not in self._cache:
             from .._analysis._fit import hbm_fit
 
-            hbm = next((sp.peak_bytes for sp in self.hardware.spaces if sp.space == 0),
-                       None)
-            self._cache["fit"] = hbm_fit(self.memory, t["hbm_bytes"],
-                                         str(t.get("device_kind") or t.get("name")),
-                                         self._xla_allocation(), hbm_peak=hbm)
+            limit, what = t.get("limit_bytes"), t.get("limit")
+            if t.get("platform") == "gpu" and t.get("chip"):
+                # JAX's allocator's share under the settings of this process, not of the
+                # one that compiled (a report loaded back is judged here).
+                from .._target._catalog import device_limit
+
+                got = device_limit(str(t["chip"]))
+                limit, what = got.bytes, got.what
+            self._cache["fit"] = hbm_fit(
+                self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
+                limit_bytes=int(limit or 0), limit=str(what or ""))
         return self._cache["fit"]
 
     @property
@@ -154,19 +184,13 @@ class Report:
             self._cache["hardware"] = hardware_view(self.module, df, lr, self.kernels)
         return self._cache["hardware"]
 
-    def _xla_allocation(self) -> dict[str, Any] | None:
-        """XLA's `memory_analysis()`; where a TPU compile reports a temp of 0 there, the
-        temp of its buffer assignment in device memory instead (the same figure as XLA
-        allocates it)."""
-        ma = self.memory_analysis
-        xla = self.memory.xla
-        if ma and self._tpu_without_temp() and xla is not None and xla.temp_bytes:
-            return {**ma, "temp_size_in_bytes": xla.temp_bytes}
-        return ma
+    def _on_tpu(self) -> bool:
+        """Compiled for a TPU (a target or the local devices): its code is in HBM."""
+        return (self.target or self.device or {}).get("platform") == "tpu"
 
     def _tpu_without_temp(self) -> bool:
         """A TPU target's deviceless compile reports a temp of 0 whatever the program
-        needs: not a figure to put beside hloscope's."""
+        needs (the memory report's headline takes XLA's buffer assignment's instead)."""
         return bool(self.target and self.target.get("platform") == "tpu"
                     and not (self.memory_analysis or {}).get("temp_size_in_bytes"))
 
@@ -186,17 +210,9 @@ class Report:
     def roofline_device(self):  # type: ignore[no-untyped-def]
         """The target's peak rates per device as a roofline `Device` (None without a
         target)."""
-        t = self.target
-        if not t or not isinstance(t.get("flops"), dict):
-            return None
-        from .._analysis._devices import Device
+        from .._analysis._devices import target_device
 
-        try:
-            return Device(str(t.get("chip") or t.get("name")),
-                          {str(k): float(v) for k, v in t["flops"].items()},
-                          float(t.get("bandwidth") or 0.0), str(t.get("source") or ""))
-        except (TypeError, ValueError):
-            return None
+        return target_device(self.target)
 
     # -- saving -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -225,9 +241,10 @@ class Report:
         df, lr = self._flow()
         # Every value (not only the largest 20 of `memory`): the timeline stacked by kind.
         mem = analyze_memory(self.module, xla=self._xla_files(), top=1 << 30, df=df, lr=lr,
-                             memory_analysis=self.memory_analysis)
+                             memory_analysis=self.memory_analysis,
+                             code_in_memory=self._on_tpu())
         data = report_data(self.module, summarize(self.module), self.kernels, mem,
-                           self.advice, device=self.roofline_device())
+                           self.advice, device=self.roofline_device(), times=self.measured)
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         data["texts"], cut = {}, []
@@ -253,20 +270,19 @@ class Report:
         return render_html(data)
 
     def summary_line(self) -> str:
+        """One line: what the device must hold (XLA's allocation), the most live at once,
+        the kernels and the compile time."""
+        from .._units import format_bytes
+
         m = self.memory
-        ma = self.memory_analysis
-        xla_peak = m.xla.live_range_peak_bytes if m.xla is not None else None
+        head = m.figures.headline
+        each = " per device" if m.figures.per_device else ""
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
-        parts = [f"{self.name}: {nk} kernel{'' if nk == 1 else 's'}",
-                 f"{nt} array{'' if nt == 1 else 's'} between kernels",
-                 f"peak {m.peak_bytes:,} B" + (f" (XLA: {xla_peak:,} B)" if xla_peak is not None else ""),
-                 f"temp {m.temp_estimate_bytes:,} B" + (
-                     f" (XLA: {ma['temp_size_in_bytes']:,} B)"
-                     if ma and "temp_size_in_bytes" in ma and not self._tpu_without_temp()
-                     else f" (XLA's buffer assignment: {m.xla.temp_bytes:,} B)"
-                     if self._tpu_without_temp() and m.xla is not None and m.xla.temp_bytes
-                     else "")]
+        parts = [f"{self.name}: needs {format_bytes(head.bytes or 0)}{each} (what XLA "
+                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once",
+                 f"{nk} kernel{'' if nk == 1 else 's'}",
+                 f"{nt} array{'' if nt == 1 else 's'} between kernels"]
         if "compile" in t:
             parts.append(f"compile {t['compile'] * 1e3:.0f} ms")
         return "; ".join(parts)
@@ -379,7 +395,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             static_argnames: str | tuple[str, ...] = (),
             compiler_options: dict[str, Any] | None = None, target: str | None = None,
             mesh: str | dict[str, int] | None = None,
-            shard: dict[int, Any] | list[Any] | None = None, **kwargs: Any) -> Report:
+            shard: dict[int, Any] | list[Any] | None = None, profile: bool | int = False,
+            **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
 
@@ -393,6 +410,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     (``{0: "data,None"}`` or `PartitionSpec`s); arguments without one keep the spec of
     their own `NamedSharding`, or are replicated.  The function runs under that mesh, so
     bare `PartitionSpec`s in sharding constraints work unchanged.
+
+    `profile` (True, or a number of runs; not with `target`) then runs the compiled
+    function under JAX's profiler (see `hloscope.profile`): `report.measured` holds each
+    kernel's measured time, and the advice and page rank by it.
     """
     try:
         import jax
@@ -400,19 +421,27 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         raise HloscopeError("JAX is not installed: hloscope.inspect compiles with JAX",
                             hint=INSTALL_JAX) from None
     prepared = None
+    if profile and target is not None:
+        raise HloscopeError("profile= runs the function here; target= compiles it for "
+                            "hardware that need not be here",
+                            hint="profile without target=, or read a profile taken on the "
+                                 "target with hloscope.read_profile")
     if target is not None:
         from ._target import abstract_args, parse_spec, prepare, retarget_jit
 
         prepared = prepare(target, mesh)
         # A function jitted for real devices: the same function, jitted for the target.
-        fn, own_specs = retarget_jit(fn, prepared.mesh)
+        notes: list[str] = []
+        fn, own_specs = retarget_jit(fn, prepared.mesh, notes)
         given = shard if isinstance(shard, dict) else dict(enumerate(shard or ()))
         if any(not isinstance(k, int) or isinstance(k, bool) for k in given):
             raise HloscopeError("shard= maps argument numbers to partition specs",
                                 hint="for example shard={0: 'data,None'} or a list, one "
                                      "spec (or None) per argument")
         specs = {**own_specs, **{k: parse_spec(v) for k, v in given.items() if v is not None}}
-        args = tuple(abstract_args(args, prepared.mesh, specs))
+        args = tuple(abstract_args(args, prepared.mesh, specs, notes))
+        if notes:
+            prepared.info["notes"] = notes
     elif mesh is not None or shard is not None:
         raise HloscopeError("mesh= and shard= lay arguments on a target's devices",
                             hint="give target= too, such as target='h100x8'")
@@ -430,28 +459,36 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         jitted = fn if hasattr(fn, "trace") else jax.jit(
             fn, static_argnums=static_argnums, static_argnames=static_argnames)
         t0 = time.perf_counter()
-        with user_code(f"JAX traced {name}"), _mesh_context(prepared):
+        with phase(f"tracing {name}"), user_code(f"JAX traced {name}"), \
+                _mesh_context(prepared):
             traced = jitted.trace(*args, **kwargs)
         timings["trace"] = time.perf_counter() - t0
         jaxpr = str(traced.jaxpr)
         t0 = time.perf_counter()
-        with user_code(f"JAX lowered {name}"):
+        with phase(f"lowering {name}"), user_code(f"JAX lowered {name}"):
             lowered = traced.lower()
         timings["lower"] = time.perf_counter() - t0
     with tempfile.TemporaryDirectory(prefix="hloscope-") as dump:
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
-        try:
+
+        def compile_it() -> Any:
             with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
-                compiled = lowered.compile(compiler_options=options)
+                return lowered.compile(compiler_options=options)
+
+        where = f" for {prepared.target.name}" if prepared is not None else ""
+        try:
+            compiled = wait_for(f"XLA compiling {name}{where}", compile_it,
+                                describe_slow=lambda: _describe_lowered(lowered))
         except Exception as e:
             if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
                 # The answer to "does it fit?" when the target's compiler refuses it.
                 said = str(e).strip().splitlines()[0].replace("RESOURCE_EXHAUSTED: ", "")
+                said = said.rstrip(".")
                 raise HloscopeError(
                     f"{name} does not fit on {prepared.target.name}: XLA's compiler for it "
-                    f"says: {said}",
+                    f"says: {said}" + _estimate(lowered, prepared),
                     hint="shard it over more devices (a larger topology, with --shard), "
                          "donate arguments (donate_argnums), or rematerialize "
                          "(jax.checkpoint)") from None
@@ -497,7 +534,47 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         target=prepared.info if prepared is not None else None,
     )
     report._cache["compiled"] = compiled  # for bench; not saved
+    if profile:
+        from .._profile._capture import profile_report
+
+        skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        runs = 10 if profile is True else int(profile)
+        report._cache["profile"] = profile_report(
+            report, [a for i, a in enumerate(args) if i not in skip], runs=runs)
     return report
+
+
+def _describe_lowered(lowered: Any) -> str:
+    """What the module JAX gave XLA already shows (its size, an unrolled loop)."""
+    from .._analysis._repeats import describe_lowered
+    from .._sources._reader import read_text
+
+    try:  # with source lines, where this JAX gives them
+        text = lowered.as_text(dialect="hlo", debug_info=True)
+    except TypeError:
+        text = lowered.as_text(dialect="hlo")
+    return describe_lowered(read_text(text,
+                                      filename="<lowered>").module)
+
+
+def _estimate(lowered: Any, prepared: Any) -> str:
+    """For a program XLA refuses on one device: hloscope's own figure beside XLA's words,
+    its estimate of the allocation from the module before XLA's passes, and the target's
+    limit (nothing for several devices: that module is not yet one device's)."""
+    if len(prepared.devices) != 1:
+        return ""
+    try:
+        from .._analysis._memory import analyze_memory
+        from .._sources._reader import read_text
+        from .._units import format_bytes
+
+        module = read_text(lowered.as_text(dialect="hlo"), filename="<lowered>").module
+        need = analyze_memory(module).figures.headline.bytes or 0
+        limit = int(prepared.info["limit_bytes"])
+    except Exception:  # noqa: BLE001  (XLA's own answer stands without it)
+        return ""
+    return (f"; hloscope's estimate before XLA's passes (fusion and buffer reuse lower it): "
+            f"about {format_bytes(need)} of the {format_bytes(limit)} it may use")
 
 
 def _mesh_context(prepared: Any) -> Any:

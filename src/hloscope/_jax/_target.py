@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import HloscopeError
-from .._target._catalog import Target, chip_device, gpu_config_text, parse_target
+from .._target._catalog import Target, chip_device, device_limit, gpu_config_text, parse_target
 from .._target._gpu_spec import strip_fields
 from ._quiet import import_jax_quietly, quiet_native_stderr
 
-__all__ = ["Prepared", "abstract_args", "parse_mesh", "parse_spec", "prepare", "retarget_jit"]
+__all__ = ["Prepared", "abstract_args", "check_mesh", "parse_mesh", "parse_spec", "prepare",
+           "retarget_jit"]
 
 GPU_EXTRA = "pip install 'hloscope[gpu-target]'"
 TPU_EXTRA = "pip install 'hloscope[tpu-target]'"
@@ -217,11 +218,45 @@ def parse_spec(text: Any) -> Any:
     return P(*entries)
 
 
+def _mesh_words(shape: Mapping[str, int]) -> str:
+    total = 1
+    for n in shape.values():
+        total *= n
+    axes = " x ".join(f"{a}={n}" for a, n in shape.items()) or "one device"
+    return f"{axes} ({total} device{'' if total == 1 else 's'})"
+
+
+def check_mesh(what: str, own: Any, spec: Any, mesh: Any, notes: list[str]) -> None:
+    """A sharding built on the mesh `own` laid on the target's `mesh` with its partition
+    spec: silent where both meshes are the same shape; a note where every axis the spec
+    uses has the same size on the target (each device holds the same piece); else an
+    error naming both meshes (the pieces would not be the ones the user built)."""
+    own_shape = dict(getattr(own, "shape", {}) or {})
+    target_shape = dict(mesh.shape)
+    if not own_shape or own_shape == target_shape:
+        return
+    used = [n for e in spec for n in ((e,) if isinstance(e, str) else (e or ()))]
+    if all(target_shape.get(n) == own_shape.get(n) for n in used):
+        notes.append(f"{what} was sharded on the mesh {_mesh_words(own_shape)}; laid on the "
+                     f"target's mesh {_mesh_words(target_shape)} with the same partition "
+                     f"spec {tuple(spec)}, each device holds the same piece")
+        return
+    raise HloscopeError(
+        f"{what} is sharded for the mesh {_mesh_words(own_shape)}, but the target's mesh is "
+        f"{_mesh_words(target_shape)}: its pieces would not be the ones it was built with",
+        hint="compile for a target with that mesh (--target with as many devices, --mesh "
+             "with those axes), or give the argument's partition spec for this target with "
+             "--shard (shard= in Python)")
+
+
 def abstract_args(args: Sequence[Any], mesh: Any,
-                  shard: Mapping[int, Any] | Sequence[Any] | None) -> list[Any]:
+                  shard: Mapping[int, Any] | Sequence[Any] | None,
+                  notes: list[str] | None = None) -> list[Any]:
     """Every array leaf of `args` as a `ShapeDtypeStruct` on `mesh`: with the partition
-    spec given for its argument, else the spec of its own `NamedSharding`, else
+    spec given for its argument, else the spec of its own `NamedSharding` (which must be
+    on a mesh of the target's shape, see `check_mesh`; notes go to `notes`), else
     replicated.  Other leaves (Python numbers, static values) pass unchanged."""
+    notes = [] if notes is None else notes
     import jax
     from jax.sharding import NamedSharding
 
@@ -249,6 +284,9 @@ def abstract_args(args: Sequence[Any], mesh: Any,
                     from jax.sharding import PartitionSpec as P
 
                     spec = P()
+                else:
+                    check_mesh(f"argument {i}", getattr(own, "mesh", None), spec, mesh,
+                               notes)
             used = {n for e in spec for n in ((e,) if isinstance(e, str) else (e or ()))}
             if used - axes:
                 raise HloscopeError(
@@ -275,12 +313,15 @@ def abstract_args(args: Sequence[Any], mesh: Any,
     return out
 
 
-def retarget_jit(fn: Any, mesh: Any) -> tuple[Any, dict[int, Any]]:
+def retarget_jit(fn: Any, mesh: Any,
+                 notes: list[str] | None = None) -> tuple[Any, dict[int, Any]]:
     """A function `jax.jit`-ted for real devices, made again for `mesh`: the same static
     and donated arguments, its `NamedSharding`s' partition specs laid on the target's mesh
     (returned per argument, for `abstract_args`), its output shardings too.  Anything
     else (not a jitted function, shardings of another kind, a JAX without these
-    attributes) comes back as it was."""
+    attributes) comes back as it was.  Shardings on a mesh of another shape than the
+    target's are checked as `check_mesh` does (notes go to `notes`)."""
+    notes = [] if notes is None else notes
     info = getattr(fn, "_jit_info", None)
     wrapped = getattr(fn, "__wrapped__", None)
     if info is None or wrapped is None:
@@ -289,14 +330,18 @@ def retarget_jit(fn: Any, mesh: Any) -> tuple[Any, dict[int, Any]]:
         import jax
         from jax.sharding import NamedSharding
 
-        def specs(treedef: Any, leaves: Any) -> Any:
+        def specs(treedef: Any, leaves: Any, what: str) -> Any:
             if not all(isinstance(leaf, NamedSharding) for leaf in leaves):
                 return None
+            for leaf in leaves:
+                check_mesh(what, leaf.mesh, leaf.spec, mesh, notes)
             return jax.tree_util.tree_unflatten(treedef, [leaf.spec for leaf in leaves])
 
-        in_specs = specs(info.in_shardings_treedef, info.in_shardings_leaves) \
+        in_specs = specs(info.in_shardings_treedef, info.in_shardings_leaves,
+                         "an in_sharding of the jitted function") \
             if info.in_shardings_leaves else None
-        out_specs = specs(info.out_shardings_treedef, info.out_shardings_leaves) \
+        out_specs = specs(info.out_shardings_treedef, info.out_shardings_leaves,
+                          "an out_sharding of the jitted function") \
             if info.out_shardings_leaves else None
         kwargs: dict[str, Any] = {
             "static_argnums": info.static_argnums, "static_argnames": info.static_argnames,
@@ -310,6 +355,8 @@ def retarget_jit(fn: Any, mesh: Any) -> tuple[Any, dict[int, Any]]:
             per_arg = {i: spec for i, spec in enumerate(in_specs)
                        if isinstance(spec, jax.sharding.PartitionSpec)}
         return jax.jit(wrapped, **kwargs), per_arg
+    except HloscopeError:
+        raise
     except Exception:  # noqa: BLE001  (JAX's private attributes differ between versions)
         return fn, {}
 
@@ -362,11 +409,13 @@ def prepare(name: str, mesh: str | Mapping[str, int] | None = None) -> Prepared:
                                 hint="choose axis sizes that tile the topology") from None
     device, hbm = chip_device(target.chip.key)
     per_chip = max(1, len(devices) // max(1, target.devices)) if target.platform == "tpu" else 1
+    limit = device_limit(target.chip.key, devices_per_chip=per_chip)
     info = {
         "name": target.name, "chip": target.chip.key, "title": target.chip.title,
         "platform": target.platform, "topology": target.topology, "slices": target.slices,
         "devices": len(devices), "device_kind": devices[0].device_kind,
-        "mesh": dict(axes), "hbm_bytes": hbm // per_chip,
+        "mesh": dict(axes), "hbm_bytes": hbm // per_chip, "limit_bytes": limit.bytes,
+        "limit": limit.what, "limit_source": limit.source,
         "flops": {k: v / per_chip for k, v in sorted(device.flops.items())},
         "bandwidth": device.bandwidth / per_chip, "source": device.source,
         "devices_per_chip": per_chip, "stripped_fields": stripped, "packages": versions,

@@ -6,7 +6,7 @@ import itertools
 
 from .._analysis._advisor import Advice
 from .._analysis._figures import optimized_note
-from .._analysis._devices import Device
+from .._analysis._devices import Device, link_bandwidth, platform_of
 from .._analysis._kernels import KernelGraph, ratio
 from ._term import fit, safe
 from .._units import format_seconds
@@ -50,11 +50,12 @@ SORT_KEYS = ("order", "time", "bytes", "flops")
 
 def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
                    top_edges: int = 20, width: int | None = None, sort: str = "order",
-                   top: int | None = None) -> str:
+                   top: int | None = None, measured: dict[str, float] | None = None) -> str:
     """`hloscope kernels`: the kernels by group, the arrays between them, the collectives,
     in `width` columns (None: every line whole).  `sort` (``time``, ``bytes``, ``flops``)
     lists the kernels in one table, largest first (``time`` needs `device`); `top` keeps
-    the first N."""
+    the first N.  `measured`: each kernel's measured time per run (seconds) from a
+    profile, as a column."""
     out = [f"Module {safe(g.module)}", f"  from {safe(g.file)}"]
     if not scheduled:
         out.append("  " + optimized_note(False))
@@ -75,9 +76,23 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             inputs.setdefault(e.dst, {})[label] = None
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
     if device is not None:
-        headers += [f"{device.name} time", "bound"]
+        headers += [f"{device.name} time" + (" (estimated)" if measured is not None else ""),
+                    "bound"]
+    if measured is not None:
+        from ._profile_text import format_time
+
+        headers.append("measured")
     headers.append("source")
     right = (5, 6, 7) if device is not None else (5, 6)
+    if measured is not None:
+        right += (len(headers) - 2,)
+    # A collective's time is its transfer at the link bandwidth, as the advisor prices it.
+    sent = {c.name: c.sent_per_device or c.bytes for c in g.collectives}
+    link = link_bandwidth(platform_of(device)) if device is not None else 0.0
+
+    def seconds(k):  # type: ignore[no-untyped-def]
+        t = k.roofline_seconds(device, k.element_type)
+        return max(t, ratio(sent.get(k.name, 0), link))
 
     def row(k):  # type: ignore[no-untyped-def]
         kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
@@ -86,10 +101,15 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
                  or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
         if device is not None:
             et = k.element_type
+            t = k.roofline_seconds(device, et)
             peak = device.peak_flops(et)
             bound = "compute" if peak and ratio(k.flops, peak) >= ratio(
                 k.bytes_accessed, device.bandwidth) else "memory"
-            cells += [format_seconds(k.roofline_seconds(device, et)), bound]
+            if ratio(sent.get(k.name, 0), link) > t:
+                t, bound = sent[k.name] / link, "link"
+            cells += [format_seconds(t), bound]
+        if measured is not None:
+            cells.append(format_time(measured[k.name]) if k.name in measured else "-")
         cells.append(k.source or "-")
         return cells
 
@@ -103,7 +123,7 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     if sort != "order":
         if sort == "time":
             assert device is not None, "sorting by time needs a device"
-            key = lambda k: k.roofline_seconds(device, k.element_type)  # noqa: E731
+            key = seconds
         else:
             key = (lambda k: k.bytes_out) if sort == "bytes" else (lambda k: k.flops)
         kernels.sort(key=key, reverse=True)
@@ -166,7 +186,7 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
     if not advice.optimized:
         out.append("  " + optimized_note(False))
         out.append("  only the rules about what survives compilation ran (constants, "
-                   "donation, f64, upcasts); compile it for the others")
+                   "donation, f64, upcasts, unrolled loops); compile it for the others")
     if advice.device:
         out.append(f"  times estimated for {safe(advice.device)}")
     for note in advice.notes:
@@ -177,9 +197,16 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
     for rank, g in enumerate(shown, 1):
         f = g.first
         out.append("")
-        out.append(safe(f"{rank}. {g.rule} {g.title}" + (f" (x{g.count})" if g.count > 1 else "")))
-        out.append(f"  saves {g.saving.describe(advice.device)} ({100 * g.share:.1f}% of the "
-                   f"program's {g.basis})")
+        out.append(safe(f"{rank}. {g.rule} {g.kind}: {g.title}"
+                        + (f" (x{g.count})" if g.count > 1 else "")))
+        c = g.check
+        share = f"{100 * g.share:.1f}% of the program's {g.basis}"
+        if c is not None and c.status == "checked":
+            out.append(f"  saves {c.amount(c.saved)} of {c.figure} ({share})")
+            out.append(f"  {safe(g.check_line(advice.device))}")
+        else:
+            out.append(f"  saves {g.saving.describe(advice.device)} ({share}), "
+                       f"{safe(g.check_line(advice.device))}")
         out.append(f"  {safe(f.message)}")
         for op_name, source, count in g.places[:3]:
             where = ", ".join(safe(x) for x in (op_name, source) if x) or "-"

@@ -13,7 +13,8 @@ from .._sources._xla_dumps import BufferAssignmentDump, MemoryUsageReport
 from ._term import fit, safe
 from ._text import format_bytes, table
 
-__all__ = ["render_figures", "render_memory", "render_spmd_log", "render_xla_dump", "sparkline"]
+__all__ = ["by_source", "render_figures", "render_headline", "render_memory",
+           "render_spmd_log", "render_xla_dump", "sparkline"]
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
@@ -51,56 +52,70 @@ def _same(ours: int | None, theirs: int | None, label: str = "") -> str:
 
 def _rows(items: Sequence[BufferInfo]) -> list[list[str]]:
     return [[b.label, b.shape, format_bytes(b.bytes), b.kind, f"{b.start}-{b.end}",
-             b.op_name or "-", b.source or "-"] for b in items]
+             b.op_name or "-", b.source or ("-" if b.where.startswith("(") else b.where)]
+            for b in items]
 
 
 _HEAD = ["value", "shape", "bytes", "kind", "live", "op_name", "source"]
 
 
-# What the text says beside each figure (the JSON and docs/memory.md give the full meaning).
-_NOTES = {
-    "live_range_peak": "XLA's live-range peak",
-    "temp_estimate": "estimate of XLA's temp allocation",
-    "device_footprint": "arguments + outputs + temp − aliased",
-}
 # A figure from XLA compared with hloscope's own.
 _VERSUS = {"xla_live_range_peak": "live_range_peak", "xla_temp": "temp_estimate",
            "memory_analysis.argument_size_in_bytes": "arguments",
            "memory_analysis.output_size_in_bytes": "outputs",
            "memory_analysis.alias_size_in_bytes": "aliased",
            "memory_analysis.temp_size_in_bytes": "temp_estimate"}
+_SOURCE = {"memory_analysis()": "XLA's memory_analysis()",
+           "memory_analysis() + XLA's buffer assignment":
+               "XLA's memory_analysis(), temp from its buffer assignment",
+           "hloscope + XLA dump": "temp from XLA's buffer assignment",
+           "hloscope": "hloscope's estimate"}
+
+
+def render_headline(figs: MemoryFigures, live: int | None = None) -> list[str]:
+    """The one figure a memory question is answered with, what the device must hold, and
+    beside it the most that is live at once and where (`live`: how many values)."""
+    head, peak = figs.headline, figs.get("live_range_peak")
+    out: list[str] = []
+    if head is not None and head.bytes is not None:
+        terms = [(k, b) for k, b in head.parts if k != "aliased"]
+        aliased = dict(head.parts).get("aliased", 0)
+        what = " + ".join(f"{k} {format_bytes(b)}" for k, b in terms)
+        if aliased:
+            what += (f"; outputs {format_bytes(aliased)} aliased to donated arguments, "
+                     "counted once")
+        each = " per device" if figs.per_device else ""
+        out.append(f"Needs {_exact(head.bytes)}{each}: what XLA allocates "
+                   f"({_SOURCE.get(head.source, head.source)}): {what}")
+    if peak is not None and peak.bytes is not None:
+        values = f": the {live} values below" if live else ""
+        out.append(f"  at most {_exact(peak.bytes)} live at once, at {safe(peak.at)}{values}")
+    return out
 
 
 def render_figures(figs: MemoryFigures, width: int | None = None) -> list[str]:
-    """The labelled headline figures and why they differ (see `memory_figures`); the
-    explanations wrapped to `width` (None: 96 columns, a paragraph's width)."""
-    out: list[str] = []
+    """Every figure but the headline, each with its meaning, and why they differ (see
+    `memory_figures`); the explanations wrapped to `width` (None: 96 columns)."""
+    out: list[str] = ["Details (every figure; docs/memory.md says where each comes from)"]
     xla = [f for f in figs.figures if f.key.startswith("memory_analysis.")]
     zero_host = [f for f in xla if f.label.startswith("host_") and not f.bytes]
     xla = [f for f in xla if f not in zero_host]
     for f in figs.figures:
-        if f.key.startswith("memory_analysis."):
+        if f.key.startswith("memory_analysis.") or f.key == "allocation":
             continue
-        label = f.label
-        at = f"at {safe(f.at)}" if f.at else ""
-        note = "; ".join(x for x in (at, _NOTES.get(f.key, "")) if x)
-        if f.key == "device_footprint" and figs.per_device:
-            note += ", each device"
+        note = (f"at {safe(f.at)}; " if f.at else "") + f.meaning
         if f.key in _VERSUS:
             other = figs.get(_VERSUS[f.key])
             note = _same(other.bytes if other else None, f.bytes, other.label if other else "")
-        if f.key == "device_footprint" and f.source != "hloscope":
-            note += " (XLA's figures)" if f.source == "memory_analysis()" else " (XLA's temp)"
-        if f.key == "device_footprint" and xla:
-            out.append("XLA's memory_analysis()")
-            for x in xla:
-                other = figs.get(_VERSUS.get(x.key, ""))
-                cmp = _same(other.bytes if other else None, x.bytes,
-                            other.label if other else "")
-                out.append(f"  {x.label:<36}{_exact(x.bytes):<25} {cmp}".rstrip())
-            if zero_host:
-                out.append(f"  {'host_*_in_bytes':<36}0 B (all {len(zero_host)})")
-        out.append(f"{label:<14}{_exact(f.bytes):<25} {note}".rstrip())
+        out.append(f"  {f.label:<14}{_exact(f.bytes):<25} {note}".rstrip())
+    if xla:
+        out.append("  XLA's memory_analysis()")
+        for x in xla:
+            other = figs.get(_VERSUS.get(x.key, ""))
+            cmp = _same(other.bytes if other else None, x.bytes, other.label if other else "")
+            out.append(f"    {x.label:<36}{_exact(x.bytes):<25} {cmp or x.meaning}".rstrip())
+        if zero_host:
+            out.append(f"    {'host_*_in_bytes':<36}0 B (all {len(zero_host)})")
     if figs.explanations:
         out.append("Why these figures differ")
         for e in figs.explanations:
@@ -112,6 +127,18 @@ def render_figures(figs: MemoryFigures, width: int | None = None) -> list[str]:
     return out
 
 
+def by_source(values: Sequence[BufferInfo], top: int = 10) -> list[tuple[str, int, int]]:
+    """The values live at the peak grouped by the line of code that made them (arguments
+    by their name in the user's code): (where, bytes, values), largest first."""
+    groups: dict[str, list[int]] = {}
+    for b in values:
+        g = groups.setdefault(b.where, [0, 0])
+        g[0] += b.bytes
+        g[1] += 1
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return [(where, n, count) for where, (n, count) in ranked[:top]]
+
+
 def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -> str:
     """`hloscope memory` for one module, in `width` columns (None: every line whole)."""
     out: list[str] = [f"Module {safe(r.module)}", f"  from {safe(r.file)}",
@@ -119,7 +146,7 @@ def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -
                       f"  {r.steps} steps, {r.values} values in {r.buffers} buffers", ""]
     if not r.optimized:
         out[2:2] = ["  " + optimized_note(False)]
-    out.extend(render_figures(r.figures, width))
+    out.extend(render_headline(r.figures, len(r.peak_values)))
     out.append("")
     out.append(f"Live at the peak ({len(r.peak_values)} values, {_exact(r.peak_bytes)})")
     shown = r.peak_values[:top]
@@ -130,6 +157,15 @@ def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -
         rest = r.peak_values[top:]
         out.append(f"  ... and {len(rest)} more ({format_bytes(sum(b.bytes for b in rest))}; "
                    "--top N shows more)")
+    lines = by_source(r.peak_values, top)
+    if lines:
+        out.append("")
+        out.append("The peak by line of code")
+        out.append(table(["where", "bytes", "values"],
+                         [[safe(w), format_bytes(n), c] for w, n, c in lines],
+                         right=(1, 2), width=width))
+    out.append("")
+    out.extend(render_figures(r.figures, width))
     out.append("")
     tmax, tstep = r.timeline_max
     out.append(f"Timeline (bytes held per step, each buffer once; max {format_bytes(tmax)} "

@@ -172,14 +172,33 @@ def _computation_groups(tree: _Groups, graph: KernelGraph, top: int, entry: str,
 
 
 def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memory: MemoryReport,
-                advice: Advice, device: Device | None = None) -> dict[str, Any]:
+                advice: Advice, device: Device | None = None,
+                times: MeasuredTimes | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain data (see the module docstring).  `device`: the
     chip whose peak rates give each kernel's estimated time (a roofline: the larger of its
     flops over the peak rate and its bytes over the bandwidth); where None, the device the
-    module was compiled for (`module_device`: the nominal CPU for a CPU module)."""
+    module was compiled for (`module_device`: the nominal CPU for a CPU module).
+    `times`: a profile's measured times (each kernel's ``measured``, and ``profile``),
+    which the page ranks by where it has them."""
     with paused_gc():
-        return _report_data(module, summary, graph, memory, advice,
+        data = _report_data(module, summary, graph, memory, advice,
                             device or module_device(module))
+        if times is not None:
+            add_measured(data, times)
+        return data
+
+
+def add_measured(data: dict[str, Any], times: MeasuredTimes) -> None:
+    """Each kernel's measured time per run (None where it did not run) and the profile's
+    figures, into the page's data."""
+    by_name = times.by_name()
+    for k in data["kernels"]:
+        kt = by_name.get(k["name"])
+        k["measured"] = None if kt is None else float(f"{kt.median:.4g}")
+    g = times.gaps
+    data["profile"] = {"source": times.source, "runs": times.runs, "devices": times.devices,
+                       "platform": times.platform, "step": g.step,
+                       "matched_share": times.matched_share, "gaps": g.to_dict()}
 
 
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
@@ -278,16 +297,20 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "temp": memory.temp_estimate_bytes,
             "figures": memory.figures.to_dict(),
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
-                             b.source or ""] for b in peak_values],
+                             b.source or ("" if b.where.startswith("(") else b.where)]
+                            for b in peak_values],
             "timeline": _timeline(memory), "values": live_values,
             "stacks": _stacks(memory),
         },
         "roofline": {"device": dev.name, "source": dev.source},
         "xla": _xla(memory.xla),
-        "findings": [{"rule": g.rule, "title": g.title, "count": g.count,
+        "findings": [{"rule": g.rule, "kind": g.kind, "title": g.title, "count": g.count,
                       "message": g.first.message, "suggestion": g.first.suggestion,
-                      "saving": f"{g.saving.describe(advice.device)} ({100 * g.share:.1f}% "
-                                f"of the program's {g.basis})",
+                      "saving": (f"{g.check.amount(g.check.saved)} of {g.check.figure}"
+                                 if g.check is not None and g.check.status == "checked"
+                                 else g.saving.describe(advice.device))
+                                + f" ({100 * g.share:.1f}% of the program's {g.basis})",
+                      "check": g.check_line(advice.device),
                       "places": [[o, s or "", n] for o, s, n in g.places[:5]],
                       "evidence": [e.name for e in g.first.evidence]} for g in advice.groups],
         "kernels": kernels, "edges": edges, "groups": groups, "top": top,

@@ -28,24 +28,36 @@ def render_target(info: Mapping[str, Any]) -> str:
     if stripped:
         line += (f"\n  (fields of XLA's target config this plugin does not know, removed: "
                  f"{', '.join(stripped)})")
+    for note in info.get("notes") or []:
+        line += f"\n  ({safe(str(note))})"
     if info.get("platform") == "gpu":
         line += ("\n  (GPU kernel tiles are XLA's defaults: autotuning needs a device, so "
                  "Triton and cuBLAS choices on a real GPU may differ)")
     return line
 
 
+_BASIS = {"xla": "what XLA allocates (memory_analysis())",
+          "xla+buffer-assignment": "what XLA allocates (memory_analysis(), its temp from "
+                                   "XLA's buffer assignment)",
+          "hloscope": "hloscope's estimate of what XLA allocates"}
+
+
 def render_fit(fit: HbmFit) -> str:
-    """``HBM: needs 1.23 GiB of 79.11 GiB per device: fits with 77.88 GiB to spare``, or
-    what is missing and the largest values at the peak."""
-    what = ("XLA's allocation: " + " + ".join(f"{k} {format_bytes(v)}" for k, v in fit.parts)
-            if fit.basis == "xla" else "hloscope's peak of the values in HBM, tiles padded"
-            if fit.basis == "hbm-peak" else "hloscope's peak of live values")
-    head = (f"HBM per device: needs {format_bytes(fit.need_bytes)} ({what}) of "
-            f"{format_bytes(fit.hbm_bytes)} on {safe(fit.device)}: ")
-    if fit.fits:
-        return head + f"fits with {format_bytes(fit.spare_bytes)} to spare"
-    lines = [head + f"does NOT fit: needs {format_bytes(-fit.spare_bytes)} more"]
-    if fit.largest:
+    """``HBM per device: needs 1.23 GiB of 59.33 GiB on DEVICE: fits with 58.10 GiB to
+    spare``, then what the need is made of and where the limit comes from; for a program
+    that does not fit, the largest values at the peak."""
+    head = (f"HBM per device: needs {format_bytes(fit.need_bytes)} of "
+            f"{format_bytes(fit.usable_bytes)} on {safe(fit.device)}: ")
+    verdict = (f"fits with {format_bytes(fit.spare_bytes)} to spare" if fit.fits
+               else f"does NOT fit: needs {format_bytes(-fit.spare_bytes)} more")
+    terms = " + ".join(f"{k} {format_bytes(v)}" for k, v in fit.parts)
+    if fit.aliased_bytes:
+        terms += (f"; outputs {format_bytes(fit.aliased_bytes)} aliased to donated "
+                  "arguments, counted once")
+    lines = [head + verdict,
+             f"  needs: {_BASIS.get(fit.basis, fit.basis)}: {terms}",
+             f"  of: {safe(fit.limit) if fit.limit else 'the device HBM'}"]
+    if not fit.fits and fit.largest:
         lines.append("  the largest values at the peak:")
         for b in fit.largest:
             where = b.source or b.op_name or "-"
@@ -57,15 +69,26 @@ def render_fit(fit: HbmFit) -> str:
 def render_catalog(rows: list[Mapping[str, Any]], width: int | None = None) -> str:
     """The table of `hloscope targets` and the grammar of target names."""
     body = [[str(r["name"]), str(r["platform"]), str(r["title"]),
-             format_bytes(int(r["hbm_bytes"])), f"{float(r['bf16_flops']) / 1e12:,.0f}",
+             format_bytes(int(r["hbm_bytes"])),
+             format_bytes(int(r.get("limit_bytes") or r["hbm_bytes"]))
+             + ("" if int(r.get("devices_per_chip") or 1) == 1
+                else f" x{r['devices_per_chip']}"),
+             f"{float(r['bf16_flops']) / 1e12:,.0f}",
              f"{float(r['bandwidth']) / 1e9:,.0f}", str(r["example"])] for r in rows]
-    lines = ["Targets (figures per chip)", table(
-        ["name", "kind", "chip", "HBM", "bf16 TFLOP/s", "GB/s", "example"], body,
-        right=(3, 4, 5), width=width, drop=("example", "chip")), "",
+    gpu = next((r for r in rows if r["platform"] == "gpu"), None)
+    lines = ["Targets (figures per chip; usable: per device)", table(
+        ["name", "kind", "chip", "HBM", "usable", "bf16 TFLOP/s", "GB/s", "example"], body,
+        right=(3, 4, 5, 6), width=width, drop=("example", "chip")), "",
         "Names: CHIP (one device), CHIPxN (N GPUs on one host), GPU:PxHxD (XLA's GPU topology:",
         "partitions x hosts x GPUs per host), TPU:AxB or TPU:AxBxC (a slice's chips), TPU:AxB*N",
         "(N slices).  GPU figures come from XLA's published target configs; TPU figures from",
         "Google's Cloud TPU documentation (hloscope targets --json names each source).",
+        "Usable: what a program may use on one device, which 'does it fit?' compares with.",
+        "TPU: the HBM XLA's TPU compiler has available (as its refusal prints it: 'Used",
+        "15.75G of 15.75G hbm'), per device (x2: two per chip).  GPU: the share JAX's",
+        "allocator takes, 75% unless XLA_PYTHON_CLIENT_MEM_FRACTION says otherwise (all of",
+        "it with XLA_PYTHON_CLIENT_ALLOCATOR=platform); here: "
+        + (safe(str(gpu.get("limit_share") or "-")) if gpu else "-") + ".",
         "GPUs need pip install 'hloscope[gpu-target]', TPUs pip install 'hloscope[tpu-target]'."]
     return "\n".join(lines) + "\n"
 

@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._errors import HloscopeError, HloSourceError
 from .._repr import brief_repr
@@ -96,6 +97,8 @@ class ModuleEntry:
     dump_prefix: str = ""
     # `compiled.memory_analysis()` as saved in an inspect report, field by field.
     memory_analysis: dict[str, float] | None = None
+    # The compile target of an inspect report (`Report.target`), None for other inputs.
+    target: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -298,7 +301,7 @@ def _read_saved(p: str, out: Inputs) -> None:
                           ) if fields["live_range"] else None
     names = tuple(n for n, v in (("buffer-assignment", ba), ("live-range", lr)) if v)
     entry = ModuleEntry(m, 0, "optimized", XlaMemoryFiles(names, ba, lr) if names else None,
-                        p, memory_analysis=fields["memory_analysis"])
+                        p, memory_analysis=fields["memory_analysis"], target=fields["target"])
     out.modules.append(entry)
 
 

@@ -19,18 +19,23 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .._analysis._devices import DEVICES, Device
 from .._errors import HloscopeError
 from ._gpu_spec import gpu_figures, parse_textproto
+from ._limits import Limit, gpu_limit, tpu_limit
 
-__all__ = ["CHIPS", "Chip", "Target", "chip_device", "gpu_config_text", "targets",
-           "parse_target"]
+__all__ = ["CHIPS", "MAX_DEVICES", "Chip", "Target", "chip_device", "device_limit",
+           "gpu_config_text", "targets", "parse_target"]
 
 T = 1e12
 GiB = 1 << 30
+# The most devices a target may have: more makes meshes too large to trace in reasonable
+# time (JAX's CUDA plugin itself takes any count).
+MAX_DEVICES = 16384
 _SPECS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "_data", "gpu_targets")
 
 
@@ -50,6 +55,7 @@ class Chip:
     bandwidth: float = 0.0  # TPU: per chip, bytes/s
     source: str = ""
     three_d: bool = False  # TPU: topologies are AxBxC
+    devices_per_chip: int = 1  # TPU: libtpu's devices per chip (two TensorCores on some)
 
 
 _CLOUD = "Google Cloud TPU documentation, system architecture of"
@@ -64,24 +70,29 @@ CHIPS: tuple[Chip, ...] = (
     Chip("a100-pcie-80", "gpu", "NVIDIA A100 80GB PCIe", spec="a100_pcie_80.txtpb"),
     Chip("v100", "gpu", "NVIDIA Tesla V100-SXM2-16GB", spec="v100.txtpb"),
     Chip("tpu-v2", "tpu", "TPU v2", ("v2",), tpu_name="v2", hbm_bytes=16 * GiB,
-         flops=(("bf16", 45 * T),), bandwidth=600e9, source=f"{_CLOUD} TPU v2"),
+         flops=(("bf16", 45 * T),), bandwidth=600e9, source=f"{_CLOUD} TPU v2",
+         devices_per_chip=2),
     Chip("tpu-v3", "tpu", "TPU v3", ("v3",), tpu_name="v3", hbm_bytes=32 * GiB,
-         flops=(("bf16", 123 * T),), bandwidth=900e9, source=f"{_CLOUD} TPU v3"),
+         flops=(("bf16", 123 * T),), bandwidth=900e9, source=f"{_CLOUD} TPU v3",
+         devices_per_chip=2),
     Chip("tpu-v4", "tpu", "TPU v4", ("v4",), tpu_name="v4", hbm_bytes=32 * GiB,
          flops=(("bf16", 275 * T), ("s8", 275 * T)), bandwidth=1200e9,
-         source=f"{_CLOUD} TPU v4", three_d=True),
+         source=f"{_CLOUD} TPU v4", three_d=True, devices_per_chip=2),
     Chip("tpu-v5e", "tpu", "TPU v5e", ("v5e", "tpu-v5-lite", "v5litepod"), tpu_name="v5e",
          hbm_bytes=16 * GiB, flops=(("bf16", 197 * T), ("s8", 394 * T)), bandwidth=819e9,
          source=f"{_CLOUD} TPU v5e"),
-    Chip("tpu-v5p", "tpu", "TPU v5p", ("v5p",), tpu_name="v5p", hbm_bytes=95 * 10**9,
+    Chip("tpu-v5p", "tpu", "TPU v5p", ("v5p",), tpu_name="v5p", hbm_bytes=96 * GiB,
          flops=(("bf16", 459 * T), ("s8", 918 * T)), bandwidth=2765e9,
-         source=f"{_CLOUD} TPU v5p", three_d=True),
+         source=f"{_CLOUD} TPU v5p; HBM 96 GiB as libtpu counts it (95.74 GiB available to "
+         "XLA plus its reserve)", three_d=True),
     Chip("tpu-v6e", "tpu", "TPU v6e (Trillium)", ("v6e", "trillium"), tpu_name="v6e",
          hbm_bytes=32 * GiB, flops=(("bf16", 918 * T), ("s8", 1836 * T)), bandwidth=1640e9,
          source=f"{_CLOUD} TPU v6e"),
     Chip("tpu7x", "tpu", "TPU7x (Ironwood)", ("tpu-v7x", "ironwood", "v7x"), tpu_name="tpu7x",
-         hbm_bytes=192 * 10**9, flops=(("bf16", 2307 * T), ("f8e4m3fn", 4614 * T)),
-         bandwidth=7370e9, source=f"{_CLOUD} TPU7x (Ironwood)", three_d=True),
+         hbm_bytes=192 * GiB, flops=(("bf16", 2307 * T), ("f8e4m3fn", 4614 * T)),
+         bandwidth=7370e9, source=f"{_CLOUD} TPU7x (Ironwood); HBM 192 GiB as libtpu counts "
+         "it (94.75 GiB available to XLA per device, two per chip, plus its reserve)",
+         three_d=True, devices_per_chip=2),
 )
 _BY_NAME = {n: c for c in CHIPS for n in (c.key, *c.aliases)}
 
@@ -114,6 +125,18 @@ def chip_device(key: str) -> tuple[Device, int]:
     flops = dict(chip.flops)
     flops.setdefault("*", flops["bf16"])
     return Device(chip.key, flops, chip.bandwidth, chip.source + " (per chip)"), chip.hbm_bytes
+
+
+def device_limit(key: str, env: Mapping[str, str] | None = None,
+                 devices_per_chip: int | None = None) -> Limit:
+    """The memory one device of chip `key` gives a program: XLA's available HBM on a TPU,
+    what JAX's allocator takes under the settings in `env` (default: this process's
+    environment) on a GPU (see `_limits`)."""
+    chip = _BY_NAME[key]
+    _device, hbm = chip_device(key)
+    if chip.platform == "gpu":
+        return gpu_limit(chip.key.upper(), hbm, env)
+    return tpu_limit(chip.tpu_name, hbm // (devices_per_chip or chip.devices_per_chip))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +175,15 @@ def parse_target(text: str) -> Target:
     name = raw.lower()
     chip_name, colon, topo = name.partition(":")
     count = 1
-    m = re.fullmatch(r"(.+?)x(\d{1,5})", chip_name)
+    m = re.fullmatch(r"(.+?)x(\d+)", chip_name)
     if chip_name not in _BY_NAME and m and m.group(1) in _BY_NAME:
         chip_name, count = m.group(1), int(m.group(2))
+        known = _BY_NAME[chip_name]
+        if known.platform == "gpu" and not 0 < count <= MAX_DEVICES:
+            raise HloscopeError(
+                f"target {raw!r}: {known.key}xN takes from 1 to {MAX_DEVICES:,} GPUs, "
+                f"not {count:,}", hint=f"such as {known.key}x8, or several hosts as XLA's "
+                f"topology PARTITIONSxHOSTSxGPUS_PER_HOST, such as {known.key}:1x4x8")
     chip = _BY_NAME.get(chip_name)
     if chip is None:
         close = difflib.get_close_matches(chip_name, list(_BY_NAME), n=3, cutoff=0.5)
@@ -169,6 +198,9 @@ def parse_target(text: str) -> Target:
                 raise HloscopeError(
                     f"target {raw!r}: a GPU topology is PARTITIONSxHOSTSxGPUS_PER_HOST, "
                     f"such as {chip.key}:1x2x8", hint=f"or {chip.key}x8 for 8 GPUs on one host")
+            if dims[0] * dims[1] * dims[2] > MAX_DEVICES:
+                raise HloscopeError(f"target {raw!r}: {dims[0] * dims[1] * dims[2]:,} GPUs; "
+                                    f"a target has from 1 to {MAX_DEVICES:,}")
             return Target(raw, chip, topo, dims[0] * dims[1] * dims[2])
         return Target(raw, chip, f"1x1x{count}", count)
     # TPU
@@ -193,6 +225,9 @@ def parse_target(text: str) -> Target:
     chips = 1
     for d in dims:
         chips *= d
+    if chips * slices > MAX_DEVICES:
+        raise HloscopeError(f"target {raw!r}: {chips * slices:,} chips; a target has from 1 "
+                            f"to {MAX_DEVICES:,}")
     return Target(raw, chip, f"{chip.tpu_name}:{topo}", chips * slices, slices)
 
 
@@ -200,15 +235,21 @@ def targets() -> list[dict[str, object]]:
     """The GPUs and TPUs that `inspect(..., target=NAME)` compiles for, one dict per chip:
     `name` (and `aliases`), `platform`, `title`, `hbm_bytes`, `bf16_flops` and `bandwidth`
     (bytes/s), all per chip (a TPU v2, v3, v4 or 7x chip holds two devices), an `example`
-    target name and the `source` of the figures.  What ``hloscope targets`` prints."""
+    target name and the `source` of the figures; `limit_bytes`, the memory a program may
+    use per device (XLA's available HBM on a TPU, JAX's allocator's share on a GPU under
+    this process's settings), with `limit` (in words) and `limit_source`.  What
+    ``hloscope targets`` prints."""
     rows: list[dict[str, object]] = []
     for chip in CHIPS:
         device, hbm = chip_device(chip.key)
+        limit = device_limit(chip.key)
         example = (f"{chip.key}x8" if chip.platform == "gpu"
                    else f"{chip.key}:{'2x2x1' if chip.three_d else '2x4'}")
         rows.append({"name": chip.key, "aliases": list(chip.aliases), "platform": chip.platform,
                      "title": chip.title, "hbm_bytes": hbm,
                      "bf16_flops": device.flops.get("bf16", device.flops.get("*", 0.0)),
                      "bandwidth": device.bandwidth, "example": example,
-                     "source": device.source})
+                     "source": device.source, "devices_per_chip": chip.devices_per_chip,
+                     "limit_bytes": limit.bytes, "limit": limit.what,
+                     "limit_source": limit.source, "limit_share": limit.share or None})
     return rows

@@ -1,0 +1,411 @@
+"""The advisor's rules about how the program is written: what an expert reads in its shape.
+
+A Python loop unrolled into many copies of one body (HS117), a large array built from
+indices with real work on every call (HS118), an embedding lookup written as a one-hot
+matmul (HS119), host callbacks and transfers inside a loop (HS120), and work split into
+many kernels too small to pay for their launch on a GPU (HS121).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .._hlo._module import Computation, Instruction
+from .._units import format_bytes
+from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
+from ._dataflow import control_flow_computations
+from ._findings import Finding, place_key
+from ._kernels import Kernel
+from ._shapes import elements
+
+__all__ = ["constant_rebuilt", "host_transfer", "onehot_gather", "small_kernels",
+           "unrolled_loop"]
+
+# HS117: a loop unrolled fewer times, or saving fewer instructions, is not worth a line.
+MIN_COPIES = 16
+MIN_UNROLLED_INSTRUCTIONS = 1000
+# HS118: arrays smaller than this are cheap to keep rebuilding (HS102's size); an
+# elementwise build needs this many transcendentals per element to cost more than
+# writing the array does (one sin or cos per element, a position encoding, does not).
+MIN_REBUILT_BYTES = 512 * 1024
+TRANSCENDENTALS = 2
+# HS119: a one-hot over fewer classes than this is a mask, not a lookup.
+MIN_VOCABULARY = 128
+# HS120: what one synchronization with the host costs at least, assumed: the device
+# waits while the host runs the callback (a Python function) and the data crosses PCIe.
+HOST_SYNC_SECONDS = 10e-6
+PCIE_BANDWIDTH = 25e9
+# HS121: a computation with fewer small kernels than this is not launch-bound in a way
+# batching fixes (a kernel's launch: LAUNCH_SECONDS).
+MIN_SMALL_KERNELS = 64
+
+_NO_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "bitcast",
+                      "after-all", "opt-barrier", "partition-id", "replica-id"})
+_CALLBACKS = ("python_cpu_callback", "python_gpu_callback", "python_callback",
+              "ffi_partitioned_python")
+_INLINED = frozenset({"call", "fusion"})
+_PASS = frozenset({"convert", "bitcast", "reshape", "copy", "transpose", "broadcast"})
+
+
+# -- HS117 -----------------------------------------------------------------------------
+
+def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
+    """Many copies of one body: instructions of the same opcode, shape and operands'
+    opcodes and shapes repeated MIN_COPIES times or more (a Python loop over steps or
+    layers that JAX traced into one copy per iteration), MIN_UNROLLED_INSTRUCTIONS or
+    more beyond one copy.  A fusion or a call counts with the instructions of the
+    computation it runs (XLA compiles those too)."""
+    weight = {c.name: len(c.instructions) for c in ctx.module.computations}
+    counts: Counter[tuple[object, ...]] = Counter()
+    size: Counter[tuple[object, ...]] = Counter()
+    first: dict[tuple[object, ...], Instruction] = {}
+    for comp in control_flow_computations(ctx.module):
+        for inst in comp.instructions:
+            if inst.opcode in _NO_WORK:
+                continue
+            key = (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
+            counts[key] += 1
+            size[key] += 1 + (sum(weight.get(c, 0) for c in inst.called_computation_names)
+                              if inst.opcode in _INLINED else 0)
+            first.setdefault(key, inst)
+    repeated = [k for k, n in counts.items() if n >= MIN_COPIES]
+    if not repeated:
+        return []
+    body = repeated
+    # A body's instruction appears once or a few times per copy (a step that evaluates
+    # the force twice): counting the least repeated one as the copies keeps the saving
+    # on the low side.
+    copies = min(counts[k] for k in body)
+    most = max(counts[k] for k in body)
+    held = sum(size[k] for k in body)
+    saved = held - held // copies
+    if saved < MIN_UNROLLED_INSTRUCTIONS:
+        return []
+    lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
+    top = first[max(body, key=lambda k: (size[k], k))]
+    kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
+    where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
+             + (", ..." if len(lines) > 3 else "")) if lines else ""
+    return [Finding(
+        "HS117", "a Python loop is unrolled into many copies of one body",
+        f"{held:,} of the program's {ctx.module.instruction_count:,} instructions"
+        + (f" ({kernels:,} of its kernels)" if kernels else "")
+        + f" are copies of {len(body)} instruction(s), each repeated "
+        + (f"{copies} times" if copies == most else f"{copies} to {most} times")
+        + f"{where} (a loop traced once per iteration): XLA compiles and optimizes every "
+        "copy, so compile time and program size grow with the loop's length",
+        "write the loop as lax.scan over the steps or layers (stack the per-layer weights "
+        "into one array: jax.tree.map(lambda *w: jnp.stack(w), *layers)), or "
+        "lax.fori_loop for a loop over steps, or jax.vmap where the iterations do not "
+        "depend on each other; lax.scan(..., unroll=k) keeps a little unrolling where "
+        "it helps",
+        (ev_inst(top, "instruction"),), ctx.saving(instructions=saved),
+        place_key(top.metadata.op_name, str(top.source or ""), "unrolled"))]
+
+
+# -- HS118 -----------------------------------------------------------------------------
+
+def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
+    """A large array computed from indices and constants alone (no argument, no loop
+    state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
+    or more per element): the program rebuilds it on every call, where computing it once
+    outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
+    free: dict[str, bool] = {}
+    for k in ctx.graph.kernels:
+        ins = ctx.edges_to.get(k.name, ())
+        free[k.name] = k.category not in ("collective", "host transfer") \
+            and "callback" not in k.target and all(e.src_kind == "constant" or (e.src_kind == "kernel" and free.get(e.src))
+                    for e in ins)
+    out = []
+    claimed: set[str] = set()
+    for k in ctx.graph.kernels:
+        if not free[k.name]:
+            continue
+        readers = ctx.edges_from.get(k.name, ())
+        if not any(e.dst == "result" or not free.get(e.dst, False) for e in readers):
+            continue  # not the last step of the build
+        if k.bytes_out < MIN_REBUILT_BYTES:
+            continue
+        build = [x for x in _free_ancestors(ctx, k, free) if x.name not in claimed]
+        work = [x for x in build if _does_work(x)]
+        inst = ctx.inst(k)
+        n = max(1, elements(inst.shape)) if inst is not None else 1
+        if not work and sum(x.transcendentals for x in build) < TRANSCENDENTALS * n:
+            continue  # about what writing it costs: a sin/cos table (a position encoding)
+        work = work or [x for x in build if x.transcendentals]
+        claimed.update(x.name for x in build)
+        runs = ctx.runs(k.group)
+        seconds = sum(x.roofline_seconds(ctx.device, x.element_type) for x in build) * runs
+        ops = sorted({op for x in work for op, _ in x.fused if op in _WORK | _TRANSCENDENTAL}
+                     | ({x.opcode for x in work} & (_WORK | _TRANSCENDENTAL)))
+        out.append(Finding(
+            "HS118", "a large array is rebuilt from constants on every call",
+            f"{k.name} builds {format_bytes(k.bytes_out)} ({k.shape}) from indices and "
+            f"constants alone, with real work ({', '.join(ops) or k.opcode}; "
+            f"{len(build)} kernel(s)), on every call of the program"
+            + (f" ({runs} times per call: it is inside a loop)" if runs > 1 else ""),
+            "compute it once outside jit (a DFT matrix, twiddle factors, a basis) and pass "
+            "it as an argument, or close over a device array computed once",
+            tuple(ev_kernel(x) for x in [k] + [w for w in work if w is not k][:3]),
+            ctx.saving(kernels=len(build) * runs, seconds=seconds),
+            place_key(k.op_name, k.source, k.shape)))
+    return out
+
+
+_WORK = frozenset({"dot", "convolution", "reduce", "fft"})
+_TRANSCENDENTAL = frozenset({"exponential", "log", "sine", "cosine", "tan", "tanh", "power",
+                             "atan2", "logistic", "erf", "exponential-minus-one",
+                             "log-plus-one", "cbrt", "sqrt", "rsqrt"})
+
+
+def _does_work(k: Kernel) -> bool:
+    """A matmul, a convolution, an FFT or a reduction: more than elementwise."""
+    return k.opcode in _WORK or k.category in ("fft", "matmul", "convolution") \
+        or any(op in _WORK for op, _ in k.fused)
+
+
+def _free_ancestors(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> list[Kernel]:
+    seen = {k.name}
+    order = [k]
+    stack = [k]
+    while stack:
+        cur = stack.pop()
+        for e in ctx.edges_to.get(cur.name, ()):
+            if e.src_kind == "kernel" and e.src not in seen and free.get(e.src):
+                p = ctx.kernel(e.src)
+                if p is not None:
+                    seen.add(e.src)
+                    order.append(p)
+                    stack.append(p)
+    return order
+
+
+# -- HS119 -----------------------------------------------------------------------------
+
+def onehot_gather(ctx: AdviceContext) -> list[Finding]:
+    """A matmul that contracts a one-hot array (``compare(ids, iota)``, converted to a
+    float) over its classes: an embedding lookup written as ``one_hot(ids, V) @ table``.
+    ``table[ids]`` reads the rows it needs; the matmul reads every row and multiplies
+    by zeros, and the one-hot (or its iota) is written to memory."""
+    out = []
+    insts = [i for c in ctx.module.computations for i in c.instructions
+             if i.opcode in ("dot", "compare")]
+    if not any(i.opcode == "compare" and len(i.shape.dims) >= 2
+               and "direction=EQ" in i.attr_text for i in insts):
+        return []  # no one-hot anywhere
+    dots = [i for i in insts if i.opcode == "dot"]
+    for dot in dots:
+        hit = _onehot_operand(ctx, dot)
+        k = _kernel_of(ctx, dot) if hit is not None else None
+        if hit is None or k is None:
+            continue
+        side, vocab, stored = hit
+        at_peak = {v.inst.name for v in ctx.lr.peak_values}
+        other = dot.operands[1 - side]
+        runs = ctx.runs(k.group)
+        stored_bytes = stored.shape.total_byte_size if stored is not None else 0
+        rows = dot.shape.total_byte_size  # a gather reads and writes the rows it needs
+        maker = ctx.kernel(stored.name) if stored is not None else None
+        spent = sum(x.roofline_seconds(ctx.device, x.element_type)
+                    for x in (k, maker) if x is not None)
+        # What the matmul and the one-hot's kernel take beyond a gather, less the
+        # one-hot's write and read (counted as traffic).
+        seconds = max(0.0, spent - (2 * rows + 2 * stored_bytes) / ctx.device.bandwidth)
+        out.append(Finding(
+            "HS119", "an embedding lookup is written as a one-hot matmul",
+            f"{k.name} multiplies a one-hot array over {vocab:,} classes by "
+            f"{other.shape} ({k.flops / 1e9:,.1f} GFLOP for {format_bytes(rows)} of rows)"
+            + (f"; the one-hot's {stored.opcode} {stored.name} ({stored.shape}, "
+               f"{format_bytes(stored_bytes)}) is written to memory for it"
+               if stored is not None else ""),
+            "look the rows up instead: table[ids] (or jnp.take(table, ids, axis=0)); "
+            "its gradient is a scatter-add of the rows, not a matmul",
+            (ev_kernel(k),) + ((ev_inst(stored, "array"),) if stored is not None else ()),
+            ctx.saving(peak=stored_bytes if stored is not None and stored.name in at_peak
+                       else 0, traffic=2 * stored_bytes * runs, seconds=seconds * runs),
+            place_key(dot.metadata.op_name, str(dot.source or ""), str(dot.shape))))
+    return out
+
+
+def _kernel_of(ctx: AdviceContext, inst: Instruction) -> Kernel | None:
+    """The kernel that runs `inst` (itself, or the fusion it is fused into)."""
+    for _ in range(8):
+        k = ctx.kernel(inst.name)
+        if k is not None and k.group == inst.computation.name:
+            return k
+        callers = ctx.module.callers(inst.computation)
+        if len(callers) != 1:
+            return None
+        inst = callers[0]
+    return None
+
+
+def _onehot_operand(ctx: AdviceContext,
+                    dot: Instruction) -> tuple[int, int, Instruction | None] | None:
+    """(operand number, classes, the array stored for it) where an operand of `dot` is a
+    one-hot contracted over its classes."""
+    for side, key in ((0, "lhs_contracting_dims"), (1, "rhs_contracting_dims")):
+        dims = _ints(dot.attr(key))
+        if len(dims) != 1 or side >= len(dot.operand_names):
+            continue
+        vocab = dot.operands[side].shape.dims[dims[0]]
+        if vocab < MIN_VOCABULARY:
+            continue
+        stored: list[Instruction] = []
+        cmp = _trace(ctx, dot.operands[side], stored, through=_PASS - {"broadcast"})
+        if cmp.opcode != "compare" or cmp.attr("direction") != "EQ":
+            continue
+        ends = [_trace(ctx, o, stored, through=_PASS) for o in cmp.operands]
+        iotas = [e for e in ends if e.opcode == "iota"]
+        if len(iotas) != 1:
+            continue
+        classes = iotas[0].shape.dims[_iota_dim(iotas[0])]
+        if classes % vocab:  # contracted over the classes (or a split of them: split-K)
+            continue
+        return side, classes, (stored[0] if stored else None)
+    return None
+
+
+def _trace(ctx: AdviceContext, inst: Instruction, stored: list[Instruction],
+           through: frozenset[str]) -> Instruction:
+    """Where `inst`'s value comes from, through the opcodes `through`, into fusions and
+    out of fused computations' parameters; `stored` gets the first array held in memory
+    on the way (a fusion's output or operand)."""
+    for _ in range(64):
+        if inst.opcode in through and inst.operand_names:
+            inst = inst.operands[0]
+        elif inst.opcode == "parameter" and inst.computation is not None:
+            callers = ctx.module.callers(inst.computation)
+            if len(callers) != 1 or callers[0].opcode != "fusion":
+                return inst
+            inst = callers[0].operands[inst.parameter_number]
+            if not stored and inst.opcode not in _NO_WORK:
+                stored.append(inst)
+        elif inst.opcode == "fusion" and inst.called_computations:
+            if not stored:
+                stored.append(inst)
+            inst = inst.called_computations[0].root
+        else:
+            return inst
+    return inst
+
+
+def _ints(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    try:
+        return tuple(int(x) for x in text.strip("{}").split(",") if x.strip())
+    except ValueError:
+        return ()
+
+
+def _iota_dim(inst: Instruction) -> int:
+    dims = _ints(inst.attr("iota_dimension"))
+    return dims[0] if dims else 0
+
+
+# -- HS120 -----------------------------------------------------------------------------
+
+def host_transfer(ctx: AdviceContext) -> list[Finding]:
+    """A host callback (``jax.debug.print``, ``pure_callback``, ``io_callback``), an
+    infeed or outfeed, or a send/recv to the host inside a loop: each iteration stops
+    for the host."""
+    looped = _loop_computations(ctx)
+    out = []
+    for comp in control_flow_computations(ctx.module):
+        if comp.name not in looped:
+            continue
+        for inst in comp.instructions:
+            what = _host_op(inst)
+            if not what:
+                continue
+            runs = ctx.runs(comp.name)
+            moved = sum(o.shape.total_byte_size for o in inst.operands) \
+                + (inst.shape.total_byte_size if inst.opcode in ("infeed", "recv") else 0)
+            syncs = f"{runs:,} times per call" if runs > 1 else "once per iteration"
+            out.append(Finding(
+                "HS120", "the program stops for the host inside a loop",
+                f"{inst.name} is {what} inside a loop: it runs {syncs}, and each time "
+                f"the device waits for the host ({format_bytes(moved)} each way at most)",
+                "collect what you want to see in the loop's outputs (lax.scan's ys) and "
+                "print or transfer it once after the loop, or remove the debug print",
+                (ev_inst(inst, "host transfer"),),
+                ctx.saving(kernels=runs,
+                           seconds=runs * (HOST_SYNC_SECONDS + moved / PCIE_BANDWIDTH)),
+                place_key(inst.metadata.op_name, str(inst.source or ""), what)))
+    return out
+
+
+def _host_op(inst: Instruction) -> str:
+    if inst.opcode == "custom-call":
+        target = inst.custom_call_target
+        if any(c in target for c in _CALLBACKS):
+            return f"a host callback ({target})"
+        return ""
+    if inst.opcode in ("infeed", "outfeed"):
+        return f"an {inst.opcode}"
+    if inst.opcode in ("send", "recv") and "is_host_transfer=true" in inst.attr_text:
+        return f"a {inst.opcode} to the host"
+    return ""
+
+
+def _loop_computations(ctx: AdviceContext) -> set[str]:
+    """Computations that run inside a while loop (its body or condition, or what they
+    call)."""
+    out: set[str] = set()
+    stack: list[Computation] = []
+    for comp in control_flow_computations(ctx.module):
+        for inst in comp.instructions:
+            if inst.opcode == "while":
+                stack.extend(inst.called_computations)
+    while stack:
+        comp = stack.pop()
+        if comp.name in out:
+            continue
+        out.add(comp.name)
+        for inst in comp.instructions:
+            if inst.opcode != "fusion":
+                stack.extend(inst.called_computations)
+    return out
+
+
+# -- HS121 -----------------------------------------------------------------------------
+
+def small_kernels(ctx: AdviceContext) -> list[Finding]:
+    """On a GPU, a computation of MIN_SMALL_KERNELS or more kernels each of which takes
+    less than its launch (LAUNCH_SECONDS) on the roofline: launching them costs more
+    than their work.  Batched (one kernel per kind of work), the launches go."""
+    launch = LAUNCH_SECONDS.get(ctx.platform)
+    if launch is None:
+        return []
+    out = []
+    for g in [ctx.module.entry.name] + [g.name for g in ctx.graph.groups]:
+        kernels = [k for k in ctx.graph.kernels_in(g) if k.category != "collective"]
+        small = [k for k in kernels if k.roofline_seconds(ctx.device, k.element_type) < launch]
+        if len(small) < MIN_SMALL_KERNELS:
+            continue
+        work = sum(k.roofline_seconds(ctx.device, k.element_type) for k in small)
+        if len(small) * launch <= 2 * work:
+            continue
+        kinds = {(tuple(op for op, _ in k.fused) or (k.opcode,), k.op_name, k.source)
+                 for k in small}
+        saved = len(small) - len(kinds)
+        if saved < MIN_SMALL_KERNELS // 2:
+            continue  # each does different work: nothing to batch
+        runs = ctx.runs(g)
+        biggest = max(k.bytes_accessed for k in small)
+        first = small[0]
+        out.append(Finding(
+            "HS121", "work is split into many kernels too small to pay for their launch",
+            f"{'the entry' if g == ctx.module.entry.name else g} launches {len(small)} "
+            f"kernels that each move at most {format_bytes(biggest)} and take "
+            f"{work / len(small) * 1e9:,.1f} ns on average on the roofline, against about "
+            f"{launch * 1e6:.0f} us to launch each (assumed); {len(kinds)} kinds of work "
+            "among them",
+            "batch the work: stack the arrays and apply one operation (jax.vmap over the "
+            "list, jnp.stack/concatenate, or one array instead of a Python list of "
+            "small ones), so XLA launches one kernel per kind of work",
+            tuple(ev_kernel(k) for k in small[:4]),
+            ctx.saving(kernels=saved * runs, seconds=saved * launch * runs),
+            place_key(first.op_name, first.source, g)))
+    return out

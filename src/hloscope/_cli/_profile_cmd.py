@@ -1,0 +1,111 @@
+"""`hloscope profile`: run a JAX function under JAX's profiler and show each kernel's
+measured time; and ``--profile DIR`` for the commands that read a module (kernels, lint,
+report): a profile taken elsewhere, joined to the module given."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from .. import _errors
+from .._render._text import render_json
+from ._common import WIDE_HELP, command, echo, fail, fail_user, text_width
+from ._help import at_least
+from ._targets import (array_args, call_inputs, load_target, require_jax, static_hint,
+                       static_kwargs)
+
+PROFILE_HELP = ("A profile of this module's runs: the folder jax.profiler.trace or "
+                "TensorBoard's profiler wrote (plugins/profile/<run>/*.xplane.pb), or one "
+                ".xplane.pb file; times are then measured, not estimated.")
+
+
+def read_measured(profile: Path, module, device=None):  # type: ignore[no-untyped-def]
+    """The measured times of `profile` joined to `module`, estimates for `device` beside
+    (the CLI's error on failure)."""
+    from .._analysis._kernels import kernel_graph
+    from .._profile._match import measure
+    from .._profile._read import read_trace
+
+    try:
+        require_jax("--profile")
+        from .._jax._quiet import start_jax_quietly
+
+        start_jax_quietly()
+        return measure(read_trace(str(profile)), kernel_graph(module), module, device=device,
+                       device_label=None if device is None else device.name)
+    except _errors.HloscopeError as e:
+        fail(e)
+
+
+@command("profile")
+def profile_cmd(
+    target: str = typer.Argument(..., metavar="TARGET", help="The function: FILE.py:FUNCTION "
+                                 "or package.module:FUNCTION."),
+    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, "
+                                  "e.g. f32[128,2] (zeros of that shape); repeat for each "
+                                  "argument."),
+    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
+                                      "same file that returns the arguments, e.g. "
+                                      "'make_input(128)'; after any --arg."),
+    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
+                                     "keyword argument (a Python literal); repeat."),
+    runs: int = typer.Option(10, "--runs", "-n", metavar="N", callback=at_least(1),
+                             help="Profiled runs."),
+    warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
+                               help="Runs before profiling (after the first)."),
+    devices: int | None = typer.Option(None, "--devices", metavar="N",
+                                       help="Run on N virtual CPU devices."),
+    top: int = typer.Option(20, "--top", metavar="N", callback=at_least(1),
+                            help="How many kernels to list."),
+    keep: Path | None = typer.Option(None, "--keep", metavar="DIR", help="Keep the trace in "
+                                     "DIR (for XProf or TensorBoard; hloscope kernels "
+                                     "--profile DIR reads it again)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema "
+                                  "hloscope.profile/1)."),
+    wide: bool = typer.Option(False, "--wide", help=WIDE_HELP),
+) -> None:
+    """Run a JAX function under JAX's profiler: each kernel's measured time.
+
+    Compiled once, warmed up, run N times under jax.profiler; each kernel of its
+    kernel graph gets its median time and spread over the runs, calls per run, share
+    of the step and its roofline estimate beside it; time by source line and op_name
+    scope; and the step's wall time taken apart (kernels, dispatch, idle, wait).
+    """
+    from .._jax._user import check_call
+
+    try:
+        require_jax("profile")
+        if devices is not None:
+            from .._jax._compare import use_cpu_devices
+
+            use_cpu_devices(devices)
+        from .._jax._quiet import start_jax_quietly
+
+        start_jax_quietly()
+        kwargs = static_kwargs(static)
+        fn = load_target(target)
+        args = array_args(arg) + (call_inputs(target, inputs) if inputs else [])
+        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
+        from .._profile._api import profile
+
+        result = profile(fn, *args, runs=runs, warmup=warmup,
+                         keep=str(keep) if keep is not None else None, **kwargs)
+    except _errors.HloscopeError as e:
+        fail(e)
+    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
+        fail_user(e, static_hint(static))
+    if json_out:
+        sys.stdout.write(render_json(result.to_dict()))
+        return
+    from .._render._profile_text import render_profile
+
+    width = text_width(wide)
+    text = render_profile(result.times, top=top, width=width)
+    if result.donated:
+        text += (f"{result.donated} donated argument(s): fresh copies for every run, made "
+                 "outside the profiled region\n")
+    if keep is not None:
+        text += f"kept the trace in {keep}\n"
+    echo(text, width)

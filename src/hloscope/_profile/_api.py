@@ -1,0 +1,26 @@
+"""`hloscope.profile(fn, *args)`: compile once with `inspect`, then `profile_report`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._jax._inspect import inspect
+from ._capture import Profile, profile_report
+
+__all__ = ["profile"]
+
+
+def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
+            static_argnums: int | tuple[int, ...] = (), keep: str | None = None,
+            **kwargs: Any) -> Profile:
+    """Compile `fn(*args)` once, run it `warmup` times, then `runs` times under JAX's
+    profiler, and give each kernel its measured time (median and spread over the runs,
+    calls per run, share of the step, the roofline estimate beside it), time per source
+    line and op_name scope, and the step's wall time taken apart into kernels, dispatch,
+    idle and wait.  `keep`: a folder to keep the trace in (for XProf or TensorBoard).
+    See docs/profile.md."""
+    report = inspect(fn, *args, static_argnums=static_argnums, static_argnames=tuple(kwargs),
+                     **kwargs)
+    skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    dynamic = [a for i, a in enumerate(args) if i not in skip]
+    return profile_report(report, dynamic, runs=runs, warmup=warmup, keep=keep)

@@ -1,0 +1,107 @@
+"""Run a compiled function under JAX's profiler and give each kernel of its kernel graph
+its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
+
+The function is compiled once (by `inspect`, which also gives the module and its
+kernel graph), run `warmup` times, then `runs` times under
+``jax.profiler.trace`` into a temporary folder, each run marked with an
+``hloscope.run`` annotation from before the call to after its outputs are
+ready (its wall time).  Functions that donate arguments get fresh copies for
+every run, made outside the marked region.  The trace is read back
+(`read_trace`) and joined to the kernel graph (`measure`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import HloscopeError
+from .._jax._user import user_code
+from ._match import measure
+from ._read import RUN_ANNOTATION, read_trace
+from ._times import MeasuredTimes
+
+__all__ = ["Profile", "profile_report"]
+
+
+@dataclass
+class Profile:
+    """What `profile` measured: `times` (each kernel's measured time, see
+    `MeasuredTimes`), `report` (the `inspect` report of the compile: module, memory,
+    kernels, advice), `wall` (each profiled run's wall time, seconds), `trace_seconds`
+    (how long reading the trace took) and `trace_dir` (where the trace was kept, if
+    asked)."""
+
+    name: str
+    times: MeasuredTimes
+    report: Any  # the `inspect` Report
+    wall: list[float] = field(default_factory=list)
+    read_seconds: float = 0.0
+    trace_dir: str | None = None
+    donated: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.times.to_dict()
+        d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
+                  "donated_arguments": self.donated, "trace_dir": self.trace_dir})
+        return d
+
+    def __str__(self) -> str:
+        from .._render._profile_text import render_profile
+
+        return render_profile(self.times, top=5, places=3, width=100)
+
+    def __repr__(self) -> str:
+        return f"Profile({self.name!r}: {self.times!r})"
+
+
+def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
+                   keep: str | None = None) -> Profile:
+    """Profile the function `report` compiled (`inspect`), on its dynamic `args`."""
+    import jax
+
+    from .._bench._donate import Inputs
+
+    if runs < 1 or warmup < 0:
+        raise HloscopeError(f"profile: runs={runs}, warmup={warmup}",
+                            hint="profile at least one run, after zero or more warm-up runs")
+    compiled = report._cache.get("compiled")
+    if compiled is None:
+        raise HloscopeError(f"{report.name}: this report holds no compiled program to run",
+                            hint="profile the function itself: hloscope.profile(fn, *args)")
+    inputs = Inputs(compiled, list(args))
+    block = jax.block_until_ready
+    with user_code(f"running {report.name}"):
+        for _ in range(1 + warmup):
+            block(compiled(*inputs.fresh()))
+    folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0  # the Python tracer costs ~a microsecond per call
+    wall: list[float] = []
+    annotate = jax.profiler.TraceAnnotation
+    t = time.perf_counter
+    try:
+        with jax.profiler.trace(folder, profiler_options=options), \
+                user_code(f"running {report.name}"):
+            for _ in range(runs):
+                run_args = inputs.fresh()
+                with annotate(RUN_ANNOTATION):
+                    a = t()
+                    block(compiled(*run_args))
+                    wall.append(t() - a)
+        t0 = t()
+        trace = read_trace(folder)
+        times = measure(trace, report.kernels, report.module)
+        read = t() - t0
+        if keep is None:
+            times = dataclasses.replace(times, source=f"jax.profiler.trace of {runs} runs here")
+    finally:
+        if keep is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
+                   inputs.donated)

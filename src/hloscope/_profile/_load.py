@@ -1,0 +1,77 @@
+"""`hloscope.read_profile(DIR, module)`: a profile taken elsewhere, joined to its module.
+
+The profile is an XProf/TensorBoard folder (``plugins/profile/<run>/*.xplane.pb``)
+or one ``.xplane.pb`` file, from a CPU, GPU or TPU run.  The module is the one
+given: a `Module`, HLO text, a compiled function (``compiled.as_text()`` is
+read), or a path to anything `hloscope.read` reads (a file, an XLA dump
+folder); when that holds several modules, the one the profile ran is taken.
+JAX's reader (`jax.profiler.ProfileData`) does not give the HLO that GPU and
+TPU profiles keep in their metadata plane, so the module must be given.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .._analysis._devices import Device
+from .._analysis._kernels import kernel_graph
+from .._errors import HloscopeError
+from .._hlo._module import Module
+from ._match import measure
+from ._read import Trace, read_trace
+from ._times import MeasuredTimes
+
+__all__ = ["pick_profiled", "read_profile"]
+
+
+def _modules(module: Any) -> list[Module]:
+    from .._sources._reader import read, read_text
+
+    if isinstance(module, Module):
+        return [module]
+    if hasattr(module, "as_text") and not isinstance(module, str):
+        return list(read_text(module.as_text(), filename="<compiled.as_text()>").modules)
+    if isinstance(module, (str, os.PathLike)):
+        text = os.fspath(module)
+        if "HloModule" in text:
+            return list(read_text(text, filename="<text>").modules)
+        if os.path.isdir(text):
+            from .._sources._inputs import read_inputs
+
+            return [e.module for e in read_inputs(text).modules]
+        return list(read(text).modules)
+    raise HloscopeError(f"read_profile: module= is a {type(module).__name__}",
+                        hint="give a hloscope Module, HLO text, a compiled function or the "
+                             "path of an HLO file or XLA dump")
+
+
+def pick_profiled(trace: Trace, modules: list[Module]) -> Module:
+    """The module of `modules` that `trace` ran (the first, to be refused by `measure`
+    with both names, when it ran none of them)."""
+    ran = trace.modules
+    for m in modules:
+        if m.name in ran:
+            return m
+    if not modules:
+        raise HloscopeError("no HLO module to join the profile to",
+                            hint="give the module the profile ran")
+    return modules[0]
+
+
+def read_profile(path: str | os.PathLike[str], module: Any = None, *,
+                 device: Device | None = None) -> MeasuredTimes:
+    """The profile at `path` (a folder of ``*.xplane.pb`` or one file) joined to `module`:
+    each kernel's measured time (median and spread over the runs, calls per run, share of
+    the step, roofline estimate for `device` beside it), time by source line and op_name
+    scope, and the step taken apart.  Raises `HloscopeError` naming both modules when the
+    profile ran another module.  See docs/profile.md."""
+    if module is None:
+        raise HloscopeError(
+            f"read_profile({os.fspath(path)!r}): give the module the profile ran",
+            hint="module=compiled.as_text(), an HLO file or an XLA dump folder (JAX's "
+                 "profile reader does not give the HLO a profile keeps)")
+    trace = read_trace(os.fspath(path))
+    m = pick_profiled(trace, _modules(module))
+    return measure(trace, kernel_graph(m), m, device=device,
+                   device_label=None if device is None else device.name)

@@ -1,0 +1,210 @@
+"""Join a profile's events to the kernels of a module: `measure` -> `MeasuredTimes`.
+
+* The module's events are those whose ``hlo_module`` is the module's name; a
+  profile that never ran it is refused, naming the modules it did run, and
+  so is one whose events name instructions the module does not have (another
+  compile of a function of the same name).
+* Each event names an instruction: a kernel of the graph (its time), a
+  loop, branch or call (a container: its time is its kernels', not counted
+  twice), or something else (`unmatched`, listed with its time).
+* Runs: the ``hloscope.run`` windows of hloscope's own capture; otherwise
+  XLA's run ids (runs that overlap in time, one per device, are one run).
+* Per run and per device, the run's wall time is taken apart exactly into
+  kernel time, time kernels ran concurrently, dispatch, idle and wait
+  (`Gaps`); every figure is then the median over the runs, averaged over the
+  devices that ran the module.
+"""
+
+from __future__ import annotations
+
+import operator
+import statistics
+from collections import defaultdict
+
+from .._analysis._devices import DEVICES, Device
+from .._analysis._kernels import KernelGraph
+from .._errors import HloscopeError
+from .._hlo._module import Module
+from ._read import Trace, TraceEvent
+from ._times import Gaps, KernelTime, MeasuredTimes, PlaceTime
+
+__all__ = ["CPU_ROOFLINE", "default_device", "measure"]
+
+# The advisor's nominal CPU (_advice_context): what hloscope's estimates on a CPU are.
+CPU_ROOFLINE = Device("cpu", {"*": 1e11}, 2e10, "nominal figures for weighing findings only")
+_START = operator.itemgetter(2)  # TraceEvent.start
+_CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-done"})
+
+
+def default_device(platform: str) -> tuple[Device, str]:
+    """The device the estimates are for, and how to name it, for a profile's platform."""
+    if platform == "gpu":
+        return DEVICES["h100"], "h100 (assumed)"
+    if platform == "tpu":
+        return DEVICES["tpu-v5e"], "tpu-v5e (assumed)"
+    return CPU_ROOFLINE, "cpu (nominal 100 GFLOP/s, 20 GB/s)"
+
+
+def _quartiles(xs: list[float]) -> tuple[float, float, float]:
+    if len(xs) < 2:
+        return xs[0], xs[0], xs[0]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def _runs(trace: Trace, events: list[TraceEvent],
+          starters: list[str]) -> list[tuple[float, float, list[TraceEvent]]]:
+    """The runs: (start, end, events), from the capture's windows, or XLA's run ids, or
+    else (a GPU's kernels carry none) each device's k-th call of the first of `starters`
+    (the entry computation's kernels, in order) that ran begins its run k."""
+    if trace.windows:
+        out: list[tuple[float, float, list[TraceEvent]]] = [(a, b, []) for a, b in trace.windows]
+        i, n = 0, len(out)
+        for e in sorted(events, key=_START):  # one sweep over the events in time order
+            while i < n and out[i][1] < e.start:
+                i += 1
+            if i == n:
+                break
+            if out[i][0] <= e.start:
+                out[i][2].append(e)
+        return [r for r in out if r[2]]
+    by_id: dict[int | None, list[TraceEvent]] = defaultdict(list)
+    if all(e.run is None for e in events):
+        ran = {e.op for e in events}
+        first = next((k for k in starters if k in ran), None)
+        by_dev: dict[str, list[TraceEvent]] = defaultdict(list)
+        for e in sorted(events, key=_START):
+            by_dev[e.device].append(e)
+        for es in by_dev.values():
+            k = -1
+            for e in es:
+                k += e.op == first
+                by_id[max(k, 0)].append(e)
+    else:
+        for e in events:
+            by_id[e.run].append(e)
+    spans = sorted(((min(e.start for e in es), max(e.start + e.duration for e in es), es)
+                    for es in by_id.values()), key=lambda r: r[:2])
+    merged: list[tuple[float, float, list[TraceEvent]]] = []
+    for a, b, es in spans:  # one run on several devices: run ids that overlap in time
+        if merged and a < merged[-1][1]:
+            pa, pb, pes = merged[-1]
+            merged[-1] = (pa, max(pb, b), pes + es)
+        else:
+            merged.append((a, b, list(es)))
+    return merged
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def measure(trace: Trace, graph: KernelGraph, module: Module, *,
+            device: Device | None = None, device_label: str | None = None) -> MeasuredTimes:
+    """Each kernel of `graph` (the kernel graph of `module`) with its time in `trace`."""
+    name = graph.module
+    ran = trace.modules
+    if name not in ran:
+        listed = ", ".join(list(ran)[:6]) + (" ..." if len(ran) > 6 else "")
+        raise HloscopeError(
+            f"the profile {trace.path} is of another module: it ran {listed or 'no module'}, "
+            f"and the module given is {name}",
+            hint="give the module the profile ran (its compiled.as_text() or XLA dump), or a "
+                 "profile of this one")
+    kernels = {k.name: k for k in graph.kernels}
+    insts = {i.name: i.opcode for c in module.computations for i in c.instructions}
+    events = [e for e in trace.events if e.module == name and insts.get(e.op) not in _CONTAINERS]
+    total = sum(e.duration for e in events)
+    matched = sum(e.duration for e in events if e.op in kernels)
+    share = matched / total if total else 0.0
+    foreign = {e.op for e in events if e.op not in insts}
+    if events and sum(e.duration for e in events if e.op in insts) < 0.5 * total:
+        raise HloscopeError(
+            f"the profile {trace.path} ran a module named {name} with instructions this "
+            f"module {name} does not have ({', '.join(sorted(foreign)[:4])}): another "
+            "compile of it",
+            hint="give the module compiled for the run profiled (compiled.as_text() of the "
+                 "same compile, or its XLA dump)")
+    entry = module.entry.name
+    runs = _runs(trace, events, [k.name for k in graph.kernels if k.group == entry])
+    if not runs:
+        raise HloscopeError(f"the profile {trace.path} holds no run of {name}",
+                            hint="profile at least one run after the first (compile) run")
+    if device is None:
+        device, device_label = default_device(trace.platform)
+    per_kernel: dict[str, list[float]] = defaultdict(list)
+    calls: dict[str, list[float]] = defaultdict(list)
+    other: dict[str, list[float]] = defaultdict(list)
+    steps, k_tot, conc, disp, idle, wait = [], [], [], [], [], []
+    ndev: list[int] = []
+    for w0, w1, es in runs:
+        by_dev: dict[str, list[TraceEvent]] = defaultdict(list)
+        for e in es:
+            by_dev[e.device].append(e)
+        n = len(by_dev)
+        ndev.append(n)
+        sums: dict[str, float] = defaultdict(float)
+        counts: dict[str, int] = defaultdict(int)
+        parts = [0.0] * 5
+        for devs in by_dev.values():
+            iv = [(e.start, e.start + e.duration) for e in devs]
+            busy = _union(iv)
+            first, last = min(a for a, _ in iv), max(b for _, b in iv)
+            ktime = sum(e.duration for e in devs)
+            for x, v in enumerate((ktime, ktime - busy, first - w0, last - first - busy,
+                                   w1 - last)):
+                parts[x] += v
+            for e in devs:
+                sums[e.op] += e.duration
+                counts[e.op] += 1
+        steps.append((w1 - w0) * 1e-9)
+        for lst, v in zip((k_tot, conc, disp, idle, wait), parts):
+            lst.append(v / n * 1e-9)
+        for op in kernels:
+            per_kernel[op].append(sums.get(op, 0.0) / n * 1e-9)
+            calls[op].append(counts.get(op, 0) / n)
+        for op in sums.keys() - kernels.keys():
+            other[op].append(sums[op] / n * 1e-9)
+    med = statistics.median
+    step = med(steps)
+    gaps = Gaps(step, med(k_tot), med(conc), med(disp), med(idle), med(wait))
+    rows: list[KernelTime] = []
+    not_run = []
+    for kname, k in kernels.items():
+        if not any(calls[kname]):
+            not_run.append(kname)
+            continue
+        q1, m, q3 = _quartiles(per_kernel[kname])
+        c = med(calls[kname])
+        est = k.roofline_seconds(device, k.element_type) * c
+        rows.append(KernelTime(kname, k.category, k.group, m, q3 - q1, min(per_kernel[kname]),
+                               c, m / step if step else 0.0, est, k.op_name, k.source))
+    rows.sort(key=lambda r: (-r.median, r.name))
+    unmatched = tuple(sorted(((op, sum(v) / len(runs)) for op, v in other.items()),
+                             key=lambda kv: (-kv[1], kv[0])))
+    return MeasuredTimes(name, trace.path, trace.platform, len(runs), max(ndev),
+                         tuple(steps), tuple(rows), _places(rows, step, "source"),
+                         _places(rows, step, "scope"), gaps, share, unmatched,
+                         tuple(not_run), device_label)
+
+
+def _scope(op_name: str) -> str:
+    """The op_name scope of a kernel: its op_name without the last part (the operation)."""
+    head, _, _ = op_name.rpartition("/")
+    return head or op_name
+
+
+def _places(rows: list[KernelTime], step: float, what: str) -> tuple[PlaceTime, ...]:
+    acc: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        key = (r.source or "(no source line)") if what == "source" else (
+            _scope(r.op_name) if r.op_name else "(no op_name)")
+        acc[key].append(r.median)
+    out = [PlaceTime(p, sum(v), sum(v) / step if step else 0.0, len(v)) for p, v in acc.items()]
+    out.sort(key=lambda p: (-p.seconds, p.place))
+    return tuple(out)

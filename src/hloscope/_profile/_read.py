@@ -1,0 +1,204 @@
+"""Read a profile: the kernel events of an XProf/TensorBoard trace (``*.xplane.pb``).
+
+The file is read with JAX's own reader, `jax.profiler.ProfileData` (JAX is
+imported here, lazily).  What is kept (`Trace`):
+
+* every event that names an HLO instruction: on the CPU, a thunk on a host
+  thread with the stats ``hlo_op`` and ``hlo_module``; on a GPU, a kernel on
+  a stream of a ``/device:GPU:N`` plane with the same stats; on a TPU, an
+  event of the ``XLA Ops`` line of a ``/device:TPU:N`` plane, named after
+  the instruction, in the module of the ``XLA Modules`` event around it;
+* the runs hloscope's own capture marks (``hloscope.run`` annotations on the
+  host), whose start and end are each run's wall time.
+
+A folder is searched for ``plugins/profile/<run>/*.xplane.pb`` (the newest
+run; every host's file of it).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .._errors import HloscopeError
+
+__all__ = ["RUN_ANNOTATION", "Trace", "TraceEvent", "find_profile_files", "read_trace"]
+
+RUN_ANNOTATION = "hloscope.run"
+_SKIP = ("ThreadpoolListener", "end: ", "ThunkExecutor", "$")
+_PROGRAM_ID = re.compile(r"\(\d+\)$")
+
+
+class TraceEvent(NamedTuple):
+    """One execution of one instruction: `module` and `op` (the instruction's name),
+    `start` and `duration` in nanoseconds, `device` (plane and device ordinal) and `run`
+    (XLA's run id, or the index of the module's run on a device line; None if unknown)."""
+
+    module: str
+    op: str
+    start: float
+    duration: float
+    device: str
+    run: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """The kernel events of a profile, and the runs hloscope's capture marked."""
+
+    path: str
+    platform: str
+    events: tuple[TraceEvent, ...]
+    windows: tuple[tuple[float, float], ...]
+
+    @property
+    def modules(self) -> dict[str, float]:
+        """Each module the profile ran, with its events' summed time (seconds), most first."""
+        out: dict[str, float] = {}
+        for e in self.events:
+            out[e.module] = out.get(e.module, 0.0) + e.duration * 1e-9
+        return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def find_profile_files(path: str) -> list[str]:
+    """The ``.xplane.pb`` files of `path`: the file itself, or in a folder the newest run of
+    ``plugins/profile/`` (every host's file), or any ``*.xplane.pb`` below it."""
+    if os.path.isfile(path):
+        return [path]
+    if not os.path.isdir(path):
+        raise HloscopeError(f"{path}: no such file or folder",
+                            hint="give the folder jax.profiler.trace wrote (it holds "
+                                 "plugins/profile/<run>/*.xplane.pb) or one .xplane.pb file")
+    found = sorted(glob.glob(os.path.join(glob.escape(path), "**", "*.xplane.pb"),
+                             recursive=True))
+    if not found:
+        raise HloscopeError(f"{path}: no *.xplane.pb file in this folder",
+                            hint="give the folder jax.profiler.trace (or TensorBoard's "
+                                 "profiler) wrote: it holds plugins/profile/<run>/*.xplane.pb")
+    newest = max(os.path.dirname(f) for f in found)
+    return [f for f in found if os.path.dirname(f) == newest]
+
+
+def read_trace(path: str) -> Trace:
+    """The kernel events of the profile at `path` (a folder or an ``.xplane.pb`` file)."""
+    try:
+        from jax.profiler import ProfileData
+    except ImportError:
+        raise HloscopeError("reading a profile needs JAX (jax.profiler.ProfileData)",
+                            hint="pip install 'hloscope[jax]'") from None
+    files = find_profile_files(path)
+    loaded = []
+    for file in files:
+        try:
+            loaded.append((file, ProfileData.from_file(file)))
+        except Exception as e:  # noqa: BLE001  (JAX's RuntimeError on a damaged file)
+            raise HloscopeError(f"{file}: not a profile JAX can read ({e})",
+                                hint="give the .xplane.pb that jax.profiler.trace or "
+                                     "TensorBoard's profiler wrote, whole") from None
+    events: list[TraceEvent] = []
+    windows: list[tuple[float, float]] = []
+    platform = "cpu"
+    for with_runs in (False, True):
+        events.clear()
+        for file, data in loaded:
+            host = os.path.basename(file)[:-len(".xplane.pb")]
+            for plane in data.planes:
+                name = plane.name
+                if name.startswith("/device:GPU"):
+                    platform = "gpu"
+                elif name.startswith("/device:TPU"):
+                    platform = "tpu"
+                if name.startswith("/device:"):
+                    _device_plane(plane, f"{host}{name}", events)
+                elif name.startswith("/host:CPU"):
+                    _host_plane(plane, host, events, windows, with_runs)
+        # The first pass reads each thread's stats once per kernel name: right for one
+        # device, when hloscope's own capture marked the runs.  Several CPU devices (their
+        # kernels share threads) or XLA's run ids need every event's stats: slower.
+        devices = {e.device for e in events}
+        if platform != "cpu" or (windows and len(devices) <= 1):
+            break
+    if platform != "cpu":  # the device's own events; the host's launches are not kernels
+        events = [e for e in events if "/device:" in e.device]
+    return Trace(path, platform, tuple(events), tuple(sorted(windows)))
+
+
+def _host_plane(plane: Any, host: str, events: list[TraceEvent],
+                windows: list[tuple[float, float]], with_runs: bool) -> None:
+    """CPU thunks (named after their instruction; stats hlo_op, hlo_module, device_ordinal,
+    run_id) and the runs hloscope marked.  Without `with_runs` each (thread, name)'s stats
+    are read once and its events' run ids are left unknown."""
+    add = events.append
+    new = tuple.__new__  # a TraceEvent without NamedTuple's Python-level __new__
+    for line in plane.lines:
+        seen: dict[str, tuple[str, str, str] | None] = {}
+        for e in line.events:
+            name = e.name
+            if name.startswith(_SKIP):
+                continue
+            if name == RUN_ANNOTATION:
+                if not with_runs:
+                    windows.append((e.start_ns, e.start_ns + e.duration_ns))
+                continue
+            run = None
+            if with_runs or name not in seen:
+                st = dict(e.stats)
+                op, module = st.get("hlo_op"), st.get("hlo_module")
+                hit = None if op is None or module is None else (
+                    str(module), str(op), f"{host}/cpu:{st.get('device_ordinal', 0)}")
+                seen[name] = hit
+                r = st.get("run_id")
+                run = int(r) if isinstance(r, int) else None
+            else:
+                hit = seen[name]
+            if hit is not None:
+                add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run)))
+
+
+def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
+    """GPU kernels (stats hlo_op and hlo_module) and TPU ops (the ``XLA Ops`` line, in the
+    module of the ``XLA Modules`` event around each)."""
+    lines = list(plane.lines)
+    modules: list[tuple[float, float, str, int]] = []
+    for line in lines:
+        if line.name == "XLA Modules":
+            for i, e in enumerate(line.events):
+                modules.append((e.start_ns, e.start_ns + e.duration_ns,
+                                _PROGRAM_ID.sub("", e.name), i))
+    modules.sort()
+    for line in lines:
+        if line.name in ("XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
+                         "Framework Name Scope", "Source code"):
+            continue
+        ops_line = line.name in ("XLA Ops", "Async XLA Ops")
+        for e in line.events:
+            st = dict(e.stats)
+            op = st.get("hlo_op") or (e.name if ops_line else None)
+            if not op:
+                continue
+            module = st.get("hlo_module")
+            run = st.get("run_id")
+            run = int(run) if isinstance(run, int) else None
+            if module is None or run is None:
+                around = _around(modules, e.start_ns)
+                if around is not None:
+                    module = module if module is not None else around[2]
+                    run = run if run is not None else around[3]
+            if module is None:
+                continue
+            events.append(TraceEvent(_PROGRAM_ID.sub("", str(module)), str(op), e.start_ns,
+                                     e.duration_ns, device, run))
+
+
+def _around(modules: list[tuple[float, float, str, int]],
+            t: float) -> tuple[float, float, str, int] | None:
+    """The module event that holds time `t` (the last to start before it)."""
+    import bisect
+
+    i = bisect.bisect_right(modules, (t, float("inf"), "", 0)) - 1
+    if i >= 0 and modules[i][0] <= t <= modules[i][1]:
+        return modules[i]
+    return None

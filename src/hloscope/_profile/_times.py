@@ -1,0 +1,164 @@
+"""What a profile measured, joined to the module's kernels: `MeasuredTimes`.
+
+Plain frozen data (JSON schema ``hloscope.profile/1``, docs/json.md), made by
+`measure` (``_match``) and read by the renderers, the report and the advisor.
+Every time is in seconds; a kernel's time is per run of the program (its
+calls in one run summed), the median over the runs, averaged over the
+devices that ran it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._repr import brief_repr, clip
+
+__all__ = ["PROFILE_SCHEMA", "Gaps", "KernelTime", "MeasuredTimes", "PlaceTime"]
+
+PROFILE_SCHEMA = "hloscope.profile/1"
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 12)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTime:
+    """One kernel's measured time: `median` (seconds per run), `spread` (the
+    interquartile range over the runs), `calls` per run, its `share` of the step, and
+    the roofline `estimate` for `device` beside it (None where there is no estimate)."""
+
+    __repr__ = brief_repr
+
+    name: str
+    category: str
+    group: str
+    median: float
+    spread: float
+    minimum: float
+    calls: float
+    share: float
+    estimate: float | None
+    op_name: str
+    source: str | None
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        """The estimate over the measurement: 1.0 runs at the roofline, 0.1 at a tenth."""
+        if self.estimate is None or self.median <= 0:
+            return None
+        return self.estimate / self.median
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "category": self.category, "group": self.group,
+                "median_seconds": _r(self.median), "spread_seconds": _r(self.spread),
+                "min_seconds": _r(self.minimum), "calls_per_run": round(self.calls, 3),
+                "share": round(self.share, 6), "estimate_seconds": _r(self.estimate),
+                "roofline_fraction": None if self.roofline_fraction is None
+                else round(self.roofline_fraction, 6),
+                "op_name": self.op_name, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceTime:
+    """Measured time summed over the kernels of one source line or op_name scope."""
+
+    place: str
+    seconds: float
+    share: float
+    kernels: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"place": self.place, "seconds": _r(self.seconds), "share": round(self.share, 6),
+                "kernels": self.kernels}
+
+
+@dataclass(frozen=True, slots=True)
+class Gaps:
+    """The step's wall time taken apart (medians over the runs, seconds):
+    ``step = kernels - concurrent + dispatch + idle + wait``.  `kernels` is the kernels'
+    time summed; `concurrent` the part of it that ran at the same time as other kernels
+    (the CPU runs independent kernels on several threads); `dispatch` from the start of
+    the run to its first kernel (the host launching the program); `idle` between kernels
+    with none running; `wait` from the last kernel to the end of the run (the host
+    noticing the result).  Without the run's own start and end (a profile taken
+    elsewhere) the step is its first kernel to its last and dispatch and wait are 0."""
+
+    step: float
+    kernels: float
+    concurrent: float
+    dispatch: float
+    idle: float
+    wait: float
+
+    @property
+    def explained(self) -> float:
+        """What the parts add up to, to set beside `step`."""
+        return self.kernels - self.concurrent + self.dispatch + self.idle + self.wait
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step_seconds": _r(self.step), "kernel_seconds": _r(self.kernels),
+                "concurrent_seconds": _r(self.concurrent),
+                "dispatch_seconds": _r(self.dispatch), "idle_seconds": _r(self.idle),
+                "wait_seconds": _r(self.wait), "explained_seconds": _r(self.explained)}
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredTimes:
+    """A profile of one module joined to its kernel graph (see the module docstring).
+
+    `kernels`: each kernel that ran, the slowest first; `lines` and `scopes`: time per
+    source line and per op_name scope; `collectives`: the collectives among `kernels`;
+    `unmatched`: events of the module naming no kernel of it (name -> seconds per run);
+    `matched_share`: the share of the module's device time given to its kernels;
+    `steps`: each run's wall time; `runs` and `devices`: how many of each the profile
+    holds; `device`: what the estimates are for."""
+
+    module: str
+    source: str
+    platform: str
+    runs: int
+    devices: int
+    steps: tuple[float, ...]
+    kernels: tuple[KernelTime, ...]
+    lines: tuple[PlaceTime, ...]
+    scopes: tuple[PlaceTime, ...]
+    gaps: Gaps
+    matched_share: float
+    unmatched: tuple[tuple[str, float], ...]
+    not_run: tuple[str, ...]
+    device: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return clip(f"MeasuredTimes({self.module!r}: {len(self.kernels)} kernels over "
+                    f"{self.runs} runs, step {self.gaps.step * 1e3:.3g} ms)")
+
+    @property
+    def step(self) -> float:
+        """The median wall time of one run (seconds)."""
+        return self.gaps.step
+
+    def by_name(self) -> dict[str, KernelTime]:
+        return {k.name: k for k in self.kernels}
+
+    def seconds(self, name: str) -> float | None:
+        """The measured time per run of kernel `name` (None if it never ran)."""
+        k = self.by_name().get(name)
+        return None if k is None else k.median
+
+    @property
+    def collectives(self) -> tuple[KernelTime, ...]:
+        return tuple(k for k in self.kernels if k.category == "collective")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": PROFILE_SCHEMA, "module": self.module, "source": self.source,
+                "platform": self.platform, "runs": self.runs, "devices": self.devices,
+                "device": self.device, "step_seconds": [_r(s) for s in self.steps],
+                "gaps": self.gaps.to_dict(), "matched_share": round(self.matched_share, 6),
+                "kernels": [k.to_dict() for k in self.kernels],
+                "lines": [p.to_dict() for p in self.lines],
+                "scopes": [p.to_dict() for p in self.scopes],
+                "unmatched": [{"name": n, "seconds": _r(s)} for n, s in self.unmatched],
+                "not_run": list(self.not_run), **self.extra}

@@ -1,0 +1,102 @@
+"""`hloscope profile` (and ``--profile DIR``) as text: each kernel's measured time beside
+its estimate, time by source line and op_name scope, and the step taken apart."""
+
+from __future__ import annotations
+
+from .._profile._diff import TimeDiff
+from .._profile._times import MeasuredTimes
+from ._term import safe
+from ._text import table
+
+__all__ = ["format_time", "render_profile", "render_time_diff"]
+
+
+def format_time(s: float | None) -> str:
+    """Seconds with a unit: ``850 ns``, ``12.3 us``, ``4.56 ms``, ``1.23 s``."""
+    if s is None:
+        return "-"
+    a = abs(s)
+    for div, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if a >= div:
+            return f"{s / div:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
+                   width: int | None = None) -> str:
+    """The measured times of `t` in `width` columns (None: every line whole): the `top`
+    kernels (None: all) and `places` source lines and op_name scopes."""
+    g = t.gaps
+    runs = f"{t.runs} run{'' if t.runs == 1 else 's'}"
+    devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
+    lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
+    out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
+           f"(median; min {format_time(lo)}, max {format_time(hi)})",
+           f"  from {safe(t.source)}",
+           f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
+           f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
+           f"{format_time(g.wait)}",
+           f"       = {format_time(g.explained)} ({_pct(g.explained / g.step if g.step else 0)}"
+           " of the step)",
+           f"  {_pct(t.matched_share)} of the module's device time is in its kernels",
+           f"  estimated: the roofline of {t.device or '?'}; of roofline: estimated / measured",
+           ""]
+    rows = []
+    shown = t.kernels if top is None else t.kernels[:top]
+    for k in shown:
+        frac = k.roofline_fraction
+        calls = f"{k.calls:g}"
+        rows.append([k.name, k.category, format_time(k.median), format_time(k.spread), calls,
+                     _pct(k.share), format_time(k.estimate),
+                     "-" if frac is None else f"{frac:.2g}", k.source or "-"])
+    out.append(f"Kernels by measured time ({len(t.kernels)} ran"
+               + (f", {len(t.not_run)} never ran" if t.not_run else "") + ")")
+    out.append(table(["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
+                      "of roofline", "source"], rows, right=(2, 3, 4, 5, 6, 7), width=width,
+                     drop=("kind", "spread", "calls", "of roofline")))
+    if top is not None and len(t.kernels) > top:
+        out.append(f"  ... and {len(t.kernels) - top} more (see --json)")
+    out.append("")
+    for title, rows_of, head in (("Time by source line", t.lines, "source"),
+                                ("Time by op_name scope", t.scopes, "op_name scope")):
+        rows = [[p.place, format_time(p.seconds), _pct(p.share), str(p.kernels)]
+                for p in rows_of[:places]]
+        if rows:
+            out.append(title)
+            out.append(table([head, "measured", "share", "kernels"], rows, right=(1, 2, 3),
+                             width=width))
+            out.append("")
+    if t.collectives:
+        out.append(f"Collectives measured ({len(t.collectives)})")
+        rows = [[k.name, format_time(k.median), _pct(k.share), format_time(k.estimate),
+                 k.source or "-"] for k in t.collectives]
+        out.append(table(["collective", "measured", "share", "estimated", "source"], rows,
+                         right=(1, 2, 3), width=width))
+        out.append("")
+    if t.unmatched:
+        out.append("In the trace but not a kernel of the module (per run)")
+        rows = [[n, format_time(s)] for n, s in t.unmatched[:10]]
+        out.append(table(["event", "measured"], rows, right=(1,), width=width))
+        out.append("")
+    return "\n".join(out)
+
+
+def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:
+    """Each kernel's measured time in A and B, the largest change first."""
+    change = d.step_b - d.step_a
+    out = [f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
+           f"({'+' if change >= 0 else ''}{format_time(change)})"]
+    rows = []
+    for a, b, ta, tb in d.rows[:top]:
+        diff = (tb or 0.0) - (ta or 0.0)
+        rows.append([a or "-", b or "-", format_time(ta), format_time(tb),
+                     ("+" if diff >= 0 else "") + format_time(diff)])
+    out.append(table(["kernel in A", "kernel in B", "A", "B", "change"], rows,
+                     right=(2, 3, 4), width=width))
+    if len(d.rows) > top:
+        out.append(f"  ... and {len(d.rows) - top} more (see --json)")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,196 @@
+"""Measured time: `hloscope.profile`, `read_profile` and ``--profile DIR`` (small and
+fast: the full evaluation is benchmarks/profile_accuracy.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+
+import pytest
+
+import hloscope
+from hloscope._render._profile_text import format_time, render_profile
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "profiles")
+
+
+def _mlp(x, w):
+    return jnp.tanh(x @ w).sum(axis=0)
+
+
+def test_profile_a_small_function():
+    p = hloscope.profile(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), runs=3, warmup=1)
+    t = p.times
+    assert t.module == "jit__mlp" and t.runs == 3 and len(p.wall) == 3
+    assert t.matched_share > 0.9
+    assert t.kernels and all(k.median > 0 and k.calls >= 1 for k in t.kernels)
+    g = t.gaps
+    assert g.step > 0 and g.dispatch >= 0 and g.wait >= 0 and g.idle >= 0
+    d = p.to_dict()
+    assert d["schema"] == "hloscope.profile/1"
+    json.dumps(d)
+    text = render_profile(t, width=100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "Kernels by measured time" in text
+
+
+def test_inspect_with_profile_ranks_by_measured_time():
+    rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
+    assert rep.measured is not None and rep.measured.runs == 2
+    assert '"measured"' in rep.html()
+
+
+@pytest.mark.parametrize("name,devices", [("cpu_scan", 1), ("cpu_sharded8", 8)])
+def test_read_committed_profiles(name, devices):
+    folder = os.path.join(DATA, name)
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    assert t.runs == 3 and t.devices == devices
+    assert t.matched_share >= 0.95
+    assert abs(t.gaps.explained - t.step) <= 0.05 * t.step
+    if name == "cpu_scan":  # the loop body's kernels run once per step of the scan
+        assert any(k.calls == 4 for k in t.kernels)
+    else:
+        assert [k.name for k in t.collectives] == ["all-reduce"]
+
+
+def test_profile_of_another_module_is_refused():
+    with pytest.raises(hloscope.HloscopeError, match="jit_scan_mlp.*jit_sharded_matmul"):
+        hloscope.read_profile(os.path.join(DATA, "cpu_scan"),
+                              os.path.join(DATA, "cpu_sharded8", "module.hlo"))
+
+
+def test_not_a_profile(tmp_path):
+    bad = tmp_path / "x.xplane.pb"
+    bad.write_bytes(b"\x00not a profile")
+    with pytest.raises(hloscope.HloscopeError, match="not a profile"):
+        hloscope.read_profile(str(bad), os.path.join(DATA, "cpu_scan", "module.hlo"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(hloscope.HloscopeError, match="no \\*.xplane.pb"):
+        hloscope.read_profile(str(empty), os.path.join(DATA, "cpu_scan", "module.hlo"))
+
+
+def test_format_time():
+    assert [format_time(x) for x in (850e-9, 12.3e-6, 4.56e-3, 1.5)] == [
+        "850 ns", "12.3 us", "4.56 ms", "1.5 s"]
+
+
+def test_bench_times_a_donating_function():
+    @partial(jax.jit, donate_argnums=0)
+    def step(x, y):
+        return x * 2 + y
+
+    x = jnp.ones((32, 32))
+    r = hloscope.bench(step, x, jnp.ones((32, 32)), warmup=1, iterations=3)
+    assert len(r.times) == 3
+    assert "donated" in r.metadata["donated_arguments"]
+    assert "copied fresh" in r.summary_line()
+    assert float(x.sum()) == 32 * 32  # the caller's array is never donated
+
+
+def test_cli_profile_and_profile_dir(tmp_path):
+    from conftest import run_cli
+
+    prog = tmp_path / "prog.py"
+    prog.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.tanh(x @ x)\n")
+    r = run_cli("profile", f"{prog}:f", "--arg", "f32[64,64]", "-n", "2", "--warmup", "0",
+                "--keep", str(tmp_path / "trace"), columns=100)
+    assert r.returncode == 0, r.stderr
+    assert "Kernels by measured time" in r.stdout and "jit_f" in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 100
+    folder = os.path.join(DATA, "cpu_scan")
+    r = run_cli("kernels", os.path.join(folder, "module.hlo"), "--profile", folder, "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["profile"]["schema"] == "hloscope.profile/1"
+    assert any(k.get("measured_seconds") for k in data["modules"][0]["kernels"])
+    r = run_cli("lint", os.path.join(DATA, "cpu_sharded8", "module.hlo"), "--profile", folder)
+    assert r.returncode == 2 and "jit_scan_mlp" in r.stderr and "jit_sharded_matmul" in r.stderr
+    out = tmp_path / "r.html"
+    r = run_cli("report", os.path.join(folder, "module.hlo"), "--profile", folder, "-o",
+                str(out))
+    assert r.returncode == 0, r.stderr
+    assert '"measured"' in out.read_text()
+
+
+def test_diff_with_two_profiles():
+    from conftest import run_cli
+
+    folder = os.path.join(DATA, "cpu_scan")
+    hlo = os.path.join(folder, "module.hlo")
+    r = run_cli("diff", hlo, hlo, "--profile", folder, "--profile", folder, "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["measured"]["kernels"]
+    assert rows and all(row["change_seconds"] == 0 for row in rows)
+    r = run_cli("diff", hlo, hlo, "--profile", folder)
+    assert r.returncode == 2 and "--profile goes twice" in r.stderr
+
+
+def test_json_keys_are_documented():
+    folder = os.path.join(DATA, "cpu_scan")
+    d = hloscope.read_profile(folder, os.path.join(folder, "module.hlo")).to_dict()
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "docs", "json.md")).read()
+    keys = set(d) | set(d["gaps"]) | set(d["kernels"][0]) | set(d["lines"][0])
+    for key in keys:
+        assert f"`{key}`" in doc, f"docs/json.md does not document {key}"
+
+
+def test_profile_a_sharded_function_counts_every_device():
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    if jax.device_count() < 8:
+        pytest.skip("needs 8 CPU devices (tests/conftest.py sets them)")
+    mesh = jax.make_mesh((8,), ("data",))
+    x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, PartitionSpec("data", None)))
+    p = hloscope.profile(lambda x: jnp.sin(x).sum(), x, runs=2, warmup=1)
+    assert p.times.devices == 8 and p.times.collectives
+
+
+def test_advice_ranked_by_measured_time():
+    from hloscope._analysis._advisor import Advice
+    from hloscope._analysis._findings import Evidence, Finding, FindingGroup, Saving
+    from hloscope._profile._rank import MEASURED_BASIS, rank_measured
+
+    folder = os.path.join(DATA, "cpu_scan")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    slow, fast = t.kernels[0].name, t.kernels[-1].name
+
+    def group(rule, kernel, share, basis):
+        ev = Evidence(kernel, "kernel", "f32[1]", 4, "", None)
+        f = Finding(rule, rule, "m", "s", (ev,), Saving(), rule)
+        return FindingGroup(rule, rule, Saving(), share, basis, (f,), ())
+
+    advice = Advice([group("HS1", fast, 0.02, "peak"),
+                     group("HS2", slow, 0.001, "estimated time")], None, True, 0)
+    ranked = rank_measured(advice, t)
+    assert [g.rule for g in ranked.groups] == ["HS2", "HS1"]
+    assert ranked.groups[0].basis == MEASURED_BASIS
+    assert ranked.groups[0].share == pytest.approx(t.kernels[0].share)
+    assert ranked.groups[1].basis == "peak"  # its peak share is larger than its time's
+
+
+@pytest.mark.parametrize("kind", ["gpu", "tpu"])
+def test_gpu_and_tpu_shaped_profiles(kind, tmp_path):
+    """The device-plane reader on hand-written XSpaces in the shape of XLA's GPU and TPU
+    profilers (tests/data/profiles/synthetic: no real GPU or TPU profile could be had)."""
+    from jax.profiler import ProfileData
+
+    folder = os.path.join(DATA, "synthetic")
+    with open(os.path.join(folder, f"{kind}.pbtxt")) as f:
+        blob = ProfileData.text_proto_to_serialized_xspace(f.read())
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(blob)
+    t = hloscope.read_profile(str(tmp_path), os.path.join(folder, "module.hlo"))
+    assert (t.platform, t.runs, t.devices) == (kind, 2, 1)
+    got = {k.name: (round(k.median * 1e6, 3), k.calls) for k in t.kernels}
+    if kind == "gpu":  # copy.2 launches two kernels: their times summed
+        assert got == {"fusion.1": (10.0, 1), "copy.2": (5.0, 2)}
+    else:
+        assert got == {"fusion.1": (8.0, 1), "copy.2": (4.0, 1)}
+    assert t.matched_share == 1.0
+    assert t.device == ("h100" if kind == "gpu" else "tpu-v5e") + " (assumed)"

@@ -1,0 +1,45 @@
+"""A sample of benchmarks/target_fidelity.py's new table (issue 29): target compiles of
+programs a user would write, where hloscope's temp estimate is within 1% of XLA's buffer
+assignment and its kernel, collective and copy counts equal XLA's (the GPU compiler's thunk
+sequence; on TPU the optimized HLO read on its own)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from target_programs import CASES, hlo_counts, thunk_counts
+
+import hloscope
+from hloscope._analysis._summary import summarize
+
+HAVE_GPU_PLUGIN = importlib.util.find_spec("jax_cuda12_plugin") is not None
+HAVE_LIBTPU = importlib.util.find_spec("libtpu") is not None
+_BY_KEY = {(name, target): build for name, target, build in CASES}
+
+
+@pytest.mark.parametrize("name, target", [
+    pytest.param("Adam donated FSDP", "h100x8", marks=pytest.mark.skipif(
+        not HAVE_GPU_PLUGIN and not os.environ.get("CI"), reason="no jax-cuda12-plugin")),
+    pytest.param("TP MLP data=2,model=4", "tpu-v5e:2x4", marks=pytest.mark.skipif(
+        not HAVE_LIBTPU and not os.environ.get("CI"), reason="no libtpu")),
+])
+def test_temp_within_one_percent_and_counts_as_xla(name, target, tmp_path):
+    fn, args, shard, mesh = _BY_KEY[(name, target)]()
+    r = hloscope.inspect(fn, *args, target=target, shard=shard, mesh=mesh,
+                         compiler_options={"xla_dump_to": str(tmp_path)})
+    m = r.memory
+    assert m.peak_bytes == m.xla.live_range_peak_bytes
+    assert abs(m.temp_estimate_bytes - m.xla.temp_bytes) <= 0.01 * m.xla.temp_bytes
+    graph = r.kernels
+    kernels, collectives = len(graph.kernels), len(graph.collectives)
+    assert len(summarize(r.module).collectives) == collectives
+    if target.startswith("tpu"):
+        assert (kernels, collectives) == hlo_counts(r.hlo_after)
+    else:
+        thunks = next(Path(tmp_path).glob("*thunk_sequence.txt")).read_text()
+        copies = sum(k.category == "copy" for k in graph.kernels)
+        assert (kernels, collectives, copies) == thunk_counts(thunks)
