@@ -21,3 +21,10 @@ def train_step(weights, x):
     """One SGD step: the loss and the updated weights (a stack of square layers)."""
     value, grads = jax.value_and_grad(loss)(weights, x)
     return value, weights - 1e-3 * grads.astype(weights.dtype)
+
+
+def make_inputs(layers=4, width=256, batch=64):
+    """The arguments as arrays, for `--inputs 'make_inputs(8)'` (a pytree works the same:
+    return a dict of weights and the batch)."""
+    return (jnp.zeros((layers, width, width), jnp.bfloat16),
+            jnp.zeros((batch, width), jnp.bfloat16))

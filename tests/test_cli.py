@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -116,3 +117,61 @@ def test_every_reading_command_honours_module(tmp_path):
         assert "holds 2 modules" not in r.stderr
         r = run(*cmd, str(p))
         assert r.returncode == 0 and "holds 2 modules; using 0:jit_f" in r.stderr, (cmd, r.stderr)
+
+
+PLUGIN_NOISE = ("cudart_stub", "Could not find cuda drivers", "plugin configuration error",
+                "Unable to load CUDA", "Source Location Trace", "absl::InitializeLog",
+                "Traceback")
+
+
+def test_commands_print_no_plugin_noise(tmp_path):
+    """With JAX's CUDA plugin and libtpu installed (the test extras) and no GPU or TPU,
+    hloscope's commands print nothing of what the plugins say on a machine without them."""
+    hlo = tmp_path / "fft.hlo"
+    runs = [run("demo", "--save", str(hlo)), run("demo"), run("summary", str(hlo)),
+            run("kernels", str(hlo)), run("lint", str(hlo))]
+    if importlib.util.find_spec("jax") is not None:
+        runs.append(run("inspect", "examples/train_step.py:train_step",
+                        "--arg", "f32[2,8,8]", "--arg", "f32[4,8]"))
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        for noise in PLUGIN_NOISE:
+            assert noise not in r.stderr, f"{r.args}: stderr has {noise!r}:\n{r.stderr}"
+
+
+def test_report_estimates_times_on_the_modules_own_device(tmp_path):
+    """A CPU module's report gives CPU estimates; another device only when asked."""
+    import re
+
+    out = tmp_path / "r.html"
+    for args, want in (([], "cpu"), (["--device", "h100"], "h100")):
+        r = run("report", str(GENERATED / "f_sum_jax.hlo"), "-o", str(out), *args)
+        assert r.returncode == 0, r.stderr
+        m = re.search(r'"roofline":\s*\{"device":\s*"([^"]+)"', out.read_text())
+        assert m and m.group(1) == want, (args, m and m.group(0))
+
+
+def test_kernels_sort_and_top():
+    """--sort time lists the longest first on the module's own device (a CPU module: the
+    nominal CPU), times with a unit that shows them; --top keeps N and says how many more."""
+    import re
+
+    r = run("kernels", str(GENERATED / "fft_cont_pencil_4x2.hlo"), "--sort", "time", "--top", "3")
+    assert r.returncode == 0, r.stderr
+    assert "Kernels with the longest estimated time: 3 of 6 (cpu estimates)" in r.stdout
+    times = re.findall(r"  (\d+(?:\.\d+)?) (ns|us|ms) ", r.stdout)
+    assert len(times) == 3 and "0.00" not in r.stdout.split("Arrays passed")[0]
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}
+    secs = [float(x) * scale[u] for x, u in times]
+    assert secs == sorted(secs, reverse=True)
+    assert "... and 3 more kernels (--top N shows more)" in r.stdout
+    r = run("kernels", str(GENERATED / "fft_cont_pencil_4x2.hlo"), "--sort", "size")
+    assert r.returncode == 2 and "order, time, bytes, flops" in r.stderr
+
+
+def test_the_tpu_module_in_tests_data_reads_as_a_tpu_module():
+    """tests/data/tpu: a module libtpu compiled for a TPU v5e (its README says how)."""
+    path = "tests/data/tpu/mlp_step_tpu_v5e.hlo"
+    assert run("check", path).returncode == 0
+    r = run("kernels", path, "--sort", "time", "--top", "3")
+    assert r.returncode == 0 and "(tpu-v5e estimates)" in r.stdout, r.stdout + r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import re
@@ -387,3 +388,30 @@ def test_cli_diff_mistakes_are_the_users(variants, args, message):
     assert r.returncode == 2, r.stdout
     assert message in r.stderr and "bug in hloscope" not in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs JAX")
+def test_diff_of_two_functions_takes_inspects_devices(tmp_path):
+    """`diff` takes --devices (and --target, --mesh, --shard) as `inspect` does; on two
+    files they are a mistake, said so (exit 2)."""
+    src = tmp_path / "prog.py"
+    src.write_text("import jax.numpy as jnp\n"
+                   "def f(x):\n    return jnp.sin(x) * 2\n"
+                   "def g(x):\n    return jnp.sin(x) * 2 + jnp.cos(x)\n")
+    r = run_cli("diff", f"{src}:f", f"{src}:g", "--arg", "f32[64,8]", "--devices", "2")
+    assert r.returncode == 0, r.stderr
+    assert "kernels" in r.stdout
+    r = run_cli("diff", str(GENERATED / "f_sum_jax.hlo"), str(GENERATED / "f_sum_explicit.hlo"),
+                "--target", "h100")
+    assert r.returncode == 2 and "for two functions" in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs JAX")
+def test_diff_of_two_functions_of_one_name_labels_sides_by_file(tmp_path):
+    for v, body in (("v1", "jnp.sin(x) * 2"), ("v2", "jnp.sin(x) * 2 + jnp.cos(x)")):
+        (tmp_path / f"{v}.py").write_text(f"import jax.numpy as jnp\ndef step(x):\n"
+                                          f"    return {body}\n")
+    r = run_cli("diff", f"{tmp_path}/v1.py:step", f"{tmp_path}/v2.py:step", "--arg", "f32[8]")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"  A: \S*v1\.py:step ", r.stdout) and re.search(r"  B: \S*v2\.py:step ",
+                                                                          r.stdout), r.stdout

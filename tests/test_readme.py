@@ -1,6 +1,7 @@
-"""README.md's examples, run as written.
+"""The examples of README.md and of every page of docs/, run as written.
 
-Every fenced block of README.md is one test, in the README's order:
+Every fenced block of README.md and docs/*.md is one test, README's first, then the pages
+of docs/ in the order of DOCS (a page may read a file an earlier page's example wrote):
 
 - ```console blocks hold commands, each on a line starting with `$ hloscope `, and the
   output the README shows for it on the lines after it (stdout and stderr together, as a
@@ -53,6 +54,18 @@ import pytest
 from conftest import GOLDEN_COLUMNS, ROOT
 
 README = ROOT / "README.md"
+# The order the pages run in (every page of docs/ is run; those not named here run last).
+_ORDER = ["cli", "kernels", "advisor", "diff", "report", "memory", "run", "targets", "python",
+          "bench", "plots", "json", "glossary", "quiet", "development"]
+
+
+def _docs() -> list[Path]:
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    rank = {name: k for k, name in enumerate(_ORDER)}
+    return [README] + sorted(pages, key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
+
+
+DOCS = _docs()
 JAX_COMMANDS = {"inspect", "bench", "run"}
 HAVE_JAX = importlib.util.find_spec("jax") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -60,6 +73,7 @@ HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 @dataclass
 class Block:
+    doc: str  # README.md or docs/NAME.md
     line: int  # the line of the opening fence, 1-based
     lang: str
     text: str
@@ -67,7 +81,11 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"line{self.line}-{self.lang or 'plain'}"
+        return f"{self.doc}:line{self.line}-{self.lang or 'plain'}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.doc}:{self.line}"
 
     def mark(self, name: str) -> str | None:
         for m in self.marks:
@@ -80,8 +98,9 @@ _MARK = re.compile(r"^<!--\s*readme-test:\s*(.*?)\s*-->$")
 _FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 
 
-def readme_blocks() -> list[Block]:
-    lines = README.read_text(encoding="utf-8").split("\n")
+def doc_blocks(path: Path) -> list[Block]:
+    doc = path.relative_to(ROOT).as_posix()
+    lines = path.read_text(encoding="utf-8").split("\n")
     blocks, marks, i = [], [], 0
     while i < len(lines):
         line = lines[i]
@@ -94,9 +113,9 @@ def readme_blocks() -> list[Block]:
             while i < len(lines) and lines[i].rstrip() != fence:
                 body.append(lines[i])
                 i += 1
-            assert i < len(lines), f"README.md:{i - len(body)}: a block that never closes"
+            assert i < len(lines), f"{doc}:{i - len(body)}: a block that never closes"
             start = i - len(body)
-            blocks.append(Block(start, f.group(2), "\n".join(body), marks))
+            blocks.append(Block(doc, start, f.group(2), "\n".join(body), marks))
             marks = []
         elif line.strip():
             marks = []  # a mark is for the block right after it
@@ -104,12 +123,12 @@ def readme_blocks() -> list[Block]:
     return blocks
 
 
-BLOCKS = readme_blocks()
+BLOCKS = [b for path in DOCS for b in doc_blocks(path)]
 
 
 @dataclass
 class Command:
-    line: int
+    where: str
     argv: list[str]
     shown: list[str]  # the output the README shows
 
@@ -120,13 +139,13 @@ def commands(block: Block) -> list[Command]:
         if line.startswith("$ "):
             argv = shlex.split(line[2:])
             assert argv[0] == "hloscope", (
-                f"README.md:{block.line + k}: console blocks run `$ hloscope ...` commands "
+                f"{block.doc}:{block.line + k}: console blocks run `$ hloscope ...` commands "
                 f"only, not {line!r}")
-            out.append(Command(block.line + k, argv[1:], []))
+            out.append(Command(f"{block.doc}:{block.line + k}", argv[1:], []))
         else:
-            assert out, f"README.md:{block.line + k}: output before any `$ hloscope` command"
+            assert out, f"{block.doc}:{block.line + k}: output before any `$ hloscope` command"
             out[-1].shown.append(line)
-    assert out, f"README.md:{block.line}: a console block without a `$ hloscope` command"
+    assert out, f"{block.where}: a console block without a `$ hloscope` command"
     return out
 
 
@@ -260,7 +279,7 @@ class Session:
     def python_result(self, index: int) -> dict:
         """Every Python block runs in one subprocess (on first need), in order."""
         if self.python is None:
-            todo = [{"index": k, "line": b.line, "text": b.text,
+            todo = [{"index": k, "doc": b.doc, "line": b.line, "text": b.text,
                      "skip": b.mark("not run") or self.skip_reason(b)}
                     for k, b in enumerate(BLOCKS) if b.lang == "python"]
             env = {**self.env(), "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
@@ -283,7 +302,7 @@ _PYTHON_RUNNER = textwrap.dedent('''
         if b["skip"]:
             results.append({"index": b["index"], "skipped": b["skip"]})
             continue
-        test = parser.get_doctest(b["text"], globs, "README.md:%d" % b["line"], "README.md",
+        test = parser.get_doctest(b["text"], globs, "%s:%d" % (b["doc"], b["line"]), b["doc"],
                                   b["line"])
         out = io.StringIO()
         runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS
@@ -304,15 +323,17 @@ def session(tmp_path_factory) -> Session:
 # --- the tests ----------------------------------------------------------------------------
 
 
-def test_the_readme_has_examples():
+def test_the_docs_have_examples():
     langs = [b.lang for b in BLOCKS]
     assert langs.count("console") >= 10 and langs.count("python") >= 4
+    readme = [b.lang for b in BLOCKS if b.doc == "README.md"]
+    assert readme.count("console") >= 5 and readme.count("python") >= 1
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[b.id for b in BLOCKS])
 def test_readme_block(index: int, session: Session) -> None:
     block = BLOCKS[index]
-    where = f"README.md:{block.line}"
+    where = block.where
     reason = block.mark("not run")
     if reason is not None:
         assert reason, f"{where}: say why the block is not run"
@@ -328,7 +349,7 @@ def test_readme_block(index: int, session: Session) -> None:
         status = int(block.mark("exit") or 0)
         varies = block.mark("output varies") is not None
         for c, r in zip(commands(block), session.run(index)):  # type: ignore[arg-type]
-            here = f"README.md:{c.line}: hloscope {shlex.join(c.argv)}"
+            here = f"{c.where}: hloscope {shlex.join(c.argv)}"
             assert "Traceback" not in r.stdout, f"{here}:\n{r.stdout}"
             assert r.returncode == status, (
                 f"{here}: exit status {r.returncode}, the README says {status}:\n{r.stdout}")
@@ -386,13 +407,22 @@ def test_markers_are_known():
     for b in BLOCKS:
         for m in b.marks:
             assert re.match(r"(not run: \S|output varies$|exit \d+$|excerpt of \S|tree$)", m), (
-                f"README.md:{b.line}: unknown readme-test mark {m!r}")
+                f"{b.where}: unknown readme-test mark {m!r}")
 
 
 def test_no_internal_references_in_user_docs():
     """README.md and docs/ speak to users: no references to the project's own notes."""
-    for path in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in DOCS:
         for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
             low = line.lower()
             assert not re.search(r"\bseeds? \d|\bissues? \d|later issue", low), (
                 f"{path.name}:{n}: an internal reference: {line.strip()}")
+
+
+def test_links_between_pages_resolve():
+    """Every relative link of README.md and docs/ names a file that exists."""
+    for path in DOCS:
+        for m in re.finditer(r"\]\(([^)#\s]+)(#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            target = m.group(1)
+            if not re.match(r"[a-z]+:", target):
+                assert (path.parent / target).exists(), f"{path.name}: no {target}"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
-from conftest import GENERATED, SEEDS, run_cli
+from conftest import GENERATED, ROOT, SEEDS, run_cli
 from test_graph import HOSTILE
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -416,6 +418,73 @@ def test_l64_overview_fits_one_screen_and_graph_labels_are_readable(browser, l64
     assert page.locator("#minimap use").count() == 1
     show(page, "advisor")
     assert page.locator(".finding").count() <= 5
+    assert not errors, errors
+
+
+SCREENSHOT = ROOT / "docs" / "img" / "report.png"
+SCREENSHOT_SIZE = (1200, 540)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", "not a PNG"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_readme_screenshot_is_the_demo_report(browser, tmp_path):
+    """README's picture of the report: the demo module's page, taken by this test
+    (HLOSCOPE_UPDATE_GOLDEN=1 retakes it; otherwise it must be there, a PNG of its size)."""
+    if not os.environ.get("HLOSCOPE_UPDATE_GOLDEN"):
+        assert png_size(SCREENSHOT.read_bytes()) == SCREENSHOT_SIZE, (
+            f"{SCREENSHOT}: retake it with HLOSCOPE_UPDATE_GOLDEN=1 pytest {__file__} -k screenshot")
+        return
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for args in (["demo", "--save", "fft.hlo"], ["report", "fft.hlo", "-o", "fft.html"]):
+        subprocess.run([sys.executable, "-m", "hloscope", *args], cwd=tmp_path, env=env,
+                       check=True, capture_output=True, timeout=120)
+    page, errors = open_report(browser, tmp_path / "fft.html")
+    page.set_viewport_size({"width": SCREENSHOT_SIZE[0], "height": SCREENSHOT_SIZE[1]})
+    page.wait_for_timeout(300)
+    SCREENSHOT.write_bytes(page.screenshot())
+    assert not errors, errors
+    assert png_size(SCREENSHOT.read_bytes()) == SCREENSHOT_SIZE
+
+
+def test_terms_have_tooltips(browser, tmp_path):
+    """Words of docs/glossary.md in the report explain themselves on hover (title)."""
+    page, errors = open_report(browser, report(tmp_path, GENERATED / "f_sum_jax.hlo"))
+    titles = page.eval_on_selector_all(
+        ".explained", "els => els.map(e => [e.textContent.trim(), e.title])")
+    text = " ".join(t for _, t in titles)
+    assert "kLoop fusion:" in text or "ynn_fusion:" in text, titles
+    assert "flops:" in text, titles
+    show(page, "memory")
+    assert page.locator("#view-memory .explained").count() >= 1
+    assert not errors, errors
+
+
+def test_long_source_paths_keep_their_end(browser, tmp_path):
+    """A long source path is cut at its start, never its end: the file and line show
+    (`…/gen_transformer.py:LINE`), the whole path in the tooltip."""
+    long = "/home/me/projects/a/very/long/directory/name/models/gen_transformer.py"
+    hlo = tmp_path / "long.hlo"
+    hlo.write_text((GENERATED / "f_sum_jax.hlo").read_text().replace('"generate.py"',
+                                                                      f'"{long}"'))
+    page, errors = open_report(browser, report(tmp_path, hlo))
+    for view in ("overview", "kernels", "memory"):
+        show(page, view)
+        cells = page.eval_on_selector_all(
+            f"#view-{view} td.src", "els => els.map(e => [e.textContent, e.title])")
+        cut = [(t, title) for t, title in cells if title.startswith(long)]
+        assert cut, (view, cells)
+        for text, title in cut:
+            assert text.startswith("…") and text.endswith(title[len(long) - 19:]), (text, title)
+            assert "gen_transformer.py:" in text
+    show(page, "overview")  # and no style cuts it again (the overview's narrow cards)
+    clipped = page.eval_on_selector_all(
+        "#view-overview td.src", "els => els.filter(e => e.scrollWidth > e.clientWidth + 1 || "
+        "e.getBoundingClientRect().right > e.closest('.card').getBoundingClientRect().right)"
+        ".map(e => e.textContent)")
+    assert not clipped, clipped
     assert not errors, errors
 
 

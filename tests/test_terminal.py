@@ -302,3 +302,15 @@ def test_reflow_joins_paragraph_lines_and_keeps_list_items():
     - two
     """
     assert reflow(doc) == "First line goes on.\n\n- one item continued\n- two"
+
+
+def test_a_table_too_wide_leaves_out_empty_columns_before_cutting_cells():
+    from hloscope._render._text import table
+
+    rows = [[f"kernel_{i}", "-", f"f32[{64 + i},128,256]{{2,1,0}}", "-", "1.00 MiB"]
+            for i in range(3)]
+    out = table(["kernel", "target", "output", "bound", "bytes"], rows, right=(4,), width=50)
+    assert "target" not in out and "bound" not in out
+    assert "f32[66,128,256]{2,1,0}" in out and "…" not in out
+    wide = table(["kernel", "target", "output", "bound", "bytes"], rows, right=(4,), width=100)
+    assert "target" in wide  # room enough: every column stays

@@ -25,7 +25,8 @@ def _user_error(r: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize("command", ["inspect", "bench"])
 @pytest.mark.parametrize("args, expected", [
     ([f"{PROG}:matmul", "--arg", "f32[3,3]"],
-     [f"matmul ({PROG}:8) takes 2 arguments (x, y); 1 --arg given"]),
+     [f"matmul ({PROG}:8) takes 2 arguments (x, y); 1 --arg given",
+      "--inputs 'make_inputs()'"]),
     ([f"{PROG}:matmul", "--arg", "f32[3,3]", "--arg", "f32[3,3]", "--arg", "f32[3]"],
      ["takes 2 arguments (x, y); 3 --arg given"]),
     ([f"{PROG}:SCALE"], [f"{PROG}:SCALE is an int, not a function"]),

@@ -1,8 +1,8 @@
-"""Sizes for people: shared by the analyses' messages and the renderers."""
+"""Sizes and times for people: shared by the analyses' messages and the renderers."""
 
 from __future__ import annotations
 
-__all__ = ["format_bytes"]
+__all__ = ["format_bytes", "format_seconds"]
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -25,4 +25,19 @@ def format_bytes(n: int) -> str:
         x /= 1024.0
         if x < 1024.0 or unit == _UNITS[-1]:
             return f"{x:.2f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_seconds(t: float) -> str:
+    """A time with a unit that shows it, three significant digits: ``4.2e-9`` -> ``4.20 ns``,
+    ``1.5e-5`` -> ``15.0 us``, ``0.0123`` -> ``12.3 ms``; ``0`` -> ``0 s``."""
+    if t <= 0:
+        return "0 s"
+    if t < 0.005e-9:
+        return "<0.01 ns"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if t >= scale * 0.9995 or unit == "ns":
+            x = t / scale
+            return f"{x:.0f} {unit}" if x >= 99.95 else f"{x:.1f} {unit}" if x >= 9.995 \
+                else f"{x:.2f} {unit}"
     raise AssertionError("unreachable")

@@ -13,8 +13,8 @@ from typing import Any
 from .._errors import HloModelError
 from .._repr import brief_repr
 
-__all__ = ["DEVICES", "Device", "device", "link_bandwidth", "platform_of",
-           "target_device", "target_label"]
+__all__ = ["DEVICES", "Device", "device", "link_bandwidth", "module_device",
+           "platform_of", "target_device", "target_label"]
 
 T = 1e12
 
@@ -60,7 +60,22 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("tpu-v5p", {"bf16": 459 * T, "s8": 918 * T, "*": 459 * T}, 2.765e12,
            "Google Cloud TPU v5p documentation: 459 TFLOPS bf16, 918 TOPS int8 per chip; "
            "HBM 2,765 GB/s"),
+    Device("cpu", {"*": 1e11}, 2e10,
+           "nominal figures for a CPU (100 GFLOP/s, 20 GB/s): they rank a CPU module's "
+           "kernels, they do not predict a particular CPU's times"),
 )}
+
+
+def module_device(module: object) -> Device:
+    """The device a module was compiled for, as far as its text says: a TPU v5e for a TPU
+    module (tiled layouts), an H100 for a GPU module, else the nominal CPU."""
+    from ._sharing import compiled_for_gpu, compiled_for_tpu
+
+    if compiled_for_tpu(module):
+        return DEVICES["tpu-v5e"]
+    if compiled_for_gpu(module):
+        return DEVICES["h100"]
+    return DEVICES["cpu"]
 
 
 # Bandwidth between devices, per device and direction, for a collective's time: NVLink 4
@@ -101,7 +116,8 @@ def target_label(target: Mapping[str, Any] | None, dev: Device) -> str:
 
 
 def device(name: str) -> Device:
-    """A built-in device by name (``a100``, ``h100``, ``v100``, ``tpu-v4``, ``tpu-v5e``, ``tpu-v5p``)."""
+    """A built-in device by name (``a100``, ``h100``, ``v100``, ``tpu-v4``, ``tpu-v5e``,
+    ``tpu-v5p``, ``cpu``)."""
     try:
         return DEVICES[name.lower()]
     except KeyError:

@@ -204,6 +204,12 @@ def kernels(
                                             "--bandwidth), instead of --device."),
     bandwidth: float | None = typer.Option(None, "--bandwidth", metavar="BYTES",
                                            help="Your device's memory bandwidth in bytes/s."),
+    sort: str = typer.Option("order", "--sort", metavar="KEY", help="order (the schedule's, "
+                             "by group; the default), time (the roofline estimate, on "
+                             "--device or the module's own device), bytes (written) or "
+                             "flops: one table, largest first."),
+    top: int | None = typer.Option(None, "--top", metavar="N",
+                                   help="Show the first N kernels only."),
     profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
@@ -217,7 +223,7 @@ def kernels(
     from .._analysis._devices import Device
     from .._analysis._devices import device as find_device
     from .._analysis._kernels import KERNELS_SCHEMA, kernel_graph
-    from .._render._kernels_text import render_kernels
+    from .._render._kernels_text import SORT_KEYS, render_kernels
 
     try:
         dev = None
@@ -228,9 +234,18 @@ def kernels(
             dev = Device("custom", {"*": peak_flops}, bandwidth, "given on the command line")
         elif device is not None:
             dev = find_device(device)
+        if top is not None and top < 1:
+            raise _errors.HloscopeError(f"--top {top}: give a number of kernels, 1 or more")
+        if sort not in SORT_KEYS:
+            raise _errors.HloscopeError(f"--sort {sort!r}: not a way to sort kernels",
+                                        hint="use one of " + ", ".join(SORT_KEYS))
     except _errors.HloscopeError as e:
         fail(e)
     m = pick_module(path, module, function)
+    if sort == "time" and dev is None:
+        from .._analysis._devices import module_device
+
+        dev = module_device(m)
     try:
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
@@ -251,7 +266,7 @@ def kernels(
         sys.stdout.write(render_json(data))
         return
     text = render_kernels(graph_, device=dev, scheduled=is_optimized(m), width=text_width(wide),
-                          measured=measured)
+                          sort=sort, top=top, measured=measured)
     if times is not None:
         from .._render._profile_text import render_profile
 
@@ -284,7 +299,7 @@ def lint(
                                            "estimated time (default 0.01; 0 keeps every one)."),
     device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate times "
                                       "for this device (a100, h100, v100, tpu-v4, tpu-v5e, "
-                                      "tpu-v5p; default: assumed from the module)."),
+                                      "tpu-v5p, cpu; default: assumed from the module)."),
     fail_on: list[str] = typer.Option([], "--fail-on", metavar="RULE", help="Exit with "
                                       "status 1 when this rule fires (an id like HS101 or a "
                                       "name like reduction-split; 'all' for any). Repeat for "
@@ -449,6 +464,10 @@ def report(
                                 "files alone."),
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
                                 help="The HTML file to write."),
+    device: str | None = typer.Option(None, "--device", metavar="NAME", help="Estimate "
+                                      "kernels' times for this device (a100, h100, v100, "
+                                      "tpu-v4, tpu-v5e, tpu-v5p, cpu; default: the one the "
+                                      "module was compiled for)."),
     profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
     module: str | None = _MODULE,
     function: str | None = _FUNCTION,
@@ -461,6 +480,7 @@ def report(
     """
     from .._analysis._advisor import advise_groups
     from .._analysis._dataflow import analyze_dataflow
+    from .._analysis._devices import device as find_device
     from .._analysis._kernels import kernel_graph
     from .._analysis._liverange import compute_live_ranges
     from .._analysis._memory import analyze_memory, xla_figures
@@ -479,15 +499,19 @@ def report(
             kernels_n = len(graph_.kernels)
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
+            dev = find_device(device) if device else None
             times = read_measured(profile, m) if profile is not None else None
             advice = advise_groups(m, graph=graph_, df=df, lr=lr,
                                    min_share=None if times is None else 0,
-                                   **_advice_device(None, entry.target))
+                                   **_advice_device(dev, entry.target))
             if times is not None:
                 from .._profile._rank import rank_measured
 
                 advice = rank_measured(advice, times)
-            data = report_data(m, summarize(m), graph_, memory_, advice, times=times)
+            from .._analysis._devices import target_device
+
+            data = report_data(m, summarize(m), graph_, memory_, advice,
+                               device=dev or target_device(entry.target), times=times)
         elif inputs.dumps:
             name, files = inputs.dumps[0]
             ba = files.buffer_assignment
@@ -533,6 +557,12 @@ def diff(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
                                      "functions: a static keyword argument (a Python "
                                      "literal); repeat."),
+    devices: int | None = typer.Option(None, "--devices", metavar="N", help="With two "
+                                       "functions: compile on N virtual CPU devices."),
+    hw: str | None = typer.Option(None, "--target", metavar="NAME", help="With two "
+                                  "functions: " + HW_TARGET_HELP),
+    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
+    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
     profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
                                        "two files: a profile of A's runs, then one of B's "
                                        "(see hloscope kernels --profile); adds each "
@@ -552,11 +582,13 @@ def diff(
 
     timed = None
     try:
-        result = _diff_functions(a, b, arg, inputs, static, module, function)
+        compile_options = (devices, hw, mesh, shard)
+        result = _diff_functions(a, b, arg, inputs, static, module, function, compile_options)
         if result is None:
-            if arg or inputs or static:
-                raise _errors.HloscopeError("--arg, --inputs and --static are for two "
-                                            "functions; A and B are files",
+            if arg or inputs or static or devices is not None or hw or mesh or shard:
+                raise _errors.HloscopeError("--arg, --inputs, --static, --devices, --target, "
+                                            "--mesh and --shard are for two functions; A and "
+                                            "B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
             ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
                                                                           function)
@@ -592,8 +624,10 @@ def diff(
 
 
 def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
-                    module: str | None, function: str | None):  # type: ignore[no-untyped-def]
-    """`hloscope diff` on two functions: both compiled with the same arguments and
+                    module: str | None, function: str | None,
+                    compile_options: tuple):  # type: ignore[no-untyped-def,type-arg]
+    """`hloscope diff` on two functions: both compiled with the same arguments (and
+    `compile_options`: --devices, --target, --mesh, --shard, as inspect takes them) and
     compared with every memory figure; None when A and B are files."""
     from .._jax._compare import diff as diff_functions
     from .._jax._user import check_call
@@ -616,15 +650,21 @@ def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: 
         raise _errors.HloscopeError("--module and --function pick a module in a file; A and "
                                     "B are functions")
     require_jax("diff")
+    devices, hw, mesh, shard = compile_options
+    extra = hardware_target(hw, mesh, shard, devices)
+    if devices is not None:
+        from .._jax._compare import use_cpu_devices
+
+        use_cpu_devices(devices)
     from .._jax._quiet import start_jax_quietly
 
     start_jax_quietly()
     kwargs = static_kwargs(static)
     fns = [load_target(a), load_target(b)]
-    args = array_args(arg) + (call_inputs(a, inputs) if inputs else [])
+    args = array_args(arg, abstract=hw is not None) + (call_inputs(a, inputs) if inputs else [])
     for fn in fns:
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **kwargs)
+    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
 
 
 def _compile_function(command_name: str, target: str, arg: list[str], inputs: str | None,

@@ -38,7 +38,11 @@ prints everything, unshortened.
 
 Exit status: 0 done; 1 a check you asked for failed (lint --fail-on, run
 --check); 2 the input cannot be read or the command line is wrong; 3 a bug in
-hloscope (rerun with HLOSCOPE_DEBUG=1 for the traceback)."""
+hloscope (rerun with HLOSCOPE_DEBUG=1 for the traceback).
+
+The words it prints (kLoop, ynn_fusion, wrapped_convert, intensity, roofline,
+live range, aliasing, async pairs...) are explained in docs/glossary.md of hloscope's
+sources; each command has a page in docs/ (README.md links them all)."""
 
 app = typer.Typer(
     name="hloscope",

@@ -76,6 +76,21 @@ function navTo(h) {
   if (location.hash !== h) route();   // otherwise hashchange routes
 }
 
+// -- a source path keeps its end, the file and line ("…/gen_transformer.py:12"); the whole
+// path is its tooltip --
+var SRC_CHARS = 40;   // in a table of a view; 24 in the overview's narrow cards
+function keepEnd(e, chars) {
+  var t = e.textContent, n = chars || SRC_CHARS;
+  if (t.length <= n || e.hasAttribute("data-whole")) return;
+  e.setAttribute("data-whole", t);
+  e.setAttribute("title", t);
+  e.textContent = "…" + t.slice(t.length - n + 1);
+}
+function keepEnds(root) {
+  var cells = root.querySelectorAll("td.src");
+  for (var i = 0; i < cells.length; i++) keepEnd(cells[i], cells[i].closest(".card") ? 24 : SRC_CHARS);
+}
+
 // -- a sortable table: columns [title, value(row), text(row), class]; rows shown in pages --
 function sortTable(box, opts) {
   var cols = opts.cols, rows = opts.rows, shown = opts.page || 200, sortBy = opts.sort || null, desc = true;
@@ -104,7 +119,10 @@ function sortTable(box, opts) {
     list.slice(0, shown).forEach(function (r) {
       var tr = el("tr", {"class": opts.click ? "clickable" : ""}, null, body);
       if (opts.key) tr.setAttribute("data-key", opts.key(r));
-      cols.forEach(function (c) { el("td", {"class": c[3] || ""}, c[2] ? c[2](r) : c[1](r), tr); });
+      cols.forEach(function (c) {
+        var td = el("td", {"class": c[3] || ""}, c[2] ? c[2](r) : c[1](r), tr);
+        if (c[3] === "src") keepEnd(td);
+      });
       if (opts.click) tr.addEventListener("click", function () { opts.click(r, tr); });
     });
     clear(foot);
@@ -126,7 +144,7 @@ function header() {
   var box = document.getElementById("summary"), fit = D.fit, tgt = D.target;
   var top = el("div", {"class": "top"}, null, box);
   el("h1", {}, D.module, top);
-  el("span", {"class": "file"}, D.file, top);
+  keepEnd(el("span", {"class": "file"}, D.file, top), 80);
   var facts = [];
   var dev = tgt ? (tgt.name || tgt.chip) + (S.num_partitions > 1 ? ", " + S.num_partitions + " devices" : "")
     : (D.inspect && D.inspect.device && D.inspect.device.kind) ? D.inspect.device.kind
@@ -151,6 +169,46 @@ function header() {
   VIEWS.forEach(function (v) { el("a", {href: "#/" + v[0], id: "nav-" + v[0]}, v[1], nav); });
 }
 
+// -- words explained: a tooltip (title) on headings and cells that name a term of
+// docs/glossary.md, set after each view is drawn --
+var TERMS = [
+  [/^kLoop\b/, "kLoop fusion: element-wise work (with broadcasts, slices, reshapes) in one kernel"],
+  [/^kInput\b/, "kInput fusion: a reduction (or scatter) fused with the element-wise work that feeds it"],
+  [/^kOutput\b/, "kOutput fusion: a dot or convolution fused with the element-wise work that consumes it"],
+  [/^kCustom\b/, "kCustom fusion: compiled the backend's own way (a Triton matmul, a hand-written GPU kernel, cuDNN)"],
+  [/^(ynn|xnn)_fusion/, "ynn_fusion: work XLA's CPU backend hands to YNNPACK (the successor of XNNPACK); one kernel"],
+  [/^wrapped_/, "wrapped_OP: a single operation XLA put in a fusion of its own, so it runs as a kernel"],
+  [/intensity/i, "intensity: flops per byte of memory accessed; low (a few flop/byte) means memory-bound"],
+  [/roofline/i, "roofline: estimated time, the longer of flops / peak compute and bytes / memory bandwidth of the named device; a lower bound"],
+  [/^bound$/, "bound: which limit the roofline estimate hits, memory bandwidth or compute"],
+  [/live range/i, "live range: the steps from the instruction that defines a value to its last use; the value holds memory during it"],
+  [/^(Alive at the peak|peak)\b/i, "peak: the step at which the most bytes are live, as XLA's HloLiveRange counts them"],
+  [/^temporar/i, "temporary: memory for values that live only inside the program (XLA's temp allocation)"],
+  [/^footprint/i, "footprint: arguments + outputs + temp - aliased: what one device holds for the program"],
+  [/alias/i, "aliasing: an output that reuses an input's memory (a donated argument, input_output_alias)"],
+  [/-(start|done)$/, "async pair: a collective or copy split into start and done; kernels between them overlap the transfer"],
+  [/^collectives?\b/i, "collective: a kernel that moves data between devices (all-gather, all-reduce, reduce-scatter, ...)"],
+  [/^flops$/, "flops: estimated floating-point operations"],
+  [/^custom-call|^library call/i, "library call (custom-call): a kernel XLA calls rather than generates: cuBLAS, cuDNN, cuFFT, ducc_fft, a user's own"]];
+function explain(root) {
+  var cells = root.querySelectorAll("th, td, h2, h3, h4, .term");
+  for (var i = 0; i < cells.length; i++) {
+    var c = cells[i];
+    if (c.classList.contains("explained")) continue;
+    if (c.hasAttribute("title") && c.getAttribute("title").indexOf("sort by") !== 0) continue;
+    var text = (c.textContent || "").trim();
+    if (!text || text.length > 80) continue;
+    for (var j = 0; j < TERMS.length; j++) {
+      if (TERMS[j][0].test(text)) {
+        var was = c.getAttribute("title");
+        c.setAttribute("title", TERMS[j][1] + (was ? " (" + was + ")" : ""));
+        c.classList.add("explained");
+        break;
+      }
+    }
+  }
+}
+
 function route() {
   var h = (wanted !== null ? wanted : location.hash).replace(/^#\/?/, ""), q = h.split("?"), name = q[0] || "overview", params = {};
   if (!BUILD[name]) name = "overview";
@@ -170,6 +228,8 @@ function route() {
   current = name;
   if (scrollOf[name]) box.scrollTop = scrollOf[name];
   if (SHOW[name]) SHOW[name](box, params);
+  keepEnds(box);
+  explain(box);
   main.setAttribute("data-view", name);
 }
 
@@ -184,6 +244,7 @@ function start() {
     ev.preventDefault();
     navTo(a.getAttribute("href"));
   });
+  explain(document.getElementById("summary"));
   route();
   window.hloscope = {data: D, go: go,
     open: function (g) { graphOpen(g); }, find: function (q) { return findKernel(q); },

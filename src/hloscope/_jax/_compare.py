@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._analysis._diff import ModuleDiff, diff_modules
@@ -117,10 +117,27 @@ def diff(a: Any, b: Any, *args: Any, **kwargs: Any) -> ModuleDiff:
 
     ra, rb = side(a), side(b)
     if isinstance(ra, Report) and isinstance(rb, Report):
-        return diff_modules(ra.module, rb.module, memory=(ra.memory, rb.memory))
-    ma = ra.module if isinstance(ra, Report) else ra
-    mb = rb.module if isinstance(rb, Report) else rb
-    return diff_modules(ma, mb)
+        d = diff_modules(ra.module, rb.module, memory=(ra.memory, rb.memory))
+    else:
+        d = diff_modules(ra.module if isinstance(ra, Report) else ra,
+                         rb.module if isinstance(rb, Report) else rb)
+    if d.a.file == d.b.file and callable(a) and callable(b):
+        # two functions of one name (train_step in two files): each side by its file
+        d = replace(d, a=replace(d.a, file=_where(a)), b=replace(d.b, file=_where(b)))
+    return d
+
+
+def _where(fn: Any) -> str:
+    """``path/to/file.py:name`` for a function (its path relative to here when below)."""
+    import inspect as pyinspect
+
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    try:
+        path = pyinspect.getsourcefile(pyinspect.unwrap(fn)) or "?"
+    except TypeError:
+        return f"<{name}>"
+    rel = os.path.relpath(path)
+    return f"{rel if not rel.startswith('..') else path}:{name}"
 
 
 @dataclass(frozen=True, slots=True)

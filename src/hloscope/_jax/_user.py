@@ -185,4 +185,7 @@ def check_call(fn: Any, n_args: int, kwargs: dict[str, Any], *,
         plural = "" if high == low == 1 else "s"
         raise HloscopeError(
             f"{what} takes {takes} argument{plural} ({shown}); {n_args} {given} given",
-            hint=f"give one {given} per argument, in order") from None
+            hint=f"give one {given} per argument, in order" + (
+                "; an argument that is a dict, a list or another pytree (weights, an "
+                "optimizer state) comes from a call in the same file that returns the "
+                "arguments: --inputs 'make_inputs()'" if given == "--arg" else "")) from None

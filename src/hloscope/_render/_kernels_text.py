@@ -9,6 +9,7 @@ from .._analysis._figures import optimized_note
 from .._analysis._devices import Device, link_bandwidth, platform_of
 from .._analysis._kernels import KernelGraph, ratio
 from ._term import fit, safe
+from .._units import format_seconds
 from ._text import format_bytes, table
 
 __all__ = ["format_count", "render_advice", "render_kernels"]
@@ -44,12 +45,17 @@ def _fused(k) -> str:  # type: ignore[no-untyped-def]
 _DROP = {False: ("inputs", "kind", "output"), True: ("inputs", "kind", "bound", "flops", "output")}
 
 
+SORT_KEYS = ("order", "time", "bytes", "flops")
+
+
 def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
-                   top_edges: int = 20, width: int | None = None,
-                   measured: dict[str, float] | None = None) -> str:
+                   top_edges: int = 20, width: int | None = None, sort: str = "order",
+                   top: int | None = None, measured: dict[str, float] | None = None) -> str:
     """`hloscope kernels`: the kernels by group, the arrays between them, the collectives,
-    in `width` columns (None: every line whole).  `measured`: each kernel's measured time
-    per run (seconds) from a profile, as a column."""
+    in `width` columns (None: every line whole).  `sort` (``time``, ``bytes``, ``flops``)
+    lists the kernels in one table, largest first (``time`` needs `device`); `top` keeps
+    the first N.  `measured`: each kernel's measured time per run (seconds) from a
+    profile, as a column."""
     out = [f"Module {safe(g.module)}", f"  from {safe(g.file)}"]
     if not scheduled:
         out.append("  " + optimized_note(False))
@@ -70,50 +76,76 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             inputs.setdefault(e.dst, {})[label] = None
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
     if device is not None:
-        headers += [f"{device.name} us" + (" (estimated)" if measured is not None else ""),
+        headers += [f"{device.name} time" + (" (estimated)" if measured is not None else ""),
                     "bound"]
     if measured is not None:
         from ._profile_text import format_time
 
         headers.append("measured")
     headers.append("source")
-    by_group: dict[str, list] = {}
-    for k in g.kernels:
-        by_group.setdefault(k.group, []).append(k)
-    group_info = {gr.name: gr for gr in g.groups}
+    right = (5, 6, 7) if device is not None else (5, 6)
+    if measured is not None:
+        right += (len(headers) - 2,)
     # A collective's time is its transfer at the link bandwidth, as the advisor prices it.
     sent = {c.name: c.sent_per_device or c.bytes for c in g.collectives}
     link = link_bandwidth(platform_of(device)) if device is not None else 0.0
-    for group, ks in by_group.items():
-        gi = group_info.get(group)
-        title = (f"{gi.kind} {group} (of {gi.caller} in {gi.parent})" if gi is not None
-                 else f"entry {group}")
-        title = safe(title)
-        out.append(f"{title}: {_n(len(ks), 'kernel')}")
-        rows = []
-        for k in ks:
-            kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
-            ins = list(itertools.islice(inputs.get(k.name, {}), 4))
-            row = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
-                   or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
-            if device is not None:
-                et = k.element_type
-                t = k.roofline_seconds(device, et)
-                peak = device.peak_flops(et)
-                bound = "compute" if peak and ratio(k.flops, peak) >= ratio(
-                    k.bytes_accessed, device.bandwidth) else "memory"
-                if ratio(sent.get(k.name, 0), link) > t:
-                    t, bound = sent[k.name] / link, "link"
-                row += [f"{t * 1e6:.2f}", bound]
-            if measured is not None:
-                row.append(format_time(measured[k.name]) if k.name in measured else "-")
-            row.append(k.source or "-")
-            rows.append(row)
-        right = (5, 6, 7) if device is not None else (5, 6)
+
+    def seconds(k):  # type: ignore[no-untyped-def]
+        t = k.roofline_seconds(device, k.element_type)
+        return max(t, ratio(sent.get(k.name, 0), link))
+
+    def row(k):  # type: ignore[no-untyped-def]
+        kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
+        ins = list(itertools.islice(inputs.get(k.name, {}), 4))
+        cells = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
+                 or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
+        if device is not None:
+            et = k.element_type
+            t = k.roofline_seconds(device, et)
+            peak = device.peak_flops(et)
+            bound = "compute" if peak and ratio(k.flops, peak) >= ratio(
+                k.bytes_accessed, device.bandwidth) else "memory"
+            if ratio(sent.get(k.name, 0), link) > t:
+                t, bound = sent[k.name] / link, "link"
+            cells += [format_seconds(t), bound]
         if measured is not None:
-            right += (len(headers) - 2,)
-        out.append(table(headers, rows, right=right, width=width, drop=_DROP[device is not None]))
+            cells.append(format_time(measured[k.name]) if k.name in measured else "-")
+        cells.append(k.source or "-")
+        return cells
+
+    def listed(title: str, ks: list) -> None:  # type: ignore[type-arg]
+        out.append(title)
+        out.append(table(headers, [row(k) for k in ks], right=right, width=width,
+                         drop=_DROP[device is not None]))
         out.append("")
+
+    kernels = list(g.kernels)
+    if sort != "order":
+        if sort == "time":
+            assert device is not None, "sorting by time needs a device"
+            key = seconds
+        else:
+            key = (lambda k: k.bytes_out) if sort == "bytes" else (lambda k: k.flops)
+        kernels.sort(key=key, reverse=True)
+        shown = kernels[:top] if top is not None else kernels
+        what = {"time": "longest estimated time", "bytes": "most bytes written",
+                "flops": "most flops"}[sort]
+        listed(f"Kernels with the {what}: {len(shown)} of {len(kernels)}"
+               + (f" ({device.name} estimates)" if sort == "time" and device else ""), shown)
+    else:
+        shown = kernels[:top] if top is not None else kernels
+        by_group: dict[str, list] = {}  # type: ignore[type-arg]
+        for k in shown:
+            by_group.setdefault(k.group, []).append(k)
+        group_info = {gr.name: gr for gr in g.groups}
+        for group, ks in by_group.items():
+            gi = group_info.get(group)
+            title = (f"{gi.kind} {group} (of {gi.caller} in {gi.parent})" if gi is not None
+                     else f"entry {group}")
+            listed(f"{safe(title)}: {_n(len(ks), 'kernel')}", ks)
+    if len(shown) < len(kernels):
+        out.insert(len(out) - 1, f"  ... and {len(kernels) - len(shown)} more kernels "
+                                 "(--top N shows more)")
     temp_set = set(temps)
     passed = [e for e in g.edges if e.value in temp_set and e.dst != "result"]
     if passed:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._analysis._advisor import Advice
 from .._analysis._check import shard_shape
-from .._analysis._devices import DEVICES, Device
+from .._analysis._devices import Device, module_device
 from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
 from .._analysis._memory import MemoryReport, XlaFigures
@@ -36,7 +36,6 @@ MAX_PEAK_VALUES = 500     # values listed as live at the peak
 MAX_COLLECTIVES = 2_000
 MAX_SCOPES = 6            # op_name scopes stacked apart in the memory timeline (the rest: other)
 KINDS = ("parameter", "output", "temporary", "constant")  # XLA's allocation kinds
-REFERENCE_DEVICE = "h100"  # the roofline estimates' device where the report has no target
 
 
 def _hlo_text(module: Module, name: str, computation: str, limit: int = MAX_HLO_CHARS) -> str:
@@ -177,12 +176,13 @@ def report_data(module: Module, summary: ModuleSummary, graph: KernelGraph, memo
                 times: MeasuredTimes | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain data (see the module docstring).  `device`: the
     chip whose peak rates give each kernel's estimated time (a roofline: the larger of its
-    flops over the peak rate and its bytes over the bandwidth); an H100 where None.
+    flops over the peak rate and its bytes over the bandwidth); where None, the device the
+    module was compiled for (`module_device`: the nominal CPU for a CPU module).
     `times`: a profile's measured times (each kernel's ``measured``, and ``profile``),
     which the page ranks by where it has them."""
     with paused_gc():
         data = _report_data(module, summary, graph, memory, advice,
-                            device or DEVICES[REFERENCE_DEVICE])
+                            device or module_device(module))
         if times is not None:
             add_measured(data, times)
         return data

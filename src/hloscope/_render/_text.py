@@ -49,7 +49,20 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
     sources = {k for k, h in enumerate(heads) if h == "source"}  # cut at the start
     keep, widths = list(range(len(heads))), natural
     if width is not None:
-        keep, widths = fit_columns(heads, natural, width - len(indent), fixed=set(right),
+        room = width - len(indent)
+        if cells and sum(natural) + 2 * (len(natural) - 1) > room:
+            # a column with nothing in it ("-" in every row) goes before any cell is cut
+            empty = [k for k in range(1, len(heads))
+                     if all(k >= len(row) or row[k] in ("-", "") for row in cells)]
+            if empty:
+                kept = [k for k in range(len(heads)) if k not in empty]
+                sub = table([headers[k] for k in kept],
+                            [[row[k] for k in kept if k < len(row)] for row in rows],
+                            right=[kept.index(k) for k in right if k in kept], width=width,
+                            drop=[d for d in drop if d in [headers[k] for k in kept]],
+                            indent=indent)
+                return sub
+        keep, widths = fit_columns(heads, natural, room, fixed=set(right),
                                    drop=[heads.index(d) for d in drop if d in heads])
 
     def line(vals: Sequence[str]) -> str:
