@@ -198,7 +198,7 @@ def test_torch_sources_in_tables_show_the_package_path_and_the_file():
     assert r.returncode == 0
     assert "torch/nn/functional.py:" in r.stdout and "site-packages" not in r.stdout
     narrow = run_cli("kernels", str(TXLA / "encoder_layer" / "program.hlo")).stdout
-    assert "\u2026functional.py:2901" in narrow and "site-packages" not in narrow
+    assert re.search("\u2026\\S*functional\\.py:2901", narrow) and "site-packages" not in narrow
     wide = run_cli("kernels", "--wide", str(TXLA / "encoder_layer" / "program.hlo")).stdout
     assert "/site-packages/torch/nn/functional.py:2901" in wide  # --wide: whole
     listing = run_cli("summary", "--list", str(SAVED_HLO), columns=160).stdout
