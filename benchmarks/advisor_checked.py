@@ -102,9 +102,9 @@ def program_of(case: Any) -> Program | None:
     finally:
         hloscope.inspect = real
     if hasattr(built, "fn") and hasattr(built, "args"):
-        return Program(built.fn, tuple(built.args), dict(getattr(built, "kwargs", None) or {}),
-                       target=getattr(built, "target", None), mesh=getattr(built, "mesh", None),
-                       shard=getattr(built, "shard", None))
+        kw = dict(getattr(built, "kwargs", None) or {})
+        opts = {k: kw.pop(k, getattr(built, k, None)) for k in ("target", "mesh", "shard")}
+        return Program(built.fn, tuple(built.args), kw, **opts)
     return seen[-1] if seen else None
 
 
@@ -117,7 +117,9 @@ def _timed(program: Program, check: bool) -> tuple[float, Any, list[tuple[Any, b
 
 
 def _estimate(c: Any) -> float:
-    return float(c.estimate.peak_bytes if c.unit == "bytes" else c.estimate.seconds)
+    if c.unit == "bytes":  # a donation's estimate is of the footprint, others' of the peak
+        return float(max(c.estimate.peak_bytes, c.estimate.footprint_bytes))
+    return float(c.estimate.seconds)
 
 
 def _fmt(c: Any, v: float) -> str:
