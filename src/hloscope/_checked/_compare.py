@@ -145,6 +145,10 @@ def checked_groups(report: Any, program: Program,
             continue
         saving = _saving(c)
         share, basis = ctx.share(saving)
+        if c.unit == "bytes" and c.before > 0:  # its share of the figure it was checked on
+            share = max(0.0, c.saved) / c.before
+            basis = ("footprint, as XLA counts it" if c.figure == FIGURES["footprint"]
+                     else "peak, as XLA counts it")
         out.append((dataclasses.replace(g, saving=saving, share=share, basis=basis, check=c),
                     ctx.worth_it(saving)))
     return out
