@@ -468,7 +468,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         with phase(f"lowering {name}"), user_code(f"JAX lowered {name}"):
             lowered = traced.lower()
         timings["lower"] = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory(prefix="hloscope-") as dump:
+    with tempfile.TemporaryDirectory(prefix="hloscope-", ignore_cleanup_errors=True) as dump:
         options = dict(compiler_options or {})
         options.setdefault("xla_dump_to", dump)
         t0 = time.perf_counter()
