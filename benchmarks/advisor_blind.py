@@ -1,8 +1,10 @@
 """The advisor on the blind set: precision and recall per kind and overall.
 
-    python benchmarks/advisor_blind.py [--case NAME ...] [--no-check] [--verbose]
+    python benchmarks/advisor_blind.py [--set advisor_blind2] [--case NAME ...] [--no-check]
+                                       [--verbose]
 
-tests/advisor_blind.py holds programs written and labelled by a helper that never read the
+tests/advisor_blind.py (the first set) and tests/advisor_blind2.py (the second, written after
+the rules were tuned on the first) hold programs written and labelled by a helper that never read the
 advisor's rules, docs or tests; the labels were committed before the advisor ran on them.
 Labels are kinds of issue (the vocabulary of docs/advisor.md), plus `other:NAME` for a real
 issue no kind names: those count as missed, since recall is over every labelled issue, not
@@ -84,6 +86,8 @@ def print_table(title: str, table: dict[str, list[int]],
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", default="advisor_blind",
+                    help="the set's module in tests/: advisor_blind (default) or advisor_blind2")
     ap.add_argument("--case", nargs="*", default=None, help="only these programs")
     ap.add_argument("--no-check", action="store_true", help="advice without compiling fixes")
     ap.add_argument("--verbose", action="store_true", help="the groups of every program")
@@ -91,7 +95,7 @@ def main() -> int:
 
     import hloscope
 
-    blind = importlib.import_module("advisor_blind")
+    blind = importlib.import_module(opts.set)
     revised_labels = getattr(blind, "REVISED", {})
     extras = {"gpu": importlib.util.find_spec("jax_cuda12_plugin") is not None,
               "tpu": importlib.util.find_spec("libtpu") is not None}
@@ -122,7 +126,7 @@ def main() -> int:
         expect = revised_labels[case.name][0] if case.name in revised_labels else case.expect
         revised.append((case.name, fired, set(expect)))
         print(f"  {case.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    print(f"advisor blind set: {len(first)} programs ({len(skipped)} skipped for a missing "
+    print(f"advisor blind set {opts.set}: {len(first)} programs ({len(skipped)} skipped for a missing "
           f"target extra{': ' + ', '.join(skipped) if skipped else ''}), "
           f"{time.perf_counter() - t0:.0f} s; {len(revised_labels)} labels revised\n")
     print_table("blind labels (as committed before the advisor ran)", score(first), first)
