@@ -141,6 +141,25 @@ def test_mesh_and_spec_text():
     assert parse_spec(None) == P()
 
 
+def test_a_target_mesh_that_shards_no_argument_is_noted():
+    """A newcomer gave --target h100x8 and no --shard: every device then holds the whole
+    program, which hloscope says instead of leaving them to guess."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+    from jax.sharding import Mesh
+
+    from hloscope._jax._target import abstract_args
+
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    x = jax.ShapeDtypeStruct((64, 64), np.float32)
+    notes: list[str] = []
+    abstract_args([x, x], mesh, None, notes)
+    assert notes and "no argument is sharded over the target's 8 devices" in notes[0]
+    notes.clear()
+    abstract_args([x, x], mesh, {0: "data,None"}, notes)
+    assert notes == []
+
+
 # -- compiling for a GPU --------------------------------------------------------------
 
 def _mlp_step():

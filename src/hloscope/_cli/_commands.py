@@ -38,7 +38,7 @@ _ARG = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, e.g
                     "(zeros of that shape); repeat for each argument.")
 _INPUTS = typer.Option(None, "--inputs", metavar="CALL", help="A call in the same file that "
                        "returns the arguments (one, or a tuple of them: pytrees, sharded "
-                       "arrays), e.g. 'make_input(128)'; after any --arg.")
+                       "arrays), e.g. 'make_inputs(8)'; after any --arg.")
 _STATIC = typer.Option([], "--static", metavar="NAME=VALUE", help="A static keyword "
                        "argument (a Python literal); repeat.")
 _DEVICES = typer.Option(None, "--devices", metavar="N", help="Run on N virtual CPU devices.")
@@ -553,7 +553,7 @@ def diff(
                                   "repeat for each argument."),
     inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="With two "
                                       "functions: a call in A's file that returns the "
-                                      "arguments, e.g. 'make_input(128)'; after any --arg."),
+                                      "arguments, e.g. 'make_inputs(8)'; after any --arg."),
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
                                      "functions: a static keyword argument (a Python "
                                      "literal); repeat."),

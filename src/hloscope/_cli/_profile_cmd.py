@@ -48,7 +48,7 @@ def profile_cmd(
                                   "argument."),
     inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="A call in the "
                                       "same file that returns the arguments, e.g. "
-                                      "'make_input(128)'; after any --arg."),
+                                      "'make_inputs(8)'; after any --arg."),
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
                                      "keyword argument (a Python literal); repeat."),
     runs: int = typer.Option(10, "--runs", "-n", metavar="N", callback=at_least(1),

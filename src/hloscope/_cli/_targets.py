@@ -1,6 +1,6 @@
 """What `hloscope inspect` and `hloscope bench` run: a function named FILE.py:FUNCTION
 or package.module:FUNCTION, its arguments from shapes (``--arg f32[128,2]``) or from
-a call (``--inputs 'make_input(128)'``), static keyword arguments, and the hardware to
+a call (``--inputs 'make_inputs(8)'``), static keyword arguments, and the hardware to
 compile for (``--target h100x8 --mesh data=8 --shard 0=data``)."""
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def call_inputs(target: str, call: str) -> list[Any]:
         args = [ast.literal_eval(a) for a in node.args]
         kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
     except (ValueError, SyntaxError):
-        raise HloscopeError(f"--inputs {call!r}: give a call like make_input(128) with "
+        raise HloscopeError(f"--inputs {call!r}: give a call like make_inputs(8) with "
                             "literal arguments") from None
     fn = load_target(f"{where}:{node.func.id}")
     with user_code(f"calling --inputs {call}"):

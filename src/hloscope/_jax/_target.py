@@ -272,6 +272,7 @@ def abstract_args(args: Sequence[Any], mesh: Any,
                             hint="number the arguments from 0")
     axes = set(mesh.axis_names)
     out = []
+    sharded: list[int] = []
     for i, arg in enumerate(args):
         def leaf(x: Any, i: int = i) -> Any:
             if not (hasattr(x, "shape") and hasattr(x, "dtype")):
@@ -307,9 +308,15 @@ def abstract_args(args: Sequence[Any], mesh: Any,
                         f"argument {i}: dimension {d} of size {x.shape[d]} does not split "
                         f"into {parts} equal parts over {', '.join(names)}",
                         hint="choose sizes the mesh axes divide, or another partition spec")
+            if any(e is not None and e != () for e in spec):
+                sharded.append(i)
             return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=NamedSharding(mesh, spec))
 
         out.append(jax.tree_util.tree_map(leaf, arg))
+    if mesh.size > 1 and args and not sharded:
+        notes.append(f"no argument is sharded over the target's {mesh.size} devices: unless "
+                     "the function shards its values itself, every device holds every "
+                     "argument whole (give a partition spec with --shard, shard= in Python)")
     return out
 
 
