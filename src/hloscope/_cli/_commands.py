@@ -806,8 +806,9 @@ def demo(
     ]
     echo("".join(f"==> {title} {name}\n\n{text}\n" for title, text in parts), width)
     echo("This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a\n"
-         "4x2 mesh of CPU devices.  Next, the HTML report of the same module (opens from\n"
-         "disk):\n"
+         "4x2 mesh of CPU devices (source generate.py:159 is the line of the script that\n"
+         "built it, jnp.fft.fftn(...); your own modules point into your files).  Next, the\n"
+         "HTML report of the same module (opens from disk):\n"
          "  hloscope demo --save fft.hlo && hloscope report fft.hlo -o fft.html\n"
          "Then your own module: any HLO text works (compiled.as_text(), an XLA dump\n"
          "folder, a log); with JAX installed (pip install 'hloscope[jax]'), straight from\n"
