@@ -155,7 +155,7 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         out.append(f"Collectives ({len(s.collectives)}, {format_bytes(total)} of results)")
         out.append(table(
             ["name", "opcode", "shape", "bytes", "replica groups", "source"],
-            [[c.name, c.opcode, c.shape, format_bytes(c.bytes), c.replica_groups or "-",
+            [[c.name, c.opcode, c.shape, format_bytes(c.bytes), groups_text(c.replica_groups),
               c.source or "-"] for c in s.collectives[:20]],
             right=(3,), width=width, drop=("replica groups", "opcode")))
         if len(s.collectives) > 20:
@@ -163,6 +163,33 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
     else:
         out.append("Collectives: none")
     return fit("\n".join(out) + "\n", width)
+
+
+_MESH_GROUPS = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<over>[^}]*)\}")
+
+
+def groups_text(groups: str | None) -> str:
+    """Replica groups as a narrow column can show them: XLA's mesh form
+    ``mesh['x'=4,'y'=2] {'y'}`` becomes ``y=2 of 8`` (the axes it collects over with their
+    sizes, of the mesh's devices); other forms unchanged."""
+    if not groups:
+        return "-"
+    m = _MESH_GROUPS.fullmatch(groups.strip())
+    if m is None:
+        return groups
+    sizes: dict[str, int] = {}
+    for item in m["axes"].split(","):
+        name, _, size = item.partition("=")
+        if not size.strip().isdigit():
+            return groups
+        sizes[name.strip().strip("'\"")] = int(size)
+    over = [a.strip().strip("'\"") for a in m["over"].split(",") if a.strip()]
+    if any(a not in sizes for a in over):
+        return groups
+    total = 1
+    for n in sizes.values():
+        total *= n
+    return f"{','.join(f'{a}={sizes[a]}' for a in over) or '-'} of {total}"
 
 
 def render_json(data: Any) -> str:
