@@ -41,6 +41,9 @@ _INPUTS = typer.Option(None, "--inputs", metavar="CALL", help="A call in the sam
                        "arrays), e.g. 'make_inputs(8)'; after any --arg.")
 _STATIC = typer.Option([], "--static", metavar="NAME=VALUE", help="A static keyword "
                        "argument (a Python literal); repeat.")
+_HW = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP)
+_MESH = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP)
+_SHARD = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP)
 _DEVICES = typer.Option(None, "--devices", metavar="N", help="Run on N virtual CPU devices.")
 
 
@@ -313,9 +316,9 @@ def lint(
     inputs: str | None = _INPUTS,
     static: list[str] = _STATIC,
     devices: int | None = _DEVICES,
-    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
-    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
-    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    hw: str | None = _HW,
+    mesh: str | None = _MESH,
+    shard: list[str] = _SHARD,
     no_check: bool = _NO_CHECK,
     wide: bool = _WIDE,
 ) -> None:
@@ -561,8 +564,8 @@ def diff(
                                        "functions: compile on N virtual CPU devices."),
     hw: str | None = typer.Option(None, "--target", metavar="NAME", help="With two "
                                   "functions: " + HW_TARGET_HELP),
-    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
-    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    mesh: str | None = _MESH,
+    shard: list[str] = _SHARD,
     profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
                                        "two files: a profile of A's runs, then one of B's "
                                        "(see hloscope kernels --profile); adds each "
@@ -701,9 +704,9 @@ def inspect_cmd(
     inputs: str | None = _INPUTS,
     static: list[str] = _STATIC,
     devices: int | None = _DEVICES,
-    hw: str | None = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP),
-    mesh: str | None = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP),
-    shard: list[str] = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP),
+    hw: str | None = _HW,
+    mesh: str | None = _MESH,
+    shard: list[str] = _SHARD,
     output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
                                        help="Write the HTML report."),
     save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
