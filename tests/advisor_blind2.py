@@ -548,6 +548,34 @@ def fsdp_shard_map_gathers_h100x8() -> Program:
                    kwargs={"mesh": "data=8", "shard": {0: "data,None", 1: "data,None"}})
 
 
+@case(["gathered-weights"], "A ZeRO-3-style training step on 8 CPU devices with jit and "
+      "shardings: 6 f32[4096,4096] weights are sharded by rows (8 MiB per device each), "
+      "but the loss first constrains every weight to be replicated (with_sharding_constraint "
+      "to P()) before a Python loop over the layers: all 6 full weights (384 MiB per "
+      "device) are gathered up front and alive together through the forward and backward "
+      "(XLA's temporaries 768 MiB per device); gathering each layer where it is used, "
+      "inside a checkpointed scan, keeps one.")
+def zero3_gather_all_upfront_cpu8() -> Program:
+    jax, jnp = _jax()
+    P = _P()
+    mesh = _cpu_mesh()
+    NS = jax.sharding.NamedSharding
+
+    def step(ws, x):
+        def loss(ws):
+            ws = [jax.lax.with_sharding_constraint(w, NS(mesh, P())) for w in ws]
+            h = x
+            for w in ws:
+                h = jnp.tanh(h @ w)
+            return jnp.mean(h ** 2)
+        g = jax.grad(loss)(ws)
+        return [w - 1e-3 * gi for w, gi in zip(ws, g)]
+
+    ws = [_s((4096, 4096), sharding=NS(mesh, P("data", None))) for _ in range(6)]
+    return Program(jax.jit(step, donate_argnums=(0,)),
+                   (ws, _s((2048, 4096), sharding=NS(mesh, P("data", None)))))
+
+
 # ===================================== exposed-collective =================================
 
 @case(["exposed-collective"], "Sequence-parallel MLP forward on 8 H100s (shard_map): the "
