@@ -52,7 +52,10 @@ def profile_cmd(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
                                      "keyword argument (a Python literal); repeat."),
     runs: int = typer.Option(10, "--runs", "-n", metavar="N", callback=at_least(1),
-                             help="Profiled runs."),
+                             help="Profiled runs (at least)."),
+    min_time: float = typer.Option(0.25, "--min-time", metavar="SECONDS", callback=at_least(0),
+                                   help="Profile more runs until this long (at most "
+                                        "2000 runs)."),
     warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
                                help="Runs before profiling (after the first)."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
@@ -68,10 +71,11 @@ def profile_cmd(
 ) -> None:
     """Run a JAX function under JAX's profiler: each kernel's measured time.
 
-    Compiled once, warmed up, run N times under jax.profiler; each kernel of its
-    kernel graph gets its median time and spread over the runs, calls per run, share
-    of the step and its roofline estimate beside it; time by source line and op_name
-    scope; and the step's wall time taken apart (kernels, dispatch, idle, wait).
+    Compiled once, warmed up, run at least N times (and for at least --min-time)
+    under jax.profiler; each kernel of its kernel graph gets its median time and
+    spread over the runs, calls per run, share of the step and its roofline estimate
+    beside it; time by source line and op_name scope; and the median run's wall time
+    taken apart (kernels, dispatch, idle, wait).
     """
     from .._jax._user import check_call
 
@@ -90,7 +94,7 @@ def profile_cmd(
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         from .._profile._api import profile
 
-        result = profile(fn, *args, runs=runs, warmup=warmup,
+        result = profile(fn, *args, runs=runs, warmup=warmup, min_time=min_time,
                          keep=str(keep) if keep is not None else None, **kwargs)
     except _errors.HloscopeError as e:
         fail(e)

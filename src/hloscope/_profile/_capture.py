@@ -2,12 +2,16 @@
 its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
 
 The function is compiled once (by `inspect`, which also gives the module and its
-kernel graph), run `warmup` times, then `runs` times under
-``jax.profiler.trace`` into a temporary folder, each run marked with an
-``hloscope.run`` annotation from before the call to after its outputs are
-ready (its wall time).  Functions that donate arguments get fresh copies for
-every run, made outside the marked region.  The trace is read back
-(`read_trace`) and joined to the kernel graph (`measure`).
+kernel graph), run `warmup` times, then under ``jax.profiler.trace`` into a
+temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
+slower while it starts; they are traced but not measured), then at least
+`runs` runs and more until `min_time` seconds have passed (at most
+`MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
+call to after its outputs are ready (its wall time).  Spreading the runs over
+`min_time` keeps one burst of another process's work from landing on most of
+them.  Functions that donate arguments get fresh copies for every run, made
+outside the marked region.  The trace is read back (`read_trace`) and joined
+to the kernel graph (`measure`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["Profile", "profile_report"]
+__all__ = ["MAX_RUNS", "MIN_TIME", "SETTLE", "Profile", "profile_report"]
+
+MIN_TIME = 0.25  # seconds of profiled runs, by default
+MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
+SETTLE = 2
 
 
 @dataclass
@@ -61,15 +69,17 @@ class Profile:
 
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
-                   keep: str | None = None) -> Profile:
-    """Profile the function `report` compiled (`inspect`), on its dynamic `args`."""
+                   min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
+    """Profile the function `report` compiled (`inspect`), on its dynamic `args`: at least
+    `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`)."""
     import jax
 
     from .._bench._donate import Inputs
 
-    if runs < 1 or warmup < 0:
-        raise HloscopeError(f"profile: runs={runs}, warmup={warmup}",
-                            hint="profile at least one run, after zero or more warm-up runs")
+    if runs < 1 or warmup < 0 or not min_time >= 0:
+        raise HloscopeError(f"profile: runs={runs}, warmup={warmup}, min_time={min_time}",
+                            hint="profile at least one run, after zero or more warm-up "
+                                 "runs, for zero or more seconds")
     compiled = report._cache.get("compiled")
     if compiled is None:
         raise HloscopeError(f"{report.name}: this report holds no compiled program to run",
@@ -88,12 +98,16 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     try:
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
-            for _ in range(runs):
+            for _ in range(SETTLE):
+                block(compiled(*inputs.fresh()))
+            start = t()
+            while len(wall) < runs or (t() - start < min_time and len(wall) < MAX_RUNS):
                 run_args = inputs.fresh()
                 with annotate(RUN_ANNOTATION):
                     a = t()
                     block(compiled(*run_args))
                     wall.append(t() - a)
+        runs = len(wall)
         t0 = t()
         trace = read_trace(folder)
         times = measure(trace, report.kernels, report.module)

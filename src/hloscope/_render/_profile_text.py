@@ -35,13 +35,11 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
     lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
     out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(median; min {format_time(lo)}, max {format_time(hi)})",
+           f"(the median run; min {format_time(lo)}, max {format_time(hi)})",
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
            f"{format_time(g.wait)}",
-           f"       = {format_time(g.explained)} ({_pct(g.explained / g.step if g.step else 0)}"
-           " of the step)",
            f"  {_pct(t.matched_share)} of the module's device time is in its kernels",
            f"  estimated: the roofline of {t.device or '?'}; of roofline: estimated / measured",
            ""]
