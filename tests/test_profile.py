@@ -108,9 +108,10 @@ def test_cli_profile_and_profile_dir(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.tanh(x @ x)\n")
     r = run_cli("profile", f"{prog}:f", "--arg", "f32[64,64]", "-n", "2", "--warmup", "0",
-                "--keep", str(tmp_path / "trace"), columns=100)
+                "--min-time", "0", "--keep", str(tmp_path / "trace"), columns=100)
     assert r.returncode == 0, r.stderr
     assert "Kernels by measured time" in r.stdout and "jit_f" in r.stdout
+    assert "libtpu" not in r.stdout  # no GPU or TPU here: JAX started on the CPU alone
     assert max(len(line) for line in r.stdout.splitlines()) <= 100
     folder = os.path.join(DATA, "cpu_scan")
     r = run_cli("kernels", os.path.join(folder, "module.hlo"), "--profile", folder, "--json")

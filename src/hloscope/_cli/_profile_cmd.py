@@ -39,6 +39,28 @@ def read_measured(profile: Path, module, device=None):  # type: ignore[no-untype
         fail(e)
 
 
+def _cpu_only_here() -> None:
+    """On a machine with no GPU or TPU (and JAX_PLATFORMS unset), start JAX on the CPU
+    alone: libtpu, where it is installed, would otherwise load and its profiler join the
+    trace, keeping most of a core busy (docs/profile.md)."""
+    import os
+
+    from .._jax._quiet import import_jax_quietly
+
+    if os.environ.get("JAX_PLATFORMS") or any(
+            os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/kfd")):
+        return
+    jax = import_jax_quietly()
+    try:
+        from jax._src import hardware_utils, xla_bridge
+
+        if xla_bridge._backends or hardware_utils.num_available_tpu_chips_and_device_id()[0]:
+            return
+    except (ImportError, AttributeError):  # another JAX: leave its choice alone
+        return
+    jax.config.update("jax_platforms", "cpu")
+
+
 @command("profile")
 def profile_cmd(
     target: str = typer.Argument(..., metavar="TARGET", help="The function: FILE.py:FUNCTION "
@@ -87,6 +109,7 @@ def profile_cmd(
             use_cpu_devices(devices)
         from .._jax._quiet import start_jax_quietly
 
+        _cpu_only_here()
         start_jax_quietly()
         kwargs = static_kwargs(static)
         fn = load_target(target)
@@ -112,4 +135,5 @@ def profile_cmd(
                  "outside the profiled region\n")
     if keep is not None:
         text += f"kept the trace in {keep}\n"
+    text += "".join(f"note: {n}\n" for n in result.notes)
     echo(text, width)

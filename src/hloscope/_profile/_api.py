@@ -17,8 +17,8 @@ def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
     more until `min_time` seconds of runs) under JAX's profiler, and give each kernel its
     measured time (median and spread over the runs, calls per run, share of the step,
     the roofline estimate beside it), time per source line and op_name scope, and the
-    median run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a folder to keep the trace in (for XProf or TensorBoard).
-    See docs/profile.md."""
+    median run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a
+    folder to keep the trace in (for XProf or TensorBoard).  See docs/profile.md."""
     report = inspect(fn, *args, static_argnums=static_argnums, static_argnames=tuple(kwargs),
                      **kwargs)
     skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)

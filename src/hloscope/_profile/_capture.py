@@ -30,7 +30,8 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["MAX_RUNS", "MIN_TIME", "SETTLE", "Profile", "profile_report"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "Profile",
+           "idle_tpu_profiler", "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -52,20 +53,43 @@ class Profile:
     read_seconds: float = 0.0
     trace_dir: str | None = None
     donated: int = 0
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = self.times.to_dict()
         d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
-                  "donated_arguments": self.donated, "trace_dir": self.trace_dir})
+                  "donated_arguments": self.donated, "trace_dir": self.trace_dir,
+                  "notes": list(self.notes)})
         return d
 
     def __str__(self) -> str:
         from .._render._profile_text import render_profile
 
-        return render_profile(self.times, top=5, places=3, width=100)
+        return render_profile(self.times, top=5, places=3, width=100) + "".join(
+            f"note: {n}\n" for n in self.notes)
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r}: {self.times!r})"
+
+
+IDLE_TPU_PROFILER = (
+    "JAX loaded libtpu, and no TPU is here: libtpu's profiler ran beside this trace, "
+    "keeping most of a CPU core busy (0.7 CPU-s per s measured on a 2-core machine) and "
+    "slowing the runs where cores are few; set JAX_PLATFORMS=cpu before JAX starts "
+    "(hloscope profile does when this machine has no GPU or TPU)")
+
+
+def idle_tpu_profiler() -> bool:
+    """Whether JAX loaded libtpu's plugin (whose profiler joins every trace) without a TPU
+    backend: it does so wherever libtpu is installed, TPU or not."""
+    try:
+        from jax._src import xla_bridge
+        from jax._src.lib import xla_client
+
+        return bool(xla_client.pjrt_plugin_loaded("tpu")) and "tpu" not in getattr(
+            xla_bridge, "_backends", {"tpu": None})
+    except (ImportError, AttributeError):  # another JAX: no note rather than a wrong one
+        return False
 
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
@@ -117,5 +141,6 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
+    notes = (IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
-                   inputs.donated)
+                   inputs.donated, notes)
