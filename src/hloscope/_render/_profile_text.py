@@ -35,7 +35,7 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
     lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
     out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(the median run; min {format_time(lo)}, max {format_time(hi)})",
+           f"(median; min {format_time(lo)}, max {format_time(hi)})",
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
