@@ -42,8 +42,8 @@ def test_profile_a_small_function():
 
 def test_profile_runs_for_min_time():
     p = hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), runs=1, warmup=0,
-                         min_time=0.05)
-    assert p.times.runs == len(p.wall) > 1 and sum(p.wall) < 0.05 + max(p.wall) * 2
+                         min_time=0.2)
+    assert p.times.runs == len(p.wall) > 1
     with pytest.raises(hloscope.HloscopeError, match="min_time=-1"):
         hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), min_time=-1)
 

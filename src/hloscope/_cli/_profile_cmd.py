@@ -47,9 +47,9 @@ def _cpu_only_here() -> None:
 
     from .._jax._quiet import import_jax_quietly
 
-    if os.environ.get("JAX_PLATFORMS") or any(
+    if sys.platform != "linux" or os.environ.get("JAX_PLATFORMS") or any(
             os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/kfd")):
-        return
+        return  # libtpu is Linux's; a GPU's plugin stays JAX's choice
     jax = import_jax_quietly()
     try:
         from jax._src import hardware_utils, xla_bridge
