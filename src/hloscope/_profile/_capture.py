@@ -20,6 +20,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,7 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "Profile",
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "Profile", "busy_machine",
            "idle_tpu_profiler", "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
@@ -66,7 +67,8 @@ class Profile:
         from .._render._profile_text import render_profile
 
         return render_profile(self.times, top=5, places=3, width=100) + "".join(
-            f"note: {n}\n" for n in self.notes)
+            textwrap.fill(f"note: {n}", 100, subsequent_indent="  ") + "\n"
+            for n in self.notes)
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r}: {self.times!r})"
@@ -90,6 +92,20 @@ def idle_tpu_profiler() -> bool:
             xla_bridge, "_backends", {"tpu": None})
     except (ImportError, AttributeError):  # another JAX: no note rather than a wrong one
         return False
+
+
+def busy_machine() -> str | None:
+    """A note when more processes wanted a CPU than there are CPUs (the 1-minute load
+    average): a kernel's wall time then includes waiting for one."""
+    try:
+        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    except (AttributeError, OSError):  # no load average on this system
+        return None
+    if load <= cpus:
+        return None
+    return (f"this machine was busy: load average {load:.1f} on {cpus} CPUs; each time "
+            "includes waiting for a CPU, and two profiles can differ by tens of percent "
+            "(docs/profile.md, How far to trust it)")
 
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
@@ -141,6 +157,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    notes = (IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()
+    busy = busy_machine()
+    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + ((busy,) if busy else ())
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes)
