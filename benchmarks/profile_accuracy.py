@@ -128,7 +128,7 @@ def _pct(x: float) -> str:
 
 def _load() -> str:
     """The 1-minute load average (`uptime`), printed beside every figure."""
-    return os.getloadavg()[0].__format__(".1f")
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def idle_profiler_cpu() -> float:
@@ -194,8 +194,7 @@ def main() -> None:
         # Reconciliation, on the median run of the first profile: its kernels and gaps
         # (from the trace) against its wall time on the host's clock (perf_counter).
         g = t1.gaps
-        i = sorted(range(len(t1.steps)), key=lambda j: (t1.steps[j], j))[(len(t1.steps) - 1) // 2]
-        wall = p1.wall[i]
+        wall = p1.wall[t1.steps.index(g.step)]  # the runs in the same order
         rec = abs(g.explained - wall) / wall
         worst_rec = max(worst_rec, rec)
         fails["reconcile"] += rec > 0.05
@@ -220,7 +219,7 @@ def main() -> None:
     print(f"match: worst {_pct(worst_match)} of device time matched (target >= 95%); "
           f"{fails['match']} programs under")
     print(f"repeat: worst per-kernel median change {_pct(worst_rep)} for kernels over 5% of "
-          f"the step (target <= 10%); {fails['repeat']} of 11 programs with one over; with "
+          f"the step (target <= 10%); {fails['repeat']} of {len(over)} programs with one over; with "
           f"each kernel's minimum instead: {fails['repeat (min)']} programs with one over")
     print(f"reconcile: kernels + gaps of the median run vs its wall clock: worst "
           f"{_pct(worst_rec)} (target <= 5%); {fails['reconcile']} programs over")
