@@ -23,13 +23,15 @@ def _mlp(x, w):
 
 
 def test_profile_a_small_function():
-    p = hloscope.profile(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), runs=3, warmup=1)
+    p = hloscope.profile(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), runs=3, warmup=1,
+                         min_time=0)
     t = p.times
     assert t.module == "jit__mlp" and t.runs == 3 and len(p.wall) == 3
     assert t.matched_share > 0.9
     assert t.kernels and all(k.median > 0 and k.calls >= 1 for k in t.kernels)
-    g = t.gaps
+    g = t.gaps  # the median run's parts: they add up to its step
     assert g.step > 0 and g.dispatch >= 0 and g.wait >= 0 and g.idle >= 0
+    assert g.step == sorted(t.steps)[1] and g.explained == pytest.approx(g.step, rel=1e-9)
     d = p.to_dict()
     assert d["schema"] == "hloscope.profile/1"
     json.dumps(d)
@@ -38,9 +40,17 @@ def test_profile_a_small_function():
     assert "Kernels by measured time" in text
 
 
+def test_profile_runs_for_min_time():
+    p = hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), runs=1, warmup=0,
+                         min_time=0.2)
+    assert p.times.runs == len(p.wall) > 1
+    with pytest.raises(hloscope.HloscopeError, match="min_time=-1"):
+        hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), min_time=-1)
+
+
 def test_inspect_with_profile_ranks_by_measured_time():
     rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
-    assert rep.measured is not None and rep.measured.runs == 2
+    assert rep.measured is not None and rep.measured.runs >= 2
     assert '"measured"' in rep.html()
 
 
@@ -98,9 +108,10 @@ def test_cli_profile_and_profile_dir(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text("import jax.numpy as jnp\n\ndef f(x):\n    return jnp.tanh(x @ x)\n")
     r = run_cli("profile", f"{prog}:f", "--arg", "f32[64,64]", "-n", "2", "--warmup", "0",
-                "--keep", str(tmp_path / "trace"), columns=100)
+                "--min-time", "0", "--keep", str(tmp_path / "trace"), columns=100)
     assert r.returncode == 0, r.stderr
     assert "Kernels by measured time" in r.stdout and "jit_f" in r.stdout
+    assert "libtpu" not in r.stdout  # no GPU or TPU here: JAX started on the CPU alone
     assert max(len(line) for line in r.stdout.splitlines()) <= 100
     folder = os.path.join(DATA, "cpu_scan")
     r = run_cli("kernels", os.path.join(folder, "module.hlo"), "--profile", folder, "--json")
@@ -146,7 +157,7 @@ def test_profile_a_sharded_function_counts_every_device():
         pytest.skip("needs 8 CPU devices (tests/conftest.py sets them)")
     mesh = jax.make_mesh((8,), ("data",))
     x = jax.device_put(jnp.ones((64, 32)), NamedSharding(mesh, PartitionSpec("data", None)))
-    p = hloscope.profile(lambda x: jnp.sin(x).sum(), x, runs=2, warmup=1)
+    p = hloscope.profile(lambda x: jnp.sin(x).sum(), x, runs=2, warmup=1, min_time=0)
     assert p.times.devices == 8 and p.times.collectives
 
 
@@ -194,3 +205,20 @@ def test_gpu_and_tpu_shaped_profiles(kind, tmp_path):
         assert got == {"fusion.1": (8.0, 1), "copy.2": (4.0, 1)}
     assert t.matched_share == 1.0
     assert t.device == ("h100" if kind == "gpu" else "tpu-v5e") + " (assumed)"
+
+
+def test_real_gpu_profile_without_xla_is_refused(tmp_path):
+    """A real GPU profile (tensorflow/profiler's demo: TensorFlow on 8 V100s, without XLA,
+    tests/data/profiles/tf_gpu): its planes are read, and it holds no XLA kernel."""
+    import gzip
+
+    from hloscope._profile._read import read_trace
+
+    src = os.path.join(DATA, "tf_gpu", "34.83.195.179_6003.xplane.pb.gz")
+    pb = tmp_path / "34.83.195.179_6003.xplane.pb"
+    with gzip.open(src) as f:
+        pb.write_bytes(f.read())
+    trace = read_trace(str(tmp_path))
+    assert trace.platform == "gpu" and trace.events == ()
+    with pytest.raises(hloscope.HloscopeError, match=r"\(gpu\) holds no XLA kernel"):
+        hloscope.read_profile(str(tmp_path), os.path.join(DATA, "synthetic", "module.hlo"))

@@ -39,6 +39,28 @@ def read_measured(profile: Path, module, device=None):  # type: ignore[no-untype
         fail(e)
 
 
+def _cpu_only_here() -> None:
+    """On a machine with no GPU or TPU (and JAX_PLATFORMS unset), start JAX on the CPU
+    alone: libtpu, where it is installed, would otherwise load and its profiler join the
+    trace, keeping most of a core busy (docs/profile.md)."""
+    import os
+
+    from .._jax._quiet import import_jax_quietly
+
+    if sys.platform != "linux" or os.environ.get("JAX_PLATFORMS") or any(
+            os.path.exists(p) for p in ("/proc/driver/nvidia/version", "/dev/kfd")):
+        return  # libtpu is Linux's; a GPU's plugin stays JAX's choice
+    jax = import_jax_quietly()
+    try:
+        from jax._src import hardware_utils, xla_bridge
+
+        if xla_bridge._backends or hardware_utils.num_available_tpu_chips_and_device_id()[0]:
+            return
+    except (ImportError, AttributeError):  # another JAX: leave its choice alone
+        return
+    jax.config.update("jax_platforms", "cpu")
+
+
 @command("profile")
 def profile_cmd(
     target: str = typer.Argument(..., metavar="TARGET", help="The function: FILE.py:FUNCTION "
@@ -52,7 +74,10 @@ def profile_cmd(
     static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="A static "
                                      "keyword argument (a Python literal); repeat."),
     runs: int = typer.Option(10, "--runs", "-n", metavar="N", callback=at_least(1),
-                             help="Profiled runs."),
+                             help="Profiled runs (at least)."),
+    min_time: float = typer.Option(0.25, "--min-time", metavar="SECONDS", callback=at_least(0),
+                                   help="Profile more runs until this long (at most "
+                                        "2000 runs)."),
     warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
                                help="Runs before profiling (after the first)."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
@@ -68,10 +93,11 @@ def profile_cmd(
 ) -> None:
     """Run a JAX function under JAX's profiler: each kernel's measured time.
 
-    Compiled once, warmed up, run N times under jax.profiler; each kernel of its
-    kernel graph gets its median time and spread over the runs, calls per run, share
-    of the step and its roofline estimate beside it; time by source line and op_name
-    scope; and the step's wall time taken apart (kernels, dispatch, idle, wait).
+    Compiled once, warmed up, run at least N times (and for at least --min-time)
+    under jax.profiler; each kernel of its kernel graph gets its median time and
+    spread over the runs, calls per run, share of the step and its roofline estimate
+    beside it; time by source line and op_name scope; and the median run's wall time
+    taken apart (kernels, dispatch, idle, wait).
     """
     from .._jax._user import check_call
 
@@ -83,6 +109,7 @@ def profile_cmd(
             use_cpu_devices(devices)
         from .._jax._quiet import start_jax_quietly
 
+        _cpu_only_here()
         start_jax_quietly()
         kwargs = static_kwargs(static)
         fn = load_target(target)
@@ -90,7 +117,7 @@ def profile_cmd(
         check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
         from .._profile._api import profile
 
-        result = profile(fn, *args, runs=runs, warmup=warmup,
+        result = profile(fn, *args, runs=runs, warmup=warmup, min_time=min_time,
                          keep=str(keep) if keep is not None else None, **kwargs)
     except _errors.HloscopeError as e:
         fail(e)
@@ -108,4 +135,5 @@ def profile_cmd(
                  "outside the profiled region\n")
     if keep is not None:
         text += f"kept the trace in {keep}\n"
+    text += "".join(f"note: {n}\n" for n in result.notes)
     echo(text, width)

@@ -5,22 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from .._jax._inspect import inspect
-from ._capture import Profile, profile_report
+from ._capture import MIN_TIME, Profile, profile_report
 
 __all__ = ["profile"]
 
 
 def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
-            static_argnums: int | tuple[int, ...] = (), keep: str | None = None,
-            **kwargs: Any) -> Profile:
-    """Compile `fn(*args)` once, run it `warmup` times, then `runs` times under JAX's
-    profiler, and give each kernel its measured time (median and spread over the runs,
-    calls per run, share of the step, the roofline estimate beside it), time per source
-    line and op_name scope, and the step's wall time taken apart into kernels, dispatch,
-    idle and wait.  `keep`: a folder to keep the trace in (for XProf or TensorBoard).
-    See docs/profile.md."""
+            min_time: float = MIN_TIME, static_argnums: int | tuple[int, ...] = (),
+            keep: str | None = None, **kwargs: Any) -> Profile:
+    """Compile `fn(*args)` once, run it `warmup` times, then at least `runs` times (and
+    more until `min_time` seconds of runs) under JAX's profiler, and give each kernel its
+    measured time (median and spread over the runs, calls per run, share of the step,
+    the roofline estimate beside it), time per source line and op_name scope, and the
+    median run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a
+    folder to keep the trace in (for XProf or TensorBoard).  See docs/profile.md."""
     report = inspect(fn, *args, static_argnums=static_argnums, static_argnames=tuple(kwargs),
                      **kwargs)
     skip = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     dynamic = [a for i, a in enumerate(args) if i not in skip]
-    return profile_report(report, dynamic, runs=runs, warmup=warmup, keep=keep)
+    return profile_report(report, dynamic, runs=runs, warmup=warmup, min_time=min_time,
+                          keep=keep)

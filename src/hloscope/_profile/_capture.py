@@ -2,12 +2,16 @@
 its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
 
 The function is compiled once (by `inspect`, which also gives the module and its
-kernel graph), run `warmup` times, then `runs` times under
-``jax.profiler.trace`` into a temporary folder, each run marked with an
-``hloscope.run`` annotation from before the call to after its outputs are
-ready (its wall time).  Functions that donate arguments get fresh copies for
-every run, made outside the marked region.  The trace is read back
-(`read_trace`) and joined to the kernel graph (`measure`).
+kernel graph), run `warmup` times, then under ``jax.profiler.trace`` into a
+temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
+slower while it starts; they are traced but not measured), then at least
+`runs` runs and more until `min_time` seconds have passed (at most
+`MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
+call to after its outputs are ready (its wall time).  Spreading the runs over
+`min_time` keeps one burst of another process's work from landing on most of
+them.  Functions that donate arguments get fresh copies for every run, made
+outside the marked region.  The trace is read back (`read_trace`) and joined
+to the kernel graph (`measure`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +31,12 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["Profile", "profile_report"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "Profile", "busy_machine",
+           "idle_tpu_profiler", "profile_report"]
+
+MIN_TIME = 0.25  # seconds of profiled runs, by default
+MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
+SETTLE = 2
 
 
 @dataclass
@@ -44,32 +54,72 @@ class Profile:
     read_seconds: float = 0.0
     trace_dir: str | None = None
     donated: int = 0
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = self.times.to_dict()
         d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
-                  "donated_arguments": self.donated, "trace_dir": self.trace_dir})
+                  "donated_arguments": self.donated, "trace_dir": self.trace_dir,
+                  "notes": list(self.notes)})
         return d
 
     def __str__(self) -> str:
         from .._render._profile_text import render_profile
 
-        return render_profile(self.times, top=5, places=3, width=100)
+        return render_profile(self.times, top=5, places=3, width=100) + "".join(
+            textwrap.fill(f"note: {n}", 100, subsequent_indent="  ") + "\n"
+            for n in self.notes)
 
     def __repr__(self) -> str:
         return f"Profile({self.name!r}: {self.times!r})"
 
 
+IDLE_TPU_PROFILER = (
+    "JAX loaded libtpu, and no TPU is here: libtpu's profiler ran beside this trace, "
+    "keeping most of a CPU core busy (0.7 CPU-s per s measured on a 2-core machine) and "
+    "slowing the runs where cores are few; set JAX_PLATFORMS=cpu before JAX starts "
+    "(hloscope profile does when this machine has no GPU or TPU)")
+
+
+def idle_tpu_profiler() -> bool:
+    """Whether JAX loaded libtpu's plugin (whose profiler joins every trace) without a TPU
+    backend: it does so wherever libtpu is installed, TPU or not."""
+    try:
+        from jax._src import xla_bridge
+        from jax._src.lib import xla_client
+
+        return bool(xla_client.pjrt_plugin_loaded("tpu")) and "tpu" not in getattr(
+            xla_bridge, "_backends", {"tpu": None})
+    except (ImportError, AttributeError):  # another JAX: no note rather than a wrong one
+        return False
+
+
+def busy_machine() -> str | None:
+    """A note when more processes wanted a CPU than there are CPUs (the 1-minute load
+    average): a kernel's wall time then includes waiting for one."""
+    try:
+        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    except (AttributeError, OSError):  # no load average on this system
+        return None
+    if load <= cpus:
+        return None
+    return (f"this machine was busy: load average {load:.1f} on {cpus} CPUs; each time "
+            "includes waiting for a CPU, and two profiles can differ by tens of percent "
+            "(docs/profile.md, How far to trust it)")
+
+
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
-                   keep: str | None = None) -> Profile:
-    """Profile the function `report` compiled (`inspect`), on its dynamic `args`."""
+                   min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
+    """Profile the function `report` compiled (`inspect`), on its dynamic `args`: at least
+    `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`)."""
     import jax
 
     from .._bench._donate import Inputs
 
-    if runs < 1 or warmup < 0:
-        raise HloscopeError(f"profile: runs={runs}, warmup={warmup}",
-                            hint="profile at least one run, after zero or more warm-up runs")
+    if runs < 1 or warmup < 0 or not min_time >= 0:
+        raise HloscopeError(f"profile: runs={runs}, warmup={warmup}, min_time={min_time}",
+                            hint="profile at least one run, after zero or more warm-up "
+                                 "runs, for zero or more seconds")
     compiled = report._cache.get("compiled")
     if compiled is None:
         raise HloscopeError(f"{report.name}: this report holds no compiled program to run",
@@ -88,12 +138,16 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     try:
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
-            for _ in range(runs):
+            for _ in range(SETTLE):
+                block(compiled(*inputs.fresh()))
+            start = t()
+            while len(wall) < runs or (t() - start < min_time and len(wall) < MAX_RUNS):
                 run_args = inputs.fresh()
                 with annotate(RUN_ANNOTATION):
                     a = t()
                     block(compiled(*run_args))
                     wall.append(t() - a)
+        runs = len(wall)
         t0 = t()
         trace = read_trace(folder)
         times = measure(trace, report.kernels, report.module)
@@ -103,5 +157,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
+    busy = busy_machine()
+    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + ((busy,) if busy else ())
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
-                   inputs.donated)
+                   inputs.donated, notes)

@@ -10,9 +10,10 @@
 * Runs: the ``hloscope.run`` windows of hloscope's own capture; otherwise
   XLA's run ids (runs that overlap in time, one per device, are one run).
 * Per run and per device, the run's wall time is taken apart exactly into
-  kernel time, time kernels ran concurrently, dispatch, idle and wait
-  (`Gaps`); every figure is then the median over the runs, averaged over the
-  devices that ran the module.
+  kernel time, time kernels ran concurrently, dispatch, idle and wait; the
+  step and its parts (`Gaps`) are those of the median run (the run whose
+  wall time is the median), so they add up; each kernel's time is the median
+  over the runs; both averaged over the devices that ran the module.
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     """Each kernel of `graph` (the kernel graph of `module`) with its time in `trace`."""
     name = graph.module
     ran = trace.modules
+    if not ran:
+        raise HloscopeError(
+            f"the profile {trace.path} ({trace.platform}) holds no XLA kernel: none of its "
+            "events names an HLO instruction and module (the stats hlo_op and hlo_module)",
+            hint="profile a program XLA compiled (jax.jit, or TensorFlow with XLA), with "
+                 "jax.profiler.trace or TensorBoard's profiler, while it runs")
     if name not in ran:
         listed = ", ".join(list(ran)[:6]) + (" ..." if len(ran) > 6 else "")
         raise HloscopeError(
@@ -140,7 +147,8 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     per_kernel: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
     other: dict[str, list[float]] = defaultdict(list)
-    steps, k_tot, conc, disp, idle, wait = [], [], [], [], [], []
+    steps: list[float] = []
+    run_parts: list[tuple[float, ...]] = []
     ndev: list[int] = []
     for w0, w1, es in runs:
         by_dev: dict[str, list[TraceEvent]] = defaultdict(list)
@@ -163,16 +171,18 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                 sums[e.op] += e.duration
                 counts[e.op] += 1
         steps.append((w1 - w0) * 1e-9)
-        for lst, v in zip((k_tot, conc, disp, idle, wait), parts):
-            lst.append(v / n * 1e-9)
+        run_parts.append(tuple(v / n * 1e-9 for v in parts))
         for op in kernels:
             per_kernel[op].append(sums.get(op, 0.0) / n * 1e-9)
             calls[op].append(counts.get(op, 0) / n)
         for op in sums.keys() - kernels.keys():
             other[op].append(sums[op] / n * 1e-9)
     med = statistics.median
-    step = med(steps)
-    gaps = Gaps(step, med(k_tot), med(conc), med(disp), med(idle), med(wait))
+    # The median run (the lower of the two middle ones for an even count): its parts add
+    # up to its step, which medians of the parts taken one by one need not.
+    middle = sorted(range(len(steps)), key=lambda i: (steps[i], i))[(len(steps) - 1) // 2]
+    step = steps[middle]
+    gaps = Gaps(step, *run_parts[middle])
     rows: list[KernelTime] = []
     not_run = []
     for kname, k in kernels.items():

@@ -76,14 +76,16 @@ class PlaceTime:
 
 @dataclass(frozen=True, slots=True)
 class Gaps:
-    """The step's wall time taken apart (medians over the runs, seconds):
-    ``step = kernels - concurrent + dispatch + idle + wait``.  `kernels` is the kernels'
-    time summed; `concurrent` the part of it that ran at the same time as other kernels
-    (the CPU runs independent kernels on several threads); `dispatch` from the start of
-    the run to its first kernel (the host launching the program); `idle` between kernels
-    with none running; `wait` from the last kernel to the end of the run (the host
-    noticing the result).  Without the run's own start and end (a profile taken
-    elsewhere) the step is its first kernel to its last and dispatch and wait are 0."""
+    """The wall time of the median run (the run whose step is the median; the lower of
+    the two middle runs for an even count) taken apart, in seconds:
+    ``step = kernels - concurrent + dispatch + idle + wait``, exactly for that run.
+    `kernels` is the kernels' time summed; `concurrent` the part of it that ran at the
+    same time as other kernels (the CPU runs independent kernels on several threads);
+    `dispatch` from the start of the run to its first kernel (the host launching the
+    program); `idle` between kernels with none running; `wait` from the last kernel to
+    the end of the run (the host noticing the result).  Without the run's own start and
+    end (a profile taken elsewhere) the step is its first kernel to its last and
+    dispatch and wait are 0."""
 
     step: float
     kernels: float
@@ -137,7 +139,7 @@ class MeasuredTimes:
 
     @property
     def step(self) -> float:
-        """The median wall time of one run (seconds)."""
+        """The wall time of the median run (seconds)."""
         return self.gaps.step
 
     def by_name(self) -> dict[str, KernelTime]:

@@ -40,8 +40,6 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
            f"{format_time(g.wait)}",
-           f"       = {format_time(g.explained)} ({_pct(g.explained / g.step if g.step else 0)}"
-           " of the step)",
            f"  {_pct(t.matched_share)} of the module's device time is in its kernels",
            f"  estimated: the roofline of {t.device or '?'}; of roofline: estimated / measured",
            ""]
