@@ -92,37 +92,42 @@ def test_a_rank_killed_before_the_compiled_barrier(tmp_path):
     assert not (tmp_path / "rank0").exists()
 
 
-def test_a_rank_killed_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    (c0, t0, s0), _ = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10")
+MANY = ("-n", "1000000")
+
+
+@pytest.mark.parametrize("inputs, sig, who", [
+    ("make(32)", "SIGKILL", "rank"),  # the program's collectives fail at once
+    ("make(32)", "SIGSTOP", "rank"),  # they wait: the watchdog ends the survivor
+    ("local(32)", "SIGKILL", "rank"),  # no collective: only the pulse tells
+    ("local(32)", "SIGSTOP", "rank"),
+    ("local(32)", "SIGSTOP", "parent"),  # the rank's `hloscope` process: the rank stops too
+])
+def test_a_rank_killed_or_stopped_during_the_timed_runs(tmp_path, inputs, sig, who):
+    stamp = tmp_path / "fault-time"
+    port = _port()
+    e = _env(DIE_AT="timed", DIE_SIG=sig, DIE_STAMP=str(stamp),
+             **({"DIE_PID": "parent"} if who == "parent" else {}))
+    args = ("--inputs", inputs, *MANY)
+    p0 = _rank(0, port, tmp_path, *args, env=e)
+    p1 = _rank(1, port, tmp_path, *args, env=e)
+    try:
+        c0, t0, _ = _finish(p0)
+        ended = time.time()
+    finally:
+        p1.kill()  # a stopped rank's child dies with it
+        p1.communicate()
+    assert stamp.exists(), t0  # the fault came during the timed runs
     _assert_clean_error(c0, t0, "rank 0 of 2", "rank 1 stopped answering", "timed runs")
-    assert s0 < 10 + LIMIT
+    assert ended - float(stamp.read_text()) < TIMEOUT + 5, t0
     _no_partial_files(tmp_path)
 
 
-def test_a_rank_stopped_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    port = _port()
-    e = _env(DIE_AT="later", DIE_AFTER="10", DIE_SIG="SIGSTOP")
-    p0 = _rank(0, port, tmp_path, *many, env=e)
-    p1 = _rank(1, port, tmp_path, *many, env=e)
-    try:
-        c0, t0, s0 = _finish(p0, 10 + LIMIT)
-    finally:
-        p1.kill()  # its child, stopped, dies with it
-        p1.communicate()
-    _assert_clean_error(c0, t0, "rank 0 of 2", "no run finished", "timed runs",
-                        "rank 1 stopped answering")
-    assert s0 < 10 + LIMIT
-
-
 def test_the_coordinator_killed_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    _, (c1, t1, s1) = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10",
-                           DIE_RANK="0")
+    many = (*INPUTS, *MANY)
+    _, (c1, t1, s1) = _two(tmp_path, many, many, DIE_AT="timed", DIE_RANK="0")
     _assert_clean_error(c1, t1, "rank 1 of 2")
     assert "timed runs" in t1 or "coordination service" in t1, t1
-    assert s1 < 10 + LIMIT
+    assert s1 < LIMIT
 
 
 def test_a_rank_that_never_started(tmp_path):
