@@ -156,3 +156,20 @@ def test_strategy_all_draws_the_shared_one_device_point_once(tmp_path):
     plot_scaling(series, str(tmp_path / "p.svg"), ideal=True)
     text = (tmp_path / "p.svg").read_text()
     assert len(re.findall(r"<!-- ideal \(", text)) == len(starts)
+
+
+@pytest.mark.parametrize("stat", ["min", "mean", "max"])
+def test_a_statistic_means_the_same_for_a_csv_row_and_its_markdown_report(stat):
+    # jax-hpc-profiler's CSV row holds its figures over every run, Run 0 included; its
+    # Markdown report of the same measurement has every run: both give the same point.
+    def points(path):
+        rs = load_results(path)
+        (s,) = [x for x in scaling(rs, "size", stat=stat) if x.devices == 8]
+        return [(p.label, p.time, p.metric) for p in s.points]
+
+    rows, reports = points(SWEEP / "fftn.csv"), points(SWEEP / "fftn")
+    assert [(a, m) for a, _, m in rows] == [(a, m) for a, _, m in reports]
+    for (_, t_row, _), (_, t_report, _) in zip(rows, reports):
+        assert t_row == pytest.approx(t_report, abs=1e-6)  # the reports keep 3 decimals of ms
+    text = run_cli("plot", str(SWEEP), "--size", "--stat", stat).stdout
+    assert "(Run 0 included)" in text
