@@ -1,7 +1,8 @@
 """`hloscope.bench(fn, *args)`: honest timings of a compiled function.
 
 Trace, lower and compile are timed separately (by `inspect`, which also
-gives the memory and kernel analyses); the first run is timed on its own and
+gives the memory and kernel analyses; the compile timed is one without
+XLA's dump files, which the analyses' compile writes); the first run is timed on its own and
 never mixed into the statistics; warm-up runs are discarded; every timed run
 ends with ``block_until_ready`` on every output leaf.  The statistics are
 the minimum, median, mean, standard deviation, interquartile range, maximum
@@ -127,10 +128,12 @@ def bench(fn: Any, *args: Any, warmup: int = 3, iterations: int = 10,
     """Time `fn(*args)` compiled.
 
     Trace, lower and compile are timed apart (by `inspect`, whose report is kept for the
-    memory and kernel sections); the first run is timed on its own; `warmup` runs are
-    discarded; then `iterations` runs are timed, each ending with ``block_until_ready`` on
-    every output leaf.  With `min_time` (seconds) runs continue until that much time is
-    measured (on every rank, with several processes: they agree on the count).  `params` are the benchmark's parameters in jax-hpc-profiler's names
+    memory and kernel sections; the compile is timed without XLA's dump files, then done
+    again with them for the analyses); the first run is timed on its own; `warmup` runs
+    are discarded; then `iterations` runs are timed, each ending with
+    ``block_until_ready`` on every output leaf.  With `min_time` (seconds) runs continue
+    until that much time is measured (on every rank, with several processes: they agree
+    on the count).  `params` are the benchmark's parameters in jax-hpc-profiler's names
     (``precision=``, ``x=``, ``y=``, ``z=``, ``px=``, ``py=``, ``backend=``, ``nodes=``, or
     any other): hloscope fills the ones you leave out from the program and checks the
     ones you give against it (`BenchResult.checks`).
@@ -171,7 +174,7 @@ def _bench(ranks: Ranks, fn: Any, args: tuple[Any, ...], warmup: int, iterations
     from ._metadata import capture_metadata, program_params
 
     ranks.phase("tracing and compiling")
-    report = inspect(fn, *args, static_argnums=static_argnums)
+    report = inspect(fn, *args, static_argnums=static_argnums, _time_plain_compile=True)
     target_report = None
     if target is not None:
         ranks.phase(f"compiling for {target}")
