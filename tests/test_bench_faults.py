@@ -164,3 +164,45 @@ def test_the_python_api_raises_and_the_script_exits_without_hanging(tmp_path):
     assert code == 1, text  # the uncaught HloscopeError, not an abort (134) or a hang
     assert "Check failure" not in text and code != -signal.SIGABRT
     assert took < LIMIT
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _state(pid: int) -> str:
+    return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_a_stopped_supervisor_stops_its_rank_and_continued_continues_it(tmp_path):
+    code = ("import sys; from hloscope._cli._supervise import supervise; "
+            f"sys.exit(supervise(['bench', {str(TARGET)!r} + ':f', '--inputs', 'local(8)', "
+            "'--min-time', '4'], 0, 1, None, 6.0))")
+    p = subprocess.Popen([sys.executable, "-c", code], env=_env(), text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (child,) = _children(p.pid)
+        time.sleep(1)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        stopped = _state(child)
+        os.kill(p.pid, signal.SIGCONT)
+        time.sleep(1)
+        continued = _state(child)
+        code_, text, _ = _finish(p)
+    finally:
+        p.kill()
+    assert stopped in "Tt" and continued not in "Tt", (stopped, continued)
+    assert code_ == 0, text

@@ -2,15 +2,15 @@
 
 Trace, lower and compile are timed separately (by `inspect`, which also
 gives the memory and kernel analyses; the compile timed is one without
-XLA's dump files, which the analyses' compile writes); the first run is timed on its own and
-never mixed into the statistics; warm-up runs are discarded; every timed run
-ends with ``block_until_ready`` on every output leaf.  The statistics are
-the minimum, median, mean, standard deviation, interquartile range, maximum
-and last time, a distribution-free 95% confidence interval for the median
-(order statistics), and the runs flagged as outliers (beyond 1.5 IQR of the
-quartiles).  The harness's own cost per run (two clock reads and the
-block_until_ready call on an already finished array) is measured in the same
-process and reported.
+XLA's dump files, which the analyses' compile writes); the first run is
+timed on its own and never mixed into the statistics; warm-up runs are
+discarded; every timed run ends with ``block_until_ready`` on every output
+leaf.  The statistics are the minimum, median, mean, standard deviation,
+interquartile range, maximum and last time, a distribution-free 95%
+confidence interval for the median (order statistics), and the runs flagged
+as outliers (beyond 1.5 IQR of the quartiles).  The harness's own cost per
+run (two clock reads and the block_until_ready call on an already finished
+array) is measured in the same process and reported.
 """
 
 from __future__ import annotations

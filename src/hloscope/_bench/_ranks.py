@@ -229,36 +229,40 @@ class Ranks:
             sys.stdout.flush()
             os._exit(2)
 
+        def missing(pulses: dict[int, tuple[str, float]], now: float) -> str:
+            """Who gave no sign of life for the timeout ("" when all did); `pulses` holds
+            each other rank's last pulse and when it changed (-1: the service's answer)."""
+            current = self._pulses()
+            if current is None:
+                return _SERVICE_GONE if now - pulses[-1][1] > timeout else ""
+            pulses[-1] = ("", now)
+            for r, value in current.items():
+                if r not in pulses or pulses[r][0] != value:
+                    pulses[r] = (value, now)
+            quiet = [r for r, (_, t) in pulses.items() if r >= 0 and now - t > timeout]
+            return f"{_ranks(quiet)} stopped answering" if quiet else ""
+
         def run() -> None:
             start = time.monotonic()
-            seen, since, lost_at = len(progress), start, start
-            pulses: dict[int, tuple[str, float]] = {}
-            service = start  # when the service last answered
+            seen, since, read, lost_at = len(progress), start, start, start
+            pulses: dict[int, tuple[str, float]] = {-1: ("", start)}
             while not done.wait(_BEAT / 2):
                 now = time.monotonic()
                 if lost:
                     if now - lost_at > _GRACE:  # the run in flight does not end: stuck
                         leave(*lost)
                     continue
-                current = self._pulses()
-                if current is None:
-                    stale = [] if now - service <= timeout else [_SERVICE_GONE]
-                else:
-                    service = now
-                    for r, value in current.items():
-                        if r not in pulses or pulses[r][0] != value:
-                            pulses[r] = (value, now)
-                    quiet = [r for r, (_, t) in pulses.items() if now - t > timeout]
-                    stale = [f"{_ranks(quiet)} stopped answering"] if quiet else []
-                if stale:
+                gone = ""
+                if now - read >= _BEAT:
+                    read, gone = now, missing(pulses, now)
+                if gone:
                     lost_at = now
-                    lost[:] = [f"{who}: {stale[0]} during the {phase} (no sign of life for "
+                    lost[:] = [f"{who}: {gone} during the {phase} (no sign of life for "
                                f"{timeout:g} s: it died, was stopped, or its machine is "
                                "overloaded)",
                                "check that rank's log; raise --timeout (bench(timeout=...)) "
                                "for an overloaded machine"]
-                    continue
-                if len(progress) != seen:
+                elif len(progress) != seen:
                     seen, since = len(progress), now
                 elif now - since > timeout:
                     leave(f"{who}: no run finished for {timeout:g} s during the {phase}: "

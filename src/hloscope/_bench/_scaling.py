@@ -19,8 +19,9 @@ the file's stem, wherever one function was measured in several such files;
 The statistic of a point (`stat`): by default the median of the pooled raw
 runs after the first (the mean for summary-only results); or the min, mean or
 max of every run, the first (jax-hpc-profiler's Run 0) included, as a
-jax-hpc-profiler CSV row's figures are, whatever the file; or ``jit``, the time to the first result (jax-hpc-profiler's JIT time: trace,
-lower, compile and the first run).
+jax-hpc-profiler CSV row's figures are, whatever the file; or ``jit``, the
+time to the first result (jax-hpc-profiler's JIT time: trace, lower, compile
+and the first run).
 
 Parallel efficiency: strong, T(N0)·N0 / (T(N)·N); weak, T(N0) / T(N), N0 the
 smallest device count of the series.  The ideal time: T(N0)·N0/N (strong),
