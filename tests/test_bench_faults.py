@@ -96,29 +96,32 @@ MANY = ("-n", "1000000")
 
 
 @pytest.mark.parametrize("inputs, sig, who", [
-    ("make(32)", "SIGKILL", "rank"),  # the program's collectives fail at once
-    ("make(32)", "SIGSTOP", "rank"),  # they wait: the watchdog ends the survivor
-    ("local(32)", "SIGKILL", "rank"),  # no collective: only the pulse tells
-    ("local(32)", "SIGSTOP", "rank"),
-    ("local(32)", "SIGSTOP", "parent"),  # the rank's `hloscope` process: the rank stops too
+    ("make(32)", "SIGKILL", "rank 1"),  # the program's collectives fail at once
+    ("make(32)", "SIGSTOP", "rank 1"),  # they wait: the watchdog ends the survivor
+    ("local(32)", "SIGKILL", "rank 1"),  # no collective: only the pulse tells
+    ("local(32)", "SIGSTOP", "rank 1"),
+    ("local(32)", "SIGSTOP", "rank 0"),  # the store's host: reading the pulses waits
+    ("local(32)", "SIGSTOP", "parent"),  # rank 1's `hloscope` process: the rank stops too
 ])
 def test_a_rank_killed_or_stopped_during_the_timed_runs(tmp_path, inputs, sig, who):
     stamp = tmp_path / "fault-time"
     port = _port()
-    e = _env(DIE_AT="timed", DIE_SIG=sig, DIE_STAMP=str(stamp),
+    dead = 0 if who == "rank 0" else 1
+    e = _env(DIE_AT="timed", DIE_SIG=sig, DIE_STAMP=str(stamp), DIE_RANK=str(dead),
              **({"DIE_PID": "parent"} if who == "parent" else {}))
     args = ("--inputs", inputs, *MANY)
-    p0 = _rank(0, port, tmp_path, *args, env=e)
-    p1 = _rank(1, port, tmp_path, *args, env=e)
+    ps = [_rank(r, port, tmp_path, *args, env=e) for r in (0, 1)]
     try:
-        c0, t0, _ = _finish(p0)
+        code, text, _ = _finish(ps[1 - dead])
         ended = time.time()
     finally:
-        p1.kill()  # a stopped rank's child dies with it
-        p1.communicate()
-    assert stamp.exists(), t0  # the fault came during the timed runs
-    _assert_clean_error(c0, t0, "rank 0 of 2", "rank 1 stopped answering", "timed runs")
-    assert ended - float(stamp.read_text()) < TIMEOUT + 5, t0
+        ps[dead].kill()  # a stopped rank's child dies with it
+        ps[dead].communicate()
+    assert stamp.exists(), text  # the fault came during the timed runs
+    _assert_clean_error(code, text, f"rank {1 - dead} of 2", "timed runs",
+                        "rank 0, which hosts the coordination service, stopped answering"
+                        if dead == 0 else "rank 1 stopped answering")
+    assert ended - float(stamp.read_text()) < TIMEOUT + 5, text
     _no_partial_files(tmp_path)
 
 

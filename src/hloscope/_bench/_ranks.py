@@ -88,6 +88,7 @@ _counter = itertools.count()
 _BEAT = 0.5  # seconds between two raises of a rank's pulse
 _GRACE = 1.0  # seconds the run in flight may take to end once a rank is found missing
 _SERVICE_GONE = "the coordination service is gone (rank 0, which hosts it, died)"
+_SERVICE_STOPPED = "rank 0, which hosts the coordination service, stopped answering"
 
 
 class Ranks:
@@ -162,7 +163,7 @@ class Ranks:
             yield
         finally:
             done.set()
-            thread.join()
+            thread.join(2 * _BEAT)  # not forever: a raise may wait for a stopped rank 0
 
     def _pulses(self) -> dict[int, str] | None:
         """Every other rank's pulse ("" for one not seen yet); None when the coordination
@@ -229,32 +230,39 @@ class Ranks:
             sys.stdout.flush()
             os._exit(2)
 
-        def missing(pulses: dict[int, tuple[str, float]], now: float) -> str:
-            """Who gave no sign of life for the timeout ("" when all did); `pulses` holds
-            each other rank's last pulse and when it changed (-1: the service's answer)."""
-            current = self._pulses()
-            if current is None:
-                return _SERVICE_GONE if now - pulses[-1][1] > timeout else ""
-            pulses[-1] = ("", now)
-            for r, value in current.items():
-                if r not in pulses or pulses[r][0] != value:
-                    pulses[r] = (value, now)
-            quiet = [r for r, (_, t) in pulses.items() if r >= 0 and now - t > timeout]
-            return f"{_ranks(quiet)} stopped answering" if quiet else ""
+        # The others' pulses, read by a thread of their own (a read waits forever when
+        # rank 0, which hosts the store, is stopped): each rank's last value and when it
+        # changed; rank -1: when the store last answered.
+        pulses: dict[int, tuple[str, float]] = {-1: ("", time.monotonic())}
+
+        def read() -> None:
+            while not done.is_set():
+                current = self._pulses()
+                now = time.monotonic()
+                if current is not None:
+                    pulses[-1] = ("", now)
+                    for r, value in current.items():
+                        if r not in pulses or pulses[r][0] != value:
+                            pulses[r] = (value, now)
+                done.wait(_BEAT)
+
+        def quiet(now: float, limit: float) -> str:
+            """Who gave no sign of life for `limit` seconds ("" when everyone did)."""
+            if now - pulses[-1][1] > limit:
+                return _SERVICE_STOPPED
+            ranks = [r for r, (_, t) in list(pulses.items()) if r >= 0 and now - t > limit]
+            return f"{_ranks(ranks)} stopped answering" if ranks else ""
 
         def run() -> None:
             start = time.monotonic()
-            seen, since, read, lost_at = len(progress), start, start, start
-            pulses: dict[int, tuple[str, float]] = {-1: ("", start)}
+            seen, since, lost_at = len(progress), start, start
             while not done.wait(_BEAT / 2):
                 now = time.monotonic()
                 if lost:
                     if now - lost_at > _GRACE:  # the run in flight does not end: stuck
                         leave(*lost)
                     continue
-                gone = ""
-                if now - read >= _BEAT:
-                    read, gone = now, missing(pulses, now)
+                gone = quiet(now, timeout)
                 if gone:
                     lost_at = now
                     lost[:] = [f"{who}: {gone} during the {phase} (no sign of life for "
@@ -265,19 +273,23 @@ class Ranks:
                 elif len(progress) != seen:
                     seen, since = len(progress), now
                 elif now - since > timeout:
+                    silent = quiet(now, 2 * _BEAT + 0.5) or "another process stopped answering"
                     leave(f"{who}: no run finished for {timeout:g} s during the {phase}: "
-                          f"{self._who()}, and the program's collectives wait for it "
+                          f"{silent}, and the program's collectives wait for it "
                           "(hloscope ends this process: nothing can interrupt them)",
                           "check the other ranks (a stopped or overloaded process), or raise "
                           "the timeout")
 
+        reader = threading.Thread(target=read, name="hloscope-pulses", daemon=True)
         thread = threading.Thread(target=run, name="hloscope-watchdog", daemon=True)
+        reader.start()
         thread.start()
         try:
             yield check
         finally:
             done.set()
             thread.join()
+            reader.join(2 * _BEAT)  # not forever: a read may wait for a stopped rank 0
 
     def barrier(self, name: str) -> None:
         """Wait until every rank is here, or raise after the timeout."""

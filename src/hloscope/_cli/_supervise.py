@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from .. import _errors
 
@@ -79,7 +80,7 @@ def follow_supervisor() -> None:
 
     def run() -> None:
         while True:
-            threading.Event().wait(0.25)
+            time.sleep(0.25)
             if _stopped(parent) and os.getppid() == parent:
                 os.kill(os.getpid(), signal.SIGSTOP)
 
