@@ -1,6 +1,6 @@
 """The program of the multi-process fault tests (test_bench_faults.py), with ways to
-fail on cue: env DIE_AT=trace (while tracing), later (DIE_AFTER seconds after the
-inputs are made) or timed (DIE_AFTER seconds, default 1, after the timed runs began);
+fail on cue: env DIE_AT=trace (while tracing) or timed (DIE_AFTER seconds, default 1,
+after the timed runs began: the CLI's rank writes its phases to HLOSCOPE_PROGRESS);
 DIE_RANK (default 1); DIE_SIG (default SIGKILL; SIGSTOP stops the rank instead);
 DIE_PID=parent (signal the rank's supervisor, the `hloscope` process, instead of the
 rank); DIE_STAMP (a file that gets the time of the fault).  Inputs: `make(n)`, an
@@ -33,7 +33,7 @@ def _maybe_die(phase):
 
 
 def _when_timing():
-    path = os.environ["HLOSCOPE_PROGRESS"]  # the phases, written by the rank (the CLI's)
+    path = os.environ["HLOSCOPE_PROGRESS"]
     while True:
         with open(path) as f:
             if "timed runs" in f.read():
@@ -45,9 +45,7 @@ def _when_timing():
 
 def _arm():
     _rank.append(jax.process_index())
-    if os.environ.get("DIE_AT") == "later":
-        threading.Timer(float(os.environ.get("DIE_AFTER", "8")), _maybe_die, ("later",)).start()
-    elif os.environ.get("DIE_AT") == "timed":
+    if os.environ.get("DIE_AT") == "timed":
         threading.Thread(target=_when_timing, daemon=True).start()
 
 

@@ -96,7 +96,7 @@ MANY = ("-n", "1000000")
 
 
 @pytest.mark.parametrize("inputs, sig, who", [
-    ("make(32)", "SIGKILL", "rank 1"),  # the program's collectives fail at once
+    ("make(32)", "SIGKILL", "rank 1"),  # the program's collectives fail, or wait
     ("make(32)", "SIGSTOP", "rank 1"),  # they wait: the watchdog ends the survivor
     ("local(32)", "SIGKILL", "rank 1"),  # no collective: only the pulse tells
     ("local(32)", "SIGSTOP", "rank 1"),
