@@ -34,6 +34,31 @@ def test_min_time_adds_runs_until_enough_is_measured():
     assert r.stats["runs"] >= 3 and sum(r.times) >= 0.05
 
 
+def test_the_compile_is_timed_without_writing_xlas_dump_files(monkeypatch):
+    # The analyses need XLA's dump files; the compile the program pays for writes none.
+    # A dump made 3 s slower must not be in the compile time, and the compile timed
+    # comes first (a second compile may reuse what the first cached).
+    import time
+
+    import jax.numpy as jnp
+
+    calls = []
+    compile_ = jax.stages.Lowered.compile
+
+    def compile(self, compiler_options=None, **kw):
+        calls.append(sorted(compiler_options or {}))
+        if "xla_dump_to" in (compiler_options or {}):
+            time.sleep(3)
+        return compile_(self, compiler_options=compiler_options, **kw)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile)
+    r = hloscope.bench(lambda x: x * 3, jnp.ones(8), iterations=2, warmup=0)
+    assert calls == [[], ["xla_dump_to"]]
+    assert r.timings["compile"] < 3 and r.report.buffer_assignment
+    plain = hloscope.inspect(lambda x: x * 4, jnp.ones(8))  # inspect compiles once
+    assert len(calls) == 3 and plain.timings["compile"] >= 3
+
+
 def test_statistics_and_outliers():
     times = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 9.0, 1.02, 0.98]
     r = BenchResult("f", {}, times, first_run=20.0, warmup=1, overhead=1e-6)

@@ -92,37 +92,45 @@ def test_a_rank_killed_before_the_compiled_barrier(tmp_path):
     assert not (tmp_path / "rank0").exists()
 
 
-def test_a_rank_killed_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    (c0, t0, s0), _ = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10")
-    _assert_clean_error(c0, t0, "rank 0 of 2", "rank 1 stopped answering", "timed runs")
-    assert s0 < 10 + LIMIT
+MANY = ("-n", "1000000")
+
+
+@pytest.mark.parametrize("inputs, sig, who", [
+    ("make(32)", "SIGKILL", "rank 1"),  # the program's collectives fail, or wait
+    ("make(32)", "SIGSTOP", "rank 1"),  # they wait: the watchdog ends the survivor
+    ("local(32)", "SIGKILL", "rank 1"),  # no collective: only the pulse tells
+    ("local(32)", "SIGSTOP", "rank 1"),
+    ("local(32)", "SIGSTOP", "rank 0"),  # the store's host: reading the pulses waits
+    ("local(32)", "SIGSTOP", "parent"),  # rank 1's `hloscope` process: the rank stops too
+])
+def test_a_rank_killed_or_stopped_during_the_timed_runs(tmp_path, inputs, sig, who):
+    stamp = tmp_path / "fault-time"
+    port = _port()
+    dead = 0 if who == "rank 0" else 1
+    e = _env(DIE_AT="timed", DIE_SIG=sig, DIE_STAMP=str(stamp), DIE_RANK=str(dead),
+             **({"DIE_PID": "parent"} if who == "parent" else {}))
+    args = ("--inputs", inputs, *MANY)
+    ps = [_rank(r, port, tmp_path, *args, env=e) for r in (0, 1)]
+    try:
+        code, text, _ = _finish(ps[1 - dead])
+        ended = time.time()
+    finally:
+        ps[dead].kill()  # a stopped rank's child dies with it
+        ps[dead].communicate()
+    assert stamp.exists(), text  # the fault came during the timed runs
+    _assert_clean_error(code, text, f"rank {1 - dead} of 2", "timed runs",
+                        "rank 0, which hosts the coordination service, stopped answering"
+                        if dead == 0 else "rank 1 stopped answering")
+    assert ended - float(stamp.read_text()) < TIMEOUT + 5, text
     _no_partial_files(tmp_path)
 
 
-def test_a_rank_stopped_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    port = _port()
-    e = _env(DIE_AT="later", DIE_AFTER="10", DIE_SIG="SIGSTOP")
-    p0 = _rank(0, port, tmp_path, *many, env=e)
-    p1 = _rank(1, port, tmp_path, *many, env=e)
-    try:
-        c0, t0, s0 = _finish(p0, 10 + LIMIT)
-    finally:
-        p1.kill()  # its child, stopped, dies with it
-        p1.communicate()
-    _assert_clean_error(c0, t0, "rank 0 of 2", "no run finished", "timed runs",
-                        "rank 1 stopped answering")
-    assert s0 < 10 + LIMIT
-
-
 def test_the_coordinator_killed_during_the_timed_runs(tmp_path):
-    many = (*INPUTS, "-n", "1000000")
-    _, (c1, t1, s1) = _two(tmp_path, many, many, DIE_AT="later", DIE_AFTER="10",
-                           DIE_RANK="0")
+    many = (*INPUTS, *MANY)
+    _, (c1, t1, s1) = _two(tmp_path, many, many, DIE_AT="timed", DIE_RANK="0")
     _assert_clean_error(c1, t1, "rank 1 of 2")
     assert "timed runs" in t1 or "coordination service" in t1, t1
-    assert s1 < 10 + LIMIT
+    assert s1 < LIMIT
 
 
 def test_a_rank_that_never_started(tmp_path):
@@ -159,3 +167,45 @@ def test_the_python_api_raises_and_the_script_exits_without_hanging(tmp_path):
     assert code == 1, text  # the uncaught HloscopeError, not an abort (134) or a hang
     assert "Check failure" not in text and code != -signal.SIGABRT
     assert took < LIMIT
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _state(pid: int) -> str:
+    return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+def test_a_stopped_supervisor_stops_its_rank_and_continued_continues_it(tmp_path):
+    code = ("import sys; from hloscope._cli._supervise import supervise; "
+            f"sys.exit(supervise(['bench', {str(TARGET)!r} + ':f', '--inputs', 'local(8)', "
+            "'--min-time', '4'], 0, 1, None, 6.0))")
+    p = subprocess.Popen([sys.executable, "-c", code], env=_env(), text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children(p.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (child,) = _children(p.pid)
+        time.sleep(1)
+        os.kill(p.pid, signal.SIGSTOP)
+        time.sleep(1.5)
+        stopped = _state(child)
+        os.kill(p.pid, signal.SIGCONT)
+        time.sleep(1)
+        continued = _state(child)
+        code_, text, _ = _finish(p)
+    finally:
+        p.kill()
+    assert stopped in "Tt" and continued not in "Tt", (stopped, continued)
+    assert code_ == 0, text

@@ -64,3 +64,12 @@ def test_ranks_that_disagree_on_the_iteration_count_are_an_error(tmp_path):
     r0, r1 = _run("disagree", tmp_path)
     for out in (r0, r1):
         assert "HLOSCOPE-ERROR" in out and "disagree" in out and "iterations=6" in out, out
+
+
+def test_min_time_is_measured_on_every_rank(tmp_path):
+    r0, r1 = _run("mintime", tmp_path)
+    line = next((x for x in r0.splitlines() if "TOTALS" in x), None)
+    assert line is not None, r0 + r1
+    totals = [float(t) for t in line.split("TOTALS", 1)[1].split()]
+    # Every rank's timed runs last min_time=3 s, within 10% (the ranks run one count).
+    assert len(totals) == 2 and all(3.0 <= t <= 3.3 for t in totals), line

@@ -156,3 +156,32 @@ def test_strategy_all_draws_the_shared_one_device_point_once(tmp_path):
     plot_scaling(series, str(tmp_path / "p.svg"), ideal=True)
     text = (tmp_path / "p.svg").read_text()
     assert len(re.findall(r"<!-- ideal \(", text)) == len(starts)
+
+
+@pytest.mark.parametrize("stat", ["min", "mean", "max"])
+def test_a_statistic_means_the_same_for_a_csv_row_and_its_markdown_report(stat):
+    # jax-hpc-profiler's CSV row holds its figures over every run, Run 0 included; its
+    # Markdown report of the same measurement has every run: both give the same point.
+    def points(path):
+        rs = load_results(path)
+        (s,) = [x for x in scaling(rs, "size", stat=stat) if x.devices == 8]
+        return [(p.label, p.time, p.metric) for p in s.points]
+
+    rows, reports = points(SWEEP / "fftn.csv"), points(SWEEP / "fftn")
+    assert [(a, m) for a, _, m in rows] == [(a, m) for a, _, m in reports]
+    for (_, t_row, _), (_, t_report, _) in zip(rows, reports):
+        assert t_row == pytest.approx(t_report, abs=1e-6)  # the reports keep 3 decimals of ms
+    text = run_cli("plot", str(SWEEP), "--size", "--stat", stat).stdout
+    assert "(Run 0 included)" in text
+
+
+def test_a_method_file_that_repeats_another_is_noted_not_dropped_silently(tmp_path):
+    rows = (SWEEP / "fftn.csv").read_text()
+    (tmp_path / "implA.csv").write_text(rows)
+    (tmp_path / "implB.csv").write_text(rows)  # a copy: one measurement, counted once
+    out = run_cli("plot", str(tmp_path), "--strong", "--only-size", "128")
+    assert out.returncode == 0, out.stderr
+    assert "implB.csv: its 12 rows repeat" in out.stdout and "implB has no series" in out.stdout
+    notes = json.loads(run_cli("plot", str(tmp_path), "--strong", "--json").stdout)["notes"]
+    assert len(notes) == 1 and "counted once, under implA" in notes[0]
+    assert json.loads(run_cli("plot", str(SWEEP), "--strong", "--json").stdout)["notes"] == []

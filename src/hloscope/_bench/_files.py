@@ -20,7 +20,7 @@ from typing import Any
 
 from .._errors import HloscopeError
 from .._sources._saved import load_json
-from ._columns import PARAM_COLS, SIZE_COLS
+from ._columns import JHP_SOURCE, PARAM_COLS, SIZE_COLS
 from ._jhp import drop_paired_csv_rows, read_jhp_csv, read_jhp_markdown
 from ._result import RESULT_SCHEMA, BenchResult
 
@@ -86,13 +86,21 @@ def read_csv(text: str, *, path: str = "<csv>") -> list[BenchResult]:
     return out
 
 
-def _unique(results: list[BenchResult]) -> list[BenchResult]:
+def _unique(results: list[BenchResult], notes: list[str] | None = None
+            ) -> list[BenchResult]:
     """Drop a result seen twice (the same run in a folder's JSON and in its results.csv,
     or one CSV copied into a merged one); distinct runs of one point are all kept.  Of two
-    copies the one with the program's reports (the JSON) is kept, wherever it was found."""
+    copies the one with the program's reports (the JSON) is kept, wherever it was found.
+    A jax-hpc-profiler CSV (one method) whose rows repeat another's would vanish from
+    the plots: `notes` gets a line saying so."""
     seen: dict[str, int] = {}
     out: list[BenchResult] = []
+    copies: dict[tuple[str, str], int] = {}  # (file, the file it repeats): rows
+    rows: dict[str, int] = {}
     for r in results:
+        f = _jhp_file(r)
+        if f:
+            rows[f] = rows.get(f, 0) + 1
         key = json.dumps([sorted((str(k), str(v)) for k, v in r.params.items()),
                           [round(x, 9) for x in r.times], round(r.first_run or 0.0, 9),
                           sorted((k, round(v, 9)) for k, v in r.summary.items()),
@@ -100,19 +108,41 @@ def _unique(results: list[BenchResult]) -> list[BenchResult]:
         if key not in seen:
             seen[key] = len(out)
             out.append(r)
+            continue
+        kept = _jhp_file(out[seen[key]])
+        if f and kept and f != kept:
+            copies[f, kept] = copies.get((f, kept), 0) + 1
         elif _richness(r) > _richness(out[seen[key]]):
             out[seen[key]] = r
+    if notes is not None:
+        def stem(path: str) -> str:
+            return os.path.splitext(os.path.basename(path))[0]
+
+        for (f, kept), n in copies.items():
+            whole = n == rows[f]
+            notes.append(f"{f}: {'its' if whole else f'{n} of its'} {rows[f]} rows repeat "
+                         f"{kept}'s: counted once, under {stem(kept)}" + (
+                             f" ({stem(f)} has no series of its own: a copy of that file?)"
+                             if whole else ""))
     return out
+
+
+def _jhp_file(r: BenchResult) -> str:
+    """The jax-hpc-profiler CSV file `r` is a row of ("" for anything else)."""
+    f = r.metadata.get("file")
+    return f if r.source == JHP_SOURCE and "line" in r.metadata and isinstance(f, str) else ""
 
 
 def _richness(r: BenchResult) -> int:
     return (r.report is not None) + (r.target_report is not None)
 
 
-def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]
-                 ) -> list[BenchResult]:
+def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *,
+                 notes: list[str] | None = None) -> list[BenchResult]:
     """Every result in the given files and folders (one path or several): hloscope's JSON
-    and CSV, jax-hpc-profiler's CSV and Markdown reports."""
+    and CSV, jax-hpc-profiler's CSV and Markdown reports.  A result found twice counts
+    once; `notes`, when given, gets a line for each jax-hpc-profiler CSV whose rows
+    repeat another's (a method that would otherwise vanish without a word)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     paths = [os.fspath(p) for p in paths]
@@ -153,7 +183,7 @@ def load_results(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str
             if f in found and "## Parameters" not in text:
                 continue  # a README or notes in a results folder, not a report
             out.append(read_jhp_markdown(text, path=f))
-    out = drop_paired_csv_rows(_unique(out))
+    out = drop_paired_csv_rows(_unique(out, notes))
     if not out:
         raise HloscopeError(f"no results found in {', '.join(paths)}",
                             hint="hloscope bench -o DIR writes them; jax-hpc-profiler CSVs "

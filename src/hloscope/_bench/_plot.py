@@ -25,8 +25,9 @@ _STYLES = ("-", "--", ":", "-.", (0, (5, 1)))
 MEMORY_KINDS = ("generated_code", "argument", "output", "temporary", "peak")
 UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1024, "MiB": 1024 ** 2,
          "GiB": 1024 ** 3}
-_STAT_WORDS = {"median": "median of the pooled runs", "min": "fastest run",
-               "mean": "mean of the runs", "max": "slowest run",
+_STAT_WORDS = {"median": "median of the pooled runs",
+               "min": "fastest run (Run 0 included)", "mean": "mean of every run (Run 0 "
+               "included)", "max": "slowest run (Run 0 included)",
                "jit": "JIT time (trace, lower, compile and the first run)"}
 
 
@@ -83,7 +84,7 @@ def scaling_table(series: list[ScalingSeries], *, width: int | None = None,
         metric = sorted({p.metric for p in s.points})
         words = " / ".join(_STAT_WORDS.get(m, m) for m in metric)
         if s.stat == "median" and metric == ["mean"]:
-            words = "mean (summary figures only)"
+            words = "mean of every run (Run 0 included: summary figures only)"
         lines.append(f"  time: {words}")
     return fit("\n".join(lines) + "\n", width)
 

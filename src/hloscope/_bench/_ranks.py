@@ -7,11 +7,15 @@ collectives, which wait forever for a rank that died.  Every rank publishes
 its own times under a key of this benchmark and reads everybody's, so all
 ranks hold the same result; only rank 0 writes files (see `BenchResult.save`).
 
-The program itself may hold collectives across processes; a rank that dies
-while they run makes them fail (an error from the collective library, turned
-into an `HloscopeError` naming the phase), and a rank that stops answering
-makes them wait forever: a watchdog then prints the error and ends the
-process (`os._exit(2)`), since nothing can interrupt XLA's collective.
+Every rank raises its own pulse (a counter in the store) twice a second for
+the whole benchmark; while the program runs, a watchdog reads the others'
+pulses, and a rank whose pulse stands still for the timeout died or was
+stopped: the error names it, whatever the program does.  The program itself
+may hold collectives across processes; a rank that dies while they run makes
+them fail (an error from the collective library, turned into an
+`HloscopeError` naming the phase), and a rank that stops answering makes them
+wait forever: the watchdog then prints the error and ends the process
+(`os._exit(2)`), since nothing can interrupt XLA's collective.
 
 After a fault, JAX's own shutdown at exit would wait for the missing rank
 (and then abort): hloscope disarms it, so the process ends as soon as the
@@ -28,7 +32,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._errors import HloscopeError
@@ -81,6 +85,10 @@ def disarm_shutdown() -> None:
                 pass
 
 _counter = itertools.count()
+_BEAT = 0.5  # seconds between two raises of a rank's pulse
+_GRACE = 1.0  # seconds the run in flight may take to end once a rank is found missing
+_SERVICE_GONE = "the coordination service is gone (rank 0, which hosts it, died)"
+_SERVICE_STOPPED = "rank 0, which hosts the coordination service, stopped answering"
 
 
 class Ranks:
@@ -128,42 +136,61 @@ class Ranks:
                 out.append(r)
         return out
 
-    def _pulse_key(self, phase: str, rank: int) -> str:
-        return f"{self.key}/alive/{phase}/{rank}"
+    def _pulse_key(self, rank: int) -> str:
+        return f"{self.key}/alive/{rank}"
 
-    def silent(self, phase: str) -> list[int] | None:
-        """The other ranks whose pulse (a counter each rank's watchdog raises twice a
-        second while the program runs) stood still for a second; None when the
-        coordination service itself is gone (rank 0, which hosts it, died)."""
-        def read() -> dict[int, str] | None:
-            out = {}
-            for r in range(self.count):
-                if r == self.rank:
-                    continue
-                try:
-                    out[r] = str(self.client.key_value_try_get(self._pulse_key(phase, r)))
-                except Exception as e:  # noqa: BLE001
-                    if "not_found" not in str(e).lower() and "not found" not in str(e).lower():
-                        return None
-                    out[r] = ""
-            return out
+    @contextlib.contextmanager
+    def pulse(self) -> Iterator[None]:
+        """Raise this rank's pulse (a counter in the key-value store) twice a second while
+        the benchmark runs, whatever the program does, so that the others can tell a rank
+        that died or was stopped from one that is slow."""
+        if self.client is None:
+            yield
+            return
+        done = threading.Event()
+        key = self._pulse_key(self.rank)
 
-        before = read()
-        if before is None:
+        def run() -> None:
+            while True:
+                with contextlib.suppress(Exception):  # the service may be gone
+                    self.client.key_value_increment(key, 1)
+                if done.wait(_BEAT):
+                    return
+
+        thread = threading.Thread(target=run, name="hloscope-pulse", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join(2 * _BEAT)  # not forever: a raise may wait for a stopped rank 0
+
+    def _pulses(self) -> dict[int, str] | None:
+        """Every other rank's pulse ("" for one not seen yet); None when the coordination
+        service itself is gone (rank 0, which hosts it, died)."""
+        try:
+            entries = self.client.key_value_dir_get(f"{self.key}/alive/")
+        except Exception:  # noqa: BLE001
             return None
-        time.sleep(1.0)
-        after = read()
-        if after is None:
+        seen = {k.rsplit("/", 1)[-1]: str(v) for k, v in entries}
+        return {r: seen.get(str(r), "") for r in range(self.count) if r != self.rank}
+
+    def silent(self) -> list[int] | None:
+        """The other ranks whose pulse stood still for a second; None when the
+        coordination service is gone."""
+        before = self._pulses()
+        time.sleep(2 * _BEAT)
+        after = self._pulses()
+        if before is None or after is None:
             return None
         return [r for r in before if before[r] == after[r]]
 
-    def _who(self, phase: str) -> str:
-        silent = self.silent(phase)
+    def _who(self) -> str:
+        silent = self.silent()
         if silent is None:
-            return "the coordination service is gone (rank 0, which hosts it, died)"
+            return _SERVICE_GONE
         if silent:
-            return (f"rank{'s' if len(silent) > 1 else ''} {', '.join(map(str, silent))} "
-                    "stopped answering")
+            return f"{_ranks(silent)} stopped answering"
         return "another process stopped answering"
 
     def peer_failure(self, error: BaseException, phase: str) -> HloscopeError | None:
@@ -171,51 +198,98 @@ class Ranks:
         another process left (None with one process, or for any other error)."""
         if self.client is None or not is_peer_failure(error):
             return None
-        return self.fault(f"rank {self.rank} of {self.count}: {self._who(phase)} during the "
+        return self.fault(f"rank {self.rank} of {self.count}: {self._who()} during the "
                           f"{phase}: the program's collectives failed ({_first_line(error)})",
                           hint="check the other ranks' logs for why they stopped")
 
     @contextlib.contextmanager
-    def watch(self, phase: str, progress: list[float]) -> Iterator[None]:
-        """Guard a phase that runs the program: when `progress` (times appended as runs
-        finish) does not grow for the timeout, a collective waits for a rank that stopped
-        answering, and nothing can interrupt it: print the error and end the process.
-        Meanwhile raise this rank's pulse, so that the others can name a silent one."""
+    def watch(self, phase: str, progress: list[float]) -> Iterator[Callable[[], None]]:
+        """Guard a phase that runs the program; yields `check`, to call after each run.
+
+        A watchdog reads the other ranks' pulses (see `pulse`): when one stands still for
+        the timeout, that rank died or was stopped, and `check` raises the error naming
+        it.  When the program is stuck meanwhile (its collectives wait for that rank) or
+        no run finishes for the timeout, nothing can interrupt XLA: the watchdog prints
+        the error and ends the process (exit status 2)."""
+        lost: list[str] = []
+
+        def check() -> None:
+            if lost:
+                raise self.fault(lost[0], hint=lost[1])
+
         if self.client is None:
-            yield
+            yield check
             return
         done = threading.Event()
         rank, count, timeout = self.rank, self.count, self.timeout
-        pulse = self._pulse_key(phase, rank)
+        who = f"rank {rank} of {count}"
+
+        def leave(message: str, hint: str) -> None:
+            sys.stderr.write(f"error: {message}\nhint: {hint}\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(2)
+
+        # The others' pulses, read by a thread of their own (a read waits forever when
+        # rank 0, which hosts the store, is stopped): each rank's last value and when it
+        # changed; rank -1: when the store last answered.
+        pulses: dict[int, tuple[str, float]] = {-1: ("", time.monotonic())}
+
+        def read() -> None:
+            while not done.is_set():
+                current = self._pulses()
+                now = time.monotonic()
+                if current is not None:
+                    pulses[-1] = ("", now)
+                    for r, value in current.items():
+                        if r not in pulses or pulses[r][0] != value:
+                            pulses[r] = (value, now)
+                done.wait(_BEAT)
+
+        def quiet(now: float, limit: float) -> str:
+            """Who gave no sign of life for `limit` seconds ("" when everyone did)."""
+            if now - pulses[-1][1] > limit:
+                return _SERVICE_STOPPED
+            ranks = [r for r, (_, t) in list(pulses.items()) if r >= 0 and now - t > limit]
+            return f"{_ranks(ranks)} stopped answering" if ranks else ""
 
         def run() -> None:
-            seen, since, beat = len(progress), time.monotonic(), 0.0
-            while not done.wait(0.25):
+            start = time.monotonic()
+            seen, since, lost_at = len(progress), start, start
+            while not done.wait(_BEAT / 2):
                 now = time.monotonic()
-                if now - beat >= 0.5:
-                    beat = now
-                    with contextlib.suppress(Exception):  # the service may be gone
-                        self.client.key_value_increment(pulse, 1)
-                if len(progress) != seen:
+                if lost:
+                    if now - lost_at > _GRACE:  # the run in flight does not end: stuck
+                        leave(*lost)
+                    continue
+                gone = quiet(now, timeout)
+                if gone:
+                    lost_at = now
+                    lost[:] = [f"{who}: {gone} during the {phase} (no sign of life for "
+                               f"{timeout:g} s: it died, was stopped, or its machine is "
+                               "overloaded)",
+                               "check that rank's log; raise --timeout (bench(timeout=...)) "
+                               "for an overloaded machine"]
+                elif len(progress) != seen:
                     seen, since = len(progress), now
                 elif now - since > timeout:
-                    sys.stderr.write(
-                        f"error: rank {rank} of {count}: no run finished for {timeout:g} s "
-                        f"during the {phase}: {self._who(phase)}, and the program's "
-                        "collectives wait for it (hloscope ends this process: nothing can "
-                        "interrupt them)\nhint: check the other ranks (a stopped or "
-                        "overloaded process), or raise the timeout\n")
-                    sys.stderr.flush()
-                    sys.stdout.flush()
-                    os._exit(2)
+                    silent = quiet(now, 2 * _BEAT + 0.5) or "another process stopped answering"
+                    leave(f"{who}: no run finished for {timeout:g} s during the {phase}: "
+                          f"{silent}, and the program's collectives wait for it "
+                          "(hloscope ends this process: nothing can interrupt them)",
+                          "check the other ranks (a stopped or overloaded process), or raise "
+                          "the timeout")
 
+        reader = threading.Thread(target=read, name="hloscope-pulses", daemon=True)
         thread = threading.Thread(target=run, name="hloscope-watchdog", daemon=True)
+        reader.start()
         thread.start()
         try:
-            yield
+            yield check
         finally:
             done.set()
             thread.join()
+            reader.join(2 * _BEAT)  # not forever: a read may wait for a stopped rank 0
 
     def barrier(self, name: str) -> None:
         """Wait until every rank is here, or raise after the timeout."""
@@ -247,22 +321,23 @@ class Ranks:
                 hint=f"rank {rank} died or is stuck; check its log, or raise "
                      "hloscope.bench(timeout=...)") from None
 
+    def _everyone(self, name: str, value: Any, what: str) -> list[Any]:
+        """Every rank's `value` of `name` (any JSON value), in rank order, on every rank."""
+        self.client.key_value_set(f"{self.key}/{name}/{self.rank}", json.dumps(value))
+        return [value if r == self.rank else json.loads(self._get(f"{name}/{r}", what, r))
+                for r in range(self.count)]
+
     def agree(self, name: str, value: int) -> int:
-        """Rank 0's value of `name` (e.g. the adaptive iteration count), on every rank."""
+        """The largest value of `name` (a run count) over every rank, on every rank."""
         if self.client is None:
             return value
-        if self.rank == 0:
-            self.client.key_value_set(f"{self.key}/{name}", str(value))
-            return value
-        return int(self._get(name, name, 0))
+        return max(int(v) for v in self._everyone(name, value, "run count"))
 
     def same(self, name: str, value: Any) -> None:
         """Raise on every rank when the ranks were given different values of `name`."""
         if self.client is None:
             return
-        self.client.key_value_set(f"{self.key}/{name}/{self.rank}", json.dumps(value))
-        values = [value if r == self.rank else json.loads(self._get(f"{name}/{r}", name, r))
-                  for r in range(self.count)]
+        values = self._everyone(name, value, name)
         # Every rank has read every value before any raises: rank 0 hosts the coordination
         # service, and its leaving would cut the others off mid-read.
         self.barrier(f"{name} read")
@@ -295,16 +370,17 @@ class Ranks:
         number of iterations are an error, not something to average over."""
         if self.client is None:
             return [list(times)]
-        self.client.key_value_set(f"{self.key}/times/{self.rank}", json.dumps(times))
-        out = [list(times) if r == self.rank else
-               [float(x) for x in json.loads(self._get(f"times/{r}", "times", r))]
-               for r in range(self.count)]
+        out = [[float(x) for x in t] for t in self._everyone("times", times, "times")]
         counts = [len(t) for t in out]
         if len(set(counts)) > 1:
             detail = ", ".join(f"rank {r} ran {c}" for r, c in enumerate(counts))
             raise HloscopeError(f"the ranks disagree on the iteration count: {detail}",
                                 hint="give every process the same iterations= and min_time=")
         return out
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
 def _first_line(e: BaseException) -> str:

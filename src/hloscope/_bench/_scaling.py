@@ -17,9 +17,11 @@ the file's stem, wherever one function was measured in several such files;
 `pool_methods` puts them together.
 
 The statistic of a point (`stat`): by default the median of the pooled raw
-runs (the mean for summary-only results); or their min, mean or max; or
-``jit``, the time to the first result (jax-hpc-profiler's JIT time: trace,
-lower, compile and the first run).
+runs after the first (the mean for summary-only results); or the min, mean or
+max of every run, the first (jax-hpc-profiler's Run 0) included, as a
+jax-hpc-profiler CSV row's figures are, whatever the file; or ``jit``, the
+time to the first result (jax-hpc-profiler's JIT time: trace, lower, compile
+and the first run).
 
 Parallel efficiency: strong, T(N0)·N0 / (T(N)·N); weak, T(N0) / T(N), N0 the
 smallest device count of the series.  The ideal time: T(N0)·N0/N (strong),
@@ -171,21 +173,41 @@ def _pool(rs: list[BenchResult], stat: str = "median") -> tuple[float, float, fl
                                 hint="these results have no compile timings; use --stat "
                                      "median, min, mean or max")
         return statistics.median(jits), min(jits), max(jits), "jit", len(jits)
-    raw = [x for r in rs for x in r.times]
-    if raw and all(r.times for r in rs):
-        if stat == "median":
+    if stat == "median":
+        raw = [x for r in rs for x in r.times]
+        if raw and all(r.times for r in rs):
             lo, hi = median_ci(raw)
             return statistics.median(raw), lo, hi, "median", len(raw)
-        pick = {"min": min, "max": max, "mean": statistics.fmean}[stat]
+        stat = "mean"
+    # min, mean and max are over every run, the first (Run 0) included, whatever the
+    # file: a jax-hpc-profiler CSV row's figures include it and cannot be taken apart, so
+    # its Markdown report and hloscope's results are read the same way.
+    pick = {"min": min, "max": max, "mean": statistics.fmean}[stat]
+    if all(r.times for r in rs):
+        raw = [x for r in rs for x in _every_run(r)]
         return pick(raw), min(raw), max(raw), stat, len(raw)
-    key = "mean" if stat == "median" else stat
-    values = [r.stats.get(key) for r in rs if r.stats.get(key) is not None]
+    values, lows, highs = [], [], []
+    for r in rs:
+        runs = _every_run(r)
+        if runs:
+            values.append(pick(runs))
+            lows.append(min(runs))
+            highs.append(max(runs))
+        elif r.stats.get(stat) is not None:
+            values.append(r.stats[stat])
+            lows.append(r.stats.get("min", values[-1]))
+            highs.append(r.stats.get("max", values[-1]))
     if not values:
         raise HloscopeError(f"{rs[0].name}: a result with no times to plot",
                             hint="check the result files were written completely")
-    lows = [r.stats.get("min", v) for r, v in zip(rs, values)]
-    highs = [r.stats.get("max", v) for r, v in zip(rs, values)]
-    return statistics.fmean(values), min(lows), max(highs), key, len(values)
+    return statistics.fmean(values), min(lows), max(highs), stat, len(values)
+
+
+def _every_run(r: BenchResult) -> list[float]:
+    """Every run of `r`, the first included; empty for summary figures only."""
+    if not r.times:
+        return []
+    return ([r.first_run] if r.first_run is not None else []) + list(r.times)
 
 
 def _csv_method(r: BenchResult) -> str:

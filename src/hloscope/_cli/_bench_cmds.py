@@ -112,6 +112,10 @@ def bench_cmd(
 
         code = supervise(sys.argv[1:], process_id, num_processes, coordinator, timeout)
         raise typer.Exit(code)
+    if os.environ.get(SUPERVISED):
+        from ._supervise import follow_supervisor
+
+        follow_supervisor()
     try:
         require_jax("bench")
         extra = hardware_target(hw, mesh, shard, None)  # --devices runs it here: both go

@@ -116,13 +116,15 @@ def plot_cmd(
     from .._bench._select import select
 
     dropped = 0
+    notes: list[str] = []
     try:
         if strong + weak + by_size != 1:
             raise _errors.HloscopeError("say --strong, --weak or --size (one of them)")
         mode = "strong" if strong else "weak" if weak else "size"
         kinds = _memory(memory)
         size = _figsize(figsize)
-        chosen = select(load_results([str(r) for r in results]), functions=function,
+        chosen = select(load_results([str(r) for r in results], notes=notes),
+                        functions=function,
                         precisions=precision, sizes=only_size, devices=only_devices,
                         backends=backend, grids=grid)
         every = scaling(chosen, mode, by_grid=by_grid, pool_methods=pool_methods, stat=stat,
@@ -142,10 +144,10 @@ def plot_cmd(
     if as_json:
         sys.stdout.write(json.dumps({"schema": "hloscope.scaling/1", "mode": mode,
                                      "stat": stat, "left_out_single_points": dropped,
-                                     "series": [s.to_dict() for s in series]},
+                                     "notes": notes, "series": [s.to_dict() for s in series]},
                                     indent=1, sort_keys=True) + "\n")
         return
     width = text_width(wide)
     note = (f"(left out: {dropped} series with one device count, nothing to scale)\n"
-            if dropped else "")
+            if dropped else "") + "".join(f"note: {n}\n" for n in notes)
     echo(text + note + (f"wrote {output}\n" if output is not None else ""), width)

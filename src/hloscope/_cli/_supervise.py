@@ -7,7 +7,9 @@ rank as a child process and watches it: the child says which phase it is in
 (`HLOSCOPE_PROGRESS`, written by `_bench._ranks.Ranks.phase`), and when it
 ends by a signal the supervisor prints one clear error naming the rank, the
 phase and the likely cause, and exits 2.  The child dies with its supervisor
-(Linux's parent-death signal), so killing a rank kills both.
+(Linux's parent-death signal), so killing a rank kills both; and it stops with its
+supervisor (`follow_supervisor`), so stopping a rank (SIGSTOP, Ctrl-Z) stops both,
+and the other ranks see it stopped; the supervisor continued continues its child.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 from .. import _errors
 
-__all__ = ["SUPERVISED", "supervise"]
+__all__ = ["SUPERVISED", "follow_supervisor", "supervise"]
 
 SUPERVISED = "HLOSCOPE_SUPERVISED"
 
@@ -55,6 +59,34 @@ def _die_with_parent() -> None:  # pragma: no cover  (runs in the child, before 
         pass
 
 
+def _stopped(pid: int) -> bool | None:
+    """Whether process `pid` is stopped (Linux's /proc; None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    return state in ("T", "t")
+
+
+def follow_supervisor() -> None:
+    """In a supervised rank: stop this process whenever its supervisor is stopped (a
+    SIGSTOP sent to the rank's `hloscope` process), so that the whole rank stops and
+    the other ranks notice; the supervisor sends SIGCONT when it is continued.  A
+    thread looks four times a second (nothing to do where /proc is missing)."""
+    parent = os.getppid()
+    if _stopped(parent) is None:
+        return
+
+    def run() -> None:
+        while True:
+            time.sleep(0.25)
+            if _stopped(parent) and os.getppid() == parent:
+                os.kill(os.getpid(), signal.SIGSTOP)
+
+    threading.Thread(target=run, name="hloscope-supervisor", daemon=True).start()
+
+
 def _cause(text: str, coordinator: str | None, timeout: float) -> str:
     if "RegisterTask" in text or ("DEADLINE_EXCEEDED" in text and "connect" in text.lower()):
         return (f"not every process joined the coordinator{f' at {coordinator}' if coordinator else ''}"
@@ -79,6 +111,8 @@ def supervise(argv: list[str], rank: int | None, count: int | None,
     try:
         child = subprocess.Popen([sys.executable, "-m", "hloscope", *argv], env=env,
                                  stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
+        # Continued after a stop, continue the child, which stopped itself with us.
+        signal.signal(signal.SIGCONT, lambda *_: child.send_signal(signal.SIGCONT))
         try:
             _, err = child.communicate()
         except KeyboardInterrupt:

@@ -396,7 +396,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
             compiler_options: dict[str, Any] | None = None, target: str | None = None,
             mesh: str | dict[str, int] | None = None,
             shard: dict[int, Any] | list[Any] | None = None, profile: bool | int = False,
-            **kwargs: Any) -> Report:
+            _time_plain_compile: bool = False, **kwargs: Any) -> Report:
     """Trace, lower and compile `fn` on `args` once, keeping every IR level, XLA's memory
     and cost figures and dump files, the time of each phase, shardings and versions.
 
@@ -414,6 +414,9 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     `profile` (True, or a number of runs; not with `target`) then runs the compiled
     function under JAX's profiler (see `hloscope.profile`): `report.measured` holds each
     kernel's measured time, and the advice and page rank by it.
+
+    The compile's time includes writing XLA's dump files; `_time_plain_compile` (for
+    `hloscope.bench`) compiles once more without them, first, and times that one.
     """
     try:
         import jax
@@ -468,19 +471,27 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         with phase(f"lowering {name}"), user_code(f"JAX lowered {name}"):
             lowered = traced.lower()
         timings["lower"] = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory(prefix="hloscope-", ignore_cleanup_errors=True) as dump:
-        options = dict(compiler_options or {})
-        options.setdefault("xla_dump_to", dump)
-        t0 = time.perf_counter()
+    where = f" for {prepared.target.name}" if prepared is not None else ""
 
+    def compile_with(options: dict[str, Any]) -> Any:
         def compile_it() -> Any:
             with user_code(f"XLA compiled {name}"), _target_stderr(prepared):
                 return lowered.compile(compiler_options=options)
 
-        where = f" for {prepared.target.name}" if prepared is not None else ""
+        return wait_for(f"XLA compiling {name}{where}", compile_it,
+                        describe_slow=lambda: _describe_lowered(lowered))
+
+    plain = None
+    if _time_plain_compile:  # the compile the program pays for, without the dump files
+        t0 = time.perf_counter()
+        plain = compile_with(dict(compiler_options or {}))
+        timings["compile"] = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="hloscope-", ignore_cleanup_errors=True) as dump:
+        options = dict(compiler_options or {})
+        options.setdefault("xla_dump_to", dump)
+        t0 = time.perf_counter()
         try:
-            compiled = wait_for(f"XLA compiling {name}{where}", compile_it,
-                                describe_slow=lambda: _describe_lowered(lowered))
+            compiled = compile_with(options)
         except Exception as e:
             if prepared is not None and "RESOURCE_EXHAUSTED" in str(e):
                 # The answer to "does it fit?" when the target's compiler refuses it.
@@ -493,7 +504,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
                          "donate arguments (donate_argnums), or rematerialize "
                          "(jax.checkpoint)") from None
             raise
-        timings["compile"] = time.perf_counter() - t0
+        timings.setdefault("compile", time.perf_counter() - t0)
 
         def newest(pattern: str) -> str:
             found = sorted(glob.glob(os.path.join(options["xla_dump_to"], pattern)),
@@ -533,7 +544,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
                   **(prepared.info["packages"] if prepared else {})},
         target=prepared.info if prepared is not None else None,
     )
-    report._cache["compiled"] = compiled  # for bench; not saved
+    report._cache["compiled"] = compiled if plain is None else plain  # for bench; not saved
     if profile:
         from .._profile._capture import profile_report
 
