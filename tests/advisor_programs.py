@@ -496,6 +496,24 @@ def rnn_grad_remat_segments():
     return _rnn_step("segments")
 
 
+@case((), "jax.checkpoint on the body of a scan over 8 MLP layers: what is left is each "
+      "layer's input, most of the peak, but checkpointing 8 steps in segments would keep "
+      "about 6 of them for a second recompute of the forward: the expert's way (issue 28's "
+      "false alarm on the blind set's scan_mlp_train_remat_h100)")
+def scan_mlp_remat_body():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        def body(h, p):
+            w1, w2 = p
+            return h + jnp.tanh(h @ w1) @ w2, None
+        h, _ = jax.lax.scan(jax.checkpoint(body), x, params)
+        return (h ** 2).mean()
+    return _compiled(jax.value_and_grad(loss), (jnp.ones((8, 256, 1024)) * 0.01,
+                                                jnp.ones((8, 1024, 256)) * 0.01),
+                     jnp.ones((8192, 256)))
+
+
 @case((), "a donated 4-layer tanh MLP step: what it saves for the backward pass are the "
       "layers' outputs, each the next layer's input, which any checkpoint keeps: remat "
       "would save nothing (issue 28's false alarm: 24 MiB of a 53 MiB peak)")
@@ -757,6 +775,25 @@ def fsdp_layers_scanned_gpu():
                      shard={0: "None,data", 1: "data"})
 
 
+@case(("HS113",), "fsdp_layers_scanned_gpu with jax.checkpoint on the scan body: the "
+      "backward pass's step gathers its layer twice, once for the recompute and once for "
+      "its own matmul, which is what the checkpoint recomputes, not a repeat to remove (no "
+      "HS114: issue 28's false alarm on the blind set's fsdp_scanned_h100x8)", target="gpu")
+def fsdp_layers_scanned_remat_gpu():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        body = jax.checkpoint(lambda x, w: (jax.nn.gelu(
+            jnp.dot(x, w, preferred_element_type=jnp.float32).astype(x.dtype)), None))
+        return (jax.lax.scan(body, x, params)[0].astype(jnp.float32) ** 2).mean()
+
+    def step(params, x):
+        return params - 0.01 * jax.grad(loss)(params, x)
+    return _compiled(jax.jit(step, donate_argnums=(0,)), jnp.ones((8, 4096, 4096), jnp.bfloat16),
+                     jnp.ones((2048, 4096), jnp.bfloat16), target="h100x8",
+                     shard={0: "None,data", 1: "data"})
+
+
 def _leapfrog(n: int, loop: bool, lowered: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 
@@ -799,6 +836,23 @@ def python_loop_as_fori_loop_before_optimization():
     return _leapfrog(100, True, True)
 
 
+@case((), "an Adam update over 100 distinct parameters (jax.tree.map): 100 copies of the "
+      "same update, each on its own parameter, none on another's result: per-parameter "
+      "code, not a loop to scan (issue 28's false alarm on the blind set's "
+      "clip_many_small_params_h100)")
+def adam_per_parameter():
+    jax, jnp, np = _np()
+
+    def update(params, grads, m, v):
+        m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+        v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+        params = jax.tree.map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8),
+                              params, m, v)
+        return params, m, v
+    tree = [jnp.ones((64, 64)) for _ in range(100)]
+    return _compiled(jax.jit(update, donate_argnums=(0, 2, 3)), tree, tree, tree, tree)
+
+
 def _dft(fixed: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
     n = 1024
@@ -820,6 +874,29 @@ def dft_matrix_rebuilt():
 @case((), "the DFT matrix computed once and passed as an argument")
 def dft_matrix_as_argument():
     return _dft(True)
+
+
+def _gaussian_kernel(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def matrix():
+        g = jnp.linspace(0.0, 1.0, 2048)
+        return jnp.exp(-((g[:, None] - g[None, :]) ** 2) / 0.02)
+    if fixed:
+        return _compiled(lambda x, k: k @ x, jnp.ones((2048, 64)), matrix())
+    return _compiled(lambda x: matrix() @ x, jnp.ones((2048, 64)))
+
+
+@case(("HS118",), "a Gaussian kernel matrix (16 MiB) built with one exp per element inside "
+      "the function and multiplied by: rebuilt on every call (issue 28's miss on the blind "
+      "set's rbf_kernel_rebuilt)")
+def gaussian_kernel_rebuilt():
+    return _gaussian_kernel(False)
+
+
+@case((), "the kernel matrix computed once and passed as an argument")
+def gaussian_kernel_as_argument():
+    return _gaussian_kernel(True)
 
 
 def _embedding(onehot: bool, target: str | None = None):  # type: ignore[no-untyped-def]
@@ -890,9 +967,10 @@ def _many_sums(batched: bool):  # type: ignore[no-untyped-def]
     return _compiled(f, [jnp.ones((256,)) * i for i in range(160)], target="h100")
 
 
-@case(("HS117", "HS121"), "160 small arrays each reduced on its own on an H100 (a list "
-      "comprehension: a Python loop unrolled 160 times, HS117): about 290 kernels of a few "
-      "KiB each, launch-bound", target="gpu")
+@case(("HS121",), "160 small arrays each reduced on its own on an H100 (a list "
+      "comprehension over distinct arrays: copies that do not depend on each other, for "
+      "stacking, not a loop for lax.scan, so no HS117): about 290 kernels of a few KiB "
+      "each, launch-bound", target="gpu")
 def many_small_reductions_gpu():
     return _many_sums(False)
 

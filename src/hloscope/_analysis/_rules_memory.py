@@ -10,6 +10,7 @@ matmul or a reduction (HS112).
 
 from __future__ import annotations
 
+import math
 import re
 
 from .._hlo._module import Instruction
@@ -30,6 +31,10 @@ _MAX_SIDE_BY_SIDE = 16
 REMAT_SHARE = 0.25
 # ... and 40% where the program uses jax.checkpoint already.
 CHECKPOINTED_SHARE = 0.4
+# ... and checkpointing in segments is advised only on loops of at least this many steps
+# (segments of sqrt(L) steps keep 2 sqrt(L) of the L step inputs: under 32 steps, more
+# than a third of them, not worth a second recompute of the forward).
+SEGMENT_STEPS = 32
 _NARROW = frozenset({"bf16", "f16"})
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 
@@ -369,7 +374,9 @@ def remat(ctx: AdviceContext) -> list[Finding]:
     for recomputing the forward.  What a checkpoint drops is counted, not the layer inputs
     any checkpoint keeps (a scan's carry, a value every later forward step goes
     through); the advice is given only where that is a quarter of the peak or more (40% of
-    it where the program checkpoints already), and names the scan or the layer."""
+    it where the program checkpoints already, and then only on a loop of 32 steps or more,
+    where checkpointing in segments drops a quarter of the peak), and names the scan or
+    the layer."""
     if not ctx.peak:
         return []
     residuals = []
@@ -419,13 +426,24 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "their backward passes); or checkpoint in segments (nested scans)",
             evidence(residuals), ctx.saving(peak=total), "residuals")]
     if checkpointed:
-        # The program checkpoints already: what is left is what each checkpoint keeps.
+        # The program checkpoints already: what is left is what each checkpoint keeps,
+        # one input per step.  Segments of about sqrt(L) steps keep about 2 sqrt(L) of
+        # the L inputs for a second recompute of the forward: worth it only on long loops
+        # (an RNN over time steps), not on a few dozen layers, where it keeps most of them.
+        if layers < SEGMENT_STEPS:
+            return []
+        kept_all = total
+        total = int(total * (1 - 2 / math.sqrt(layers)))
+        if total < REMAT_SHARE * ctx.peak:
+            return []
         return [Finding(
             "HS111", "values saved for the backward pass dominate the peak",
             f"{len(residuals)} value(s) the forward pass keeps for the backward pass though "
-            f"the program uses jax.checkpoint hold {format_bytes(total)} at the peak "
-            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: what "
-            "each checkpoint keeps (its inputs, one per step)",
+            f"the program uses jax.checkpoint hold {format_bytes(kept_all)} at the peak "
+            f"({100 * kept_all / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: "
+            f"what each checkpoint keeps (its inputs, one per step); segments of about "
+            f"{round(math.sqrt(layers))} steps would keep about {2 * math.sqrt(layers):.0f} "
+            f"of the {layers}",
             "checkpoint in segments: an outer lax.scan over segments of k steps with "
             "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
             "instead of one per step",
