@@ -15,6 +15,8 @@ matter beside the program's peak.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -345,6 +347,32 @@ def donation_unused():
 @case((), "the donated parameter is aliased to the output")
 def donation_used():
     return _file("advisor/donation_used.hlo")
+
+
+def _inference(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def forward(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x
+    f = jax.jit(forward, donate_argnums=(0,) if donate else ())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # JAX: "Some donated buffers were not usable"
+        return _compiled(f, [jnp.ones((1024, 1024)) for _ in range(4)], jnp.ones((256, 1024)))
+
+
+@case(("HS107",), "an inference function donates its 16 MiB of weights, which no output "
+      "(the 1 MiB activations) can take: JAX drops the donation before XLA sees it and "
+      "warns; the caller's weights are gone for nothing (issue 28's miss on the blind set's "
+      "inference_donates_params)")
+def inference_donates_weights():
+    return _inference(True)
+
+
+@case((), "the same inference function without donation")
+def inference_keeps_weights():
+    return _inference(False)
 
 
 def _mlp_step(donate: bool, layers: int = 4, width: int = 512):  # type: ignore[no-untyped-def]
@@ -897,6 +925,31 @@ def gaussian_kernel_rebuilt():
 @case((), "the kernel matrix computed once and passed as an argument")
 def gaussian_kernel_as_argument():
     return _gaussian_kernel(True)
+
+
+def _dct(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    n = 4096
+
+    def basis():
+        k = jnp.arange(n, dtype=jnp.float32)
+        return jnp.cos(jnp.pi / n * (k[None, :] + 0.5) * k[:, None])
+    if fixed:
+        return _compiled(lambda x, b: b @ x, jnp.ones((n, 256)), basis(), target="h100")
+    return _compiled(lambda x: basis() @ x, jnp.ones((n, 256)), target="h100")
+
+
+@case(("HS118",), "a DCT basis (64 MiB) built from iota on an H100: XLA writes the angles to "
+      "memory and fuses the cosine into the GEMM that reads them, so every call computes "
+      "16M cosines and writes 64 MiB (issue 28's miss on the blind set's "
+      "dct_basis_rebuilt_h100)", target="gpu")
+def dct_basis_rebuilt_gpu():
+    return _dct(False)
+
+
+@case((), "the DCT basis computed once and passed as an argument", target="gpu")
+def dct_basis_as_argument_gpu():
+    return _dct(True)
 
 
 def _embedding(onehot: bool, target: str | None = None):  # type: ignore[no-untyped-def]

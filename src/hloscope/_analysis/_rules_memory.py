@@ -147,9 +147,12 @@ def _kernels_near(ctx: AdviceContext, inst: Instruction, after: bool) -> set[str
 # -- HS107 and HS110: donation ---------------------------------------------------------
 
 def donation_unused(ctx: AdviceContext) -> list[Finding]:
+    """Arguments donated (buffer donors in the module, or donated to JAX, which drops a
+    donation no output can take before XLA sees it: `Module.donated`) that no output
+    aliases: the donation saves nothing, and the caller's arrays are gone all the same."""
     m = ctx.module
     aliased = {p for _o, p, _i, _k in m.input_output_alias}
-    donors = [p for p, _idx in m.buffer_donors if p not in aliased]
+    donors = sorted(({p for p, _idx in m.buffer_donors} | set(m.donated)) - aliased)
     if not donors:
         return []
     params = {p.parameter_number: p for p in m.entry.parameters}
@@ -158,7 +161,10 @@ def donation_unused(ctx: AdviceContext) -> list[Finding]:
     return [Finding(
         "HS107", "a donated argument is not reused",
         f"argument(s) {', '.join(str(p) for p in donors)} were donated, but no output "
-        "reuses their buffer, so the donation saves nothing",
+        "reuses their buffer, so the donation saves nothing"
+        + (" (JAX dropped it before XLA saw it: no output has their shape and type; it "
+           "warns 'Some donated buffers were not usable')"
+           if set(donors) - {p for p, _idx in m.buffer_donors} else ""),
         "an output can take a donated buffer only with the same shape, dtype and sharding: "
         "return the updated array in the same form, or stop donating it",
         ev, ctx.saving(peak=size), "donors")]

@@ -166,14 +166,18 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
         n = max(1, elements(inst.shape)) if inst is not None else 1
-        per_element = sum(x.transcendentals for x in build) / n
         # A matrix the program multiplies by (a kernel matrix, a basis) is worth building
-        # once from one transcendental per element up; a table added to activations (a
-        # position encoding) costs about what writing it does.
-        needed = 1 if _multiplied(ctx, k) else TRANSCENDENTALS
+        # once from one transcendental per element up (counting those the matmul's
+        # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
+        # GEMM); a table added to activations (a position encoding) costs about what
+        # writing it does.
+        reader = _multiplier(ctx, k)
+        fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
+        per_element = (sum(x.transcendentals for x in build) + fused_in) / n
+        needed = 1 if reader else TRANSCENDENTALS
         if not work and per_element < needed:
             continue
-        work = work or [x for x in build if x.transcendentals]
+        work = work or [x for x in build if x.transcendentals] or build
         claimed.update(x.name for x in build)
         runs = ctx.runs(k.group)
         seconds = sum(x.roofline_seconds(ctx.device, x.element_type) for x in build) * runs
@@ -182,8 +186,12 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         out.append(Finding(
             "HS118", "a large array is rebuilt from constants on every call",
             f"{k.name} builds {format_bytes(k.bytes_out)} ({k.shape}) from indices and "
-            f"constants alone, with real work ({', '.join(ops) or k.opcode}; "
-            f"{len(build)} kernel(s)), on every call of the program"
+            f"constants alone, with real work ("
+            + ("" if fused_in and not ops else f"{', '.join(ops) or k.opcode}; ")
+            + f"{len(build)} kernel(s)"
+            + (f"; {', '.join(sorted({op for op, _ in reader.fused if op in _TRANSCENDENTAL}))}"
+               f" applied by {reader.name} as it reads it" if reader and fused_in else "")
+            + "), on every call of the program"
             + (f" ({runs} times per call: it is inside a loop)" if runs > 1 else ""),
             "compute it once outside jit (a DFT matrix, twiddle factors, a basis) and pass "
             "it as an argument, or close over a device array computed once",
@@ -199,14 +207,14 @@ _TRANSCENDENTAL = frozenset({"exponential", "log", "sine", "cosine", "tan", "tan
                              "log-plus-one", "cbrt", "sqrt", "rsqrt"})
 
 
-def _multiplied(ctx: AdviceContext, k: Kernel) -> bool:
-    """Whether a matmul, a convolution or an FFT reads `k`'s array."""
+def _multiplier(ctx: AdviceContext, k: Kernel) -> Kernel | None:
+    """The matmul, convolution or FFT that reads `k`'s array, if one does."""
     for e in ctx.edges_from.get(k.name, ()):
         r = ctx.kernel(e.dst) if e.dst != "result" else None
         if r is not None and (r.category in ("fft", "matmul", "convolution") or any(
                 op in ("dot", "convolution", "fft") for op, _ in r.fused)):
-            return True
-    return False
+            return r
+    return None
 
 
 def _does_work(k: Kernel) -> bool:
