@@ -108,7 +108,9 @@ TUNED: dict[str, str] = {
     "fsdp_unscanned_cpu8": "HS117 fires only where one of the repeated instructions "
     "repeats 16 times along one chain of data dependencies (a loop: each copy works on "
     "what the one before made); copies that do not depend on each other are per-item "
-    "code for vmap or stacking, and 8 layers are no loop worth a scan for compile time",
+    "code for vmap or stacking, and 8 layers are no loop worth a scan for compile time; "
+    "HS106 leaves out values a collective made (weights gathered together are HS116's "
+    "finding, whose fix is a scan, not running chains one after another)",
     "clip_many_small_params_h100": "HS117 (as for fsdp_unscanned_cpu8): an update per "
     "parameter is 128 independent copies, not a loop; HS121 names the batching",
     "fsdp_scanned_h100x8": "HS114 leaves the copy of a collective that a jax.checkpoint "

@@ -758,6 +758,28 @@ def gpu_fsdp_step_donated():
                      shard={0: "data", 1: "data"})
 
 
+@case(("HS116",), "FSDP without a scan on 8 CPU devices: 8 layers' weights all-gathered "
+      "in a Python loop and alive together from the forward into the backward pass; the "
+      "gathered weights are HS116's, not independent chains for HS106 (issue 28's false "
+      "alarm on the blind set's fsdp_unscanned_cpu8)")
+def fsdp_unscanned_cpu():
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rows = NamedSharding(mesh, P("data", None))
+
+    def loss(ws, x):
+        for w in ws:
+            x = jax.nn.gelu(x @ w)
+        return (x ** 2).mean()
+
+    def step(ws, x):
+        return jax.tree.map(lambda w, g: w - 1e-3 * g, ws, jax.grad(loss)(ws, x))
+    ws = [jax.ShapeDtypeStruct((4096, 4096), jnp.float32, sharding=rows) for _ in range(8)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), ws,
+                     jax.ShapeDtypeStruct((2048, 4096), jnp.float32, sharding=rows))
+
+
 @case((), "a sort and a gather (an embedding lookup): nothing to fix")
 def sort_and_gather():
     jax, jnp, np = _np()

@@ -43,7 +43,8 @@ _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 
 def side_by_side(ctx: AdviceContext) -> list[Finding]:
     """Three or more large temporaries (an eighth of the peak or more; not a constant XLA
-    broadcast into memory, not a value waiting for a collective) made by kernels with no
+    broadcast into memory, not a value waiting for a collective nor one a collective
+    made: weights gathered together are HS116's) made by kernels with no
     data path between them are alive together at the peak: computed one chain
     after another, each folded into the result before the next starts, two are alive at
     a time (an accumulator and the chain at hand), so the others' memory is saved.  Two
@@ -59,6 +60,7 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
            and launches_work(v.inst) and ctx.value_kind(v) == "temporary"
            and _computation_of(ctx, v.inst) not in bodies
            and _computed(ctx, v.inst.name)
+           and v.inst.name not in collectives and not v.inst.opcode.endswith("-done")
            and not {e.dst for e in ctx.edges_from.get(v.inst.name, ())} & collectives]
     if len(big) < 2:
         return []
