@@ -129,6 +129,9 @@ TUNED: dict[str, str] = {
     "inference_donates_params": "HS107 reads the donations JAX dropped before XLA saw them "
     "(hloscope.inspect keeps the donated arguments from Lowered.args_info: Report.donated, "
     "Module.donated); also train_step_donates_batch_h100's donated batch",
+    "grad_accum_jit_cpu8": "HS122 takes a transpose on the way from the all-reduce into the "
+    "accumulator (autodiff's gradient of x @ w comes transposed; the sum of transposes is "
+    "the transpose of the sum)",
 }
 
 

@@ -1092,6 +1092,40 @@ def allreduce_per_microbatch_implicit():
     return _accumulate("implicit")
 
 
+def _accumulate_jit(per_device: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rep, dat = NamedSharding(mesh, P()), NamedSharding(mesh, P(None, "data"))
+
+    def loss(w, x):
+        return (jnp.tanh(x @ w[0]) @ w[1]).mean()
+
+    def step(w, xs):
+        if per_device:  # the whole batch at once: one all-reduce
+            g = jax.grad(lambda w: loss(w, xs.reshape(-1, xs.shape[-1])))(w)
+        else:
+            g = jax.lax.scan(lambda a, x: (jax.tree.map(jnp.add, a, jax.grad(loss)(w, x)),
+                                           None), jax.tree.map(jnp.zeros_like, w), xs)[0]
+        return jax.tree.map(lambda p, gi: p - 1e-3 * gi, w, g)
+    w = [jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=rep) for _ in range(2)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), w,
+                     jax.ShapeDtypeStruct((8, 1024, 1024), jnp.float32, sharding=dat))
+
+
+@case(("HS122",), "gradient accumulation written with jit and shardings on 8 devices: XLA "
+      "all-reduces each microbatch's gradient inside the scan and adds it, transposed, to "
+      "the accumulator (issue 28's miss on the blind set's grad_accum_jit_cpu8)")
+def allreduce_per_microbatch_jit():
+    return _accumulate_jit(False)
+
+
+@case((), "the same gradient over the whole batch at once, no accumulation loop: one "
+      "all-reduce")
+def allreduce_after_accumulation_jit():
+    return _accumulate_jit(True)
+
+
 @case((), "the accumulation reduced once, after the scan (check_vma off, so the gradients "
       "stay per device)")
 def allreduce_after_accumulation():
