@@ -7,9 +7,10 @@ finding fires only where the saving is measurable: the findings of one rule on o
 pattern are grouped (`FindingGroup`: one per pattern of a 64-layer model, not 64), and a
 group is kept only when it saves at least 1% of the program's peak or estimated time
 (`_advice_context.worth_it`), or where its pattern is the issue whatever its time (a host
-round trip in every step of a loop: `_rules_program.by_structure`).  On a module XLA has not optimized only the rules about
-what survives compilation run.  `advise` and `advise_groups` are pure functions;
-`RULES` lists the rules (docs/advisor.md explains each, with its saving and its fix).
+round trip in every step of a loop: `_rules_program.by_structure`).  On a module XLA has
+not optimized only the rules about what survives compilation run.  `advise` and
+`advise_groups` are pure functions; `RULES` lists the rules (docs/advisor.md explains
+each, with its saving and its fix).
 """
 
 from __future__ import annotations

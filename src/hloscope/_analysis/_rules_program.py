@@ -18,8 +18,8 @@ from ._findings import Finding, FindingGroup, place_key
 from ._kernels import Kernel
 from ._shapes import elements
 
-__all__ = ["by_structure", "constant_rebuilt", "host_transfer", "onehot_gather", "small_kernels",
-           "unrolled_loop"]
+__all__ = ["by_structure", "constant_rebuilt", "host_transfer", "onehot_gather",
+           "small_kernels", "unrolled_loop"]
 
 # HS117: a loop unrolled fewer times, or saving fewer instructions, is not worth a line.
 MIN_COPIES = 16
@@ -144,8 +144,8 @@ def _chain(module: Module, keys: list[tuple[object, ...]]) -> dict[tuple[object,
 def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     """A large array computed from indices and constants alone (no argument, no loop
     state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
-    or more per element, one where a matmul reads it): the program rebuilds it on every call, where computing it once
-    outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
+    or more per element, one where a matmul reads it): the program rebuilds it on every
+    call, where computing it once outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
