@@ -145,7 +145,8 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     """A large array computed from indices and constants alone (no argument, no loop
     state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
     or more per element, one where a matmul reads it): the program rebuilds it on every
-    call, where computing it once outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
+    call, where computing it once outside and passing it in costs nothing per call.
+    Cheap ones are HS104's."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
