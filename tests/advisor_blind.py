@@ -99,6 +99,40 @@ TUNED: dict[str, str] = {
     "and gathers it again for the backward pass: reusing it would hold it alive across, "
     "trading memory for the transfer); it fired 7 times here, now once, on two gathers of "
     "one weight that are alive together",
+    "scan_mlp_train_remat_h100": "HS111 on a program that checkpoints already (what is left "
+    "is one input per scan step) now advises segments only where they drop a quarter of "
+    "the peak, with that saving (segments of about sqrt(L) steps keep about 2 sqrt(L) of "
+    "the L inputs, for a second recompute of the forward): on 8 layers they keep 6 of 8, "
+    "17% of this peak; also quiet on fsdp_scanned_h100x8 (8 steps); on "
+    "fsdp_scan_exposed_h100x8 (16 steps, inputs 74% of the peak) it still fires, halving "
+    "them (37% of the peak), as the second held-out set's scan_mlp_grad_remat is labelled",
+    "fsdp_unscanned_cpu8": "HS117 fires only where one of the repeated instructions "
+    "repeats 16 times along one chain of data dependencies (a loop: each copy works on "
+    "what the one before made); copies that do not depend on each other are per-item "
+    "code for vmap or stacking, and 8 layers are no loop worth a scan for compile time; "
+    "HS106 leaves out values a collective made (weights gathered together are HS116's "
+    "finding, whose fix is a scan, not running chains one after another)",
+    "clip_many_small_params_h100": "HS117 (as for fsdp_unscanned_cpu8): an update per "
+    "parameter is 128 independent copies, not a loop; HS121 names the batching",
+    "fsdp_scanned_h100x8": "HS114 leaves the copy of a collective that a jax.checkpoint "
+    "recompute makes (op_name under rematted_computation) beside the backward pass's own: "
+    "the checkpoint recomputes the layer, its gather included, by design",
+    "training_loop_with_callback": "HS120 (a host callback in a loop) is shown whatever its "
+    "share of the time where the loop stops for the host 10 times or more per call: on a "
+    "CPU the big matmuls hide the 10 us per stop it prices, but an expert removes the "
+    "pattern (each stop drains the queue and waits on Python); also scan_with_pure_callback",
+    "rbf_kernel_rebuilt": "HS118 takes one transcendental per element as real work where a "
+    "matmul, convolution or FFT reads the array (a kernel matrix or a basis, built once "
+    "and multiplied by on every call); a table added to activations still needs two",
+    "dct_basis_rebuilt_h100": "HS118 counts the transcendentals the reading GEMM applies to "
+    "the array as it reads it (XLA fused the cosine into the Triton GEMM's prologue and "
+    "wrote the 256 MiB angle matrix)",
+    "inference_donates_params": "HS107 reads the donations JAX dropped before XLA saw them "
+    "(hloscope.inspect keeps the donated arguments from Lowered.args_info: Report.donated, "
+    "Module.donated); also train_step_donates_batch_h100's donated batch",
+    "grad_accum_jit_cpu8": "HS122 takes a transpose on the way from the all-reduce into the "
+    "accumulator (autodiff's gradient of x @ w comes transposed; the sum of transposes is "
+    "the transpose of the sum)",
 }
 
 

@@ -15,6 +15,8 @@ matter beside the program's peak.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -347,6 +349,32 @@ def donation_used():
     return _file("advisor/donation_used.hlo")
 
 
+def _inference(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def forward(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return x
+    f = jax.jit(forward, donate_argnums=(0,) if donate else ())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # JAX: "Some donated buffers were not usable"
+        return _compiled(f, [jnp.ones((1024, 1024)) for _ in range(4)], jnp.ones((256, 1024)))
+
+
+@case(("HS107",), "an inference function donates its 16 MiB of weights, which no output "
+      "(the 1 MiB activations) can take: JAX drops the donation before XLA sees it and "
+      "warns; the caller's weights are gone for nothing (issue 28's miss on the blind set's "
+      "inference_donates_params)")
+def inference_donates_weights():
+    return _inference(True)
+
+
+@case((), "the same inference function without donation")
+def inference_keeps_weights():
+    return _inference(False)
+
+
 def _mlp_step(donate: bool, layers: int = 4, width: int = 512):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 
@@ -494,6 +522,24 @@ def rnn_grad_remat_step():
 @case((), "8 checkpointed segments of 16 steps: one carry per segment is kept")
 def rnn_grad_remat_segments():
     return _rnn_step("segments")
+
+
+@case((), "jax.checkpoint on the body of a scan over 8 MLP layers: what is left is each "
+      "layer's input, most of the peak, but checkpointing 8 steps in segments would keep "
+      "about 6 of them for a second recompute of the forward: the expert's way (issue 28's "
+      "false alarm on the blind set's scan_mlp_train_remat_h100)")
+def scan_mlp_remat_body():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        def body(h, p):
+            w1, w2 = p
+            return h + jnp.tanh(h @ w1) @ w2, None
+        h, _ = jax.lax.scan(jax.checkpoint(body), x, params)
+        return (h ** 2).mean()
+    return _compiled(jax.value_and_grad(loss), (jnp.ones((8, 256, 1024)) * 0.01,
+                                                jnp.ones((8, 1024, 256)) * 0.01),
+                     jnp.ones((8192, 256)))
 
 
 @case((), "a donated 4-layer tanh MLP step: what it saves for the backward pass are the "
@@ -712,6 +758,28 @@ def gpu_fsdp_step_donated():
                      shard={0: "data", 1: "data"})
 
 
+@case(("HS116",), "FSDP without a scan on 8 CPU devices: 8 layers' weights all-gathered "
+      "in a Python loop and alive together from the forward into the backward pass; the "
+      "gathered weights are HS116's, not independent chains for HS106 (issue 28's false "
+      "alarm on the blind set's fsdp_unscanned_cpu8)")
+def fsdp_unscanned_cpu():
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rows = NamedSharding(mesh, P("data", None))
+
+    def loss(ws, x):
+        for w in ws:
+            x = jax.nn.gelu(x @ w)
+        return (x ** 2).mean()
+
+    def step(ws, x):
+        return jax.tree.map(lambda w, g: w - 1e-3 * g, ws, jax.grad(loss)(ws, x))
+    ws = [jax.ShapeDtypeStruct((4096, 4096), jnp.float32, sharding=rows) for _ in range(8)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), ws,
+                     jax.ShapeDtypeStruct((2048, 4096), jnp.float32, sharding=rows))
+
+
 @case((), "a sort and a gather (an embedding lookup): nothing to fix")
 def sort_and_gather():
     jax, jnp, np = _np()
@@ -757,6 +825,25 @@ def fsdp_layers_scanned_gpu():
                      shard={0: "None,data", 1: "data"})
 
 
+@case(("HS113",), "fsdp_layers_scanned_gpu with jax.checkpoint on the scan body: the "
+      "backward pass's step gathers its layer twice, once for the recompute and once for "
+      "its own matmul, which is what the checkpoint recomputes, not a repeat to remove (no "
+      "HS114: issue 28's false alarm on the blind set's fsdp_scanned_h100x8)", target="gpu")
+def fsdp_layers_scanned_remat_gpu():
+    jax, jnp, np = _np()
+
+    def loss(params, x):
+        body = jax.checkpoint(lambda x, w: (jax.nn.gelu(
+            jnp.dot(x, w, preferred_element_type=jnp.float32).astype(x.dtype)), None))
+        return (jax.lax.scan(body, x, params)[0].astype(jnp.float32) ** 2).mean()
+
+    def step(params, x):
+        return params - 0.01 * jax.grad(loss)(params, x)
+    return _compiled(jax.jit(step, donate_argnums=(0,)), jnp.ones((8, 4096, 4096), jnp.bfloat16),
+                     jnp.ones((2048, 4096), jnp.bfloat16), target="h100x8",
+                     shard={0: "None,data", 1: "data"})
+
+
 def _leapfrog(n: int, loop: bool, lowered: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 
@@ -799,6 +886,23 @@ def python_loop_as_fori_loop_before_optimization():
     return _leapfrog(100, True, True)
 
 
+@case((), "an Adam update over 100 distinct parameters (jax.tree.map): 100 copies of the "
+      "same update, each on its own parameter, none on another's result: per-parameter "
+      "code, not a loop to scan (issue 28's false alarm on the blind set's "
+      "clip_many_small_params_h100)")
+def adam_per_parameter():
+    jax, jnp, np = _np()
+
+    def update(params, grads, m, v):
+        m = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, m, grads)
+        v = jax.tree.map(lambda v, g: 0.999 * v + 0.001 * g * g, v, grads)
+        params = jax.tree.map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8),
+                              params, m, v)
+        return params, m, v
+    tree = [jnp.ones((64, 64)) for _ in range(100)]
+    return _compiled(jax.jit(update, donate_argnums=(0, 2, 3)), tree, tree, tree, tree)
+
+
 def _dft(fixed: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
     n = 1024
@@ -820,6 +924,54 @@ def dft_matrix_rebuilt():
 @case((), "the DFT matrix computed once and passed as an argument")
 def dft_matrix_as_argument():
     return _dft(True)
+
+
+def _gaussian_kernel(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def matrix():
+        g = jnp.linspace(0.0, 1.0, 2048)
+        return jnp.exp(-((g[:, None] - g[None, :]) ** 2) / 0.02)
+    if fixed:
+        return _compiled(lambda x, k: k @ x, jnp.ones((2048, 64)), matrix())
+    return _compiled(lambda x: matrix() @ x, jnp.ones((2048, 64)))
+
+
+@case(("HS118",), "a Gaussian kernel matrix (16 MiB) built with one exp per element inside "
+      "the function and multiplied by: rebuilt on every call (issue 28's miss on the blind "
+      "set's rbf_kernel_rebuilt)")
+def gaussian_kernel_rebuilt():
+    return _gaussian_kernel(False)
+
+
+@case((), "the kernel matrix computed once and passed as an argument")
+def gaussian_kernel_as_argument():
+    return _gaussian_kernel(True)
+
+
+def _dct(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    n = 4096
+
+    def basis():
+        k = jnp.arange(n, dtype=jnp.float32)
+        return jnp.cos(jnp.pi / n * (k[None, :] + 0.5) * k[:, None])
+    if fixed:
+        return _compiled(lambda x, b: b @ x, jnp.ones((n, 256)), basis(), target="h100")
+    return _compiled(lambda x: basis() @ x, jnp.ones((n, 256)), target="h100")
+
+
+@case(("HS118",), "a DCT basis (64 MiB) built from iota on an H100: XLA writes the angles to "
+      "memory and fuses the cosine into the GEMM that reads them, so every call computes "
+      "16M cosines and writes 64 MiB (issue 28's miss on the blind set's "
+      "dct_basis_rebuilt_h100)", target="gpu")
+def dct_basis_rebuilt_gpu():
+    return _dct(False)
+
+
+@case((), "the DCT basis computed once and passed as an argument", target="gpu")
+def dct_basis_as_argument_gpu():
+    return _dct(True)
 
 
 def _embedding(onehot: bool, target: str | None = None):  # type: ignore[no-untyped-def]
@@ -890,9 +1042,10 @@ def _many_sums(batched: bool):  # type: ignore[no-untyped-def]
     return _compiled(f, [jnp.ones((256,)) * i for i in range(160)], target="h100")
 
 
-@case(("HS117", "HS121"), "160 small arrays each reduced on its own on an H100 (a list "
-      "comprehension: a Python loop unrolled 160 times, HS117): about 290 kernels of a few "
-      "KiB each, launch-bound", target="gpu")
+@case(("HS121",), "160 small arrays each reduced on its own on an H100 (a list "
+      "comprehension over distinct arrays: copies that do not depend on each other, for "
+      "stacking, not a loop for lax.scan, so no HS117): about 290 kernels of a few KiB "
+      "each, launch-bound", target="gpu")
 def many_small_reductions_gpu():
     return _many_sums(False)
 
@@ -937,6 +1090,40 @@ def allreduce_per_microbatch():
       "writes no psum")
 def allreduce_per_microbatch_implicit():
     return _accumulate("implicit")
+
+
+def _accumulate_jit(per_device: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rep, dat = NamedSharding(mesh, P()), NamedSharding(mesh, P(None, "data"))
+
+    def loss(w, x):
+        return (jnp.tanh(x @ w[0]) @ w[1]).mean()
+
+    def step(w, xs):
+        if per_device:  # the whole batch at once: one all-reduce
+            g = jax.grad(lambda w: loss(w, xs.reshape(-1, xs.shape[-1])))(w)
+        else:
+            g = jax.lax.scan(lambda a, x: (jax.tree.map(jnp.add, a, jax.grad(loss)(w, x)),
+                                           None), jax.tree.map(jnp.zeros_like, w), xs)[0]
+        return jax.tree.map(lambda p, gi: p - 1e-3 * gi, w, g)
+    w = [jax.ShapeDtypeStruct((1024, 1024), jnp.float32, sharding=rep) for _ in range(2)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), w,
+                     jax.ShapeDtypeStruct((8, 1024, 1024), jnp.float32, sharding=dat))
+
+
+@case(("HS122",), "gradient accumulation written with jit and shardings on 8 devices: XLA "
+      "all-reduces each microbatch's gradient inside the scan and adds it, transposed, to "
+      "the accumulator (issue 28's miss on the blind set's grad_accum_jit_cpu8)")
+def allreduce_per_microbatch_jit():
+    return _accumulate_jit(False)
+
+
+@case((), "the same gradient over the whole batch at once, no accumulation loop: one "
+      "all-reduce")
+def allreduce_after_accumulation_jit():
+    return _accumulate_jit(True)
 
 
 @case((), "the accumulation reduced once, after the scan (check_vma off, so the gradients "

@@ -154,3 +154,22 @@ def test_device_option_and_bad_device():
     assert r.returncode == 0 and "times estimated for h100" in r.stdout and " us on h100" in r.stdout
     bad = run_cli("lint", str(GENERATED / "f_fft3d.hlo"), "--device", "h900")
     assert bad.returncode == 2 and "unknown device" in bad.stderr
+
+
+def test_a_donation_jax_dropped_is_found_and_survives_saving(tmp_path):
+    """JAX drops a donation no output can take before XLA sees it (HS107 reads it from
+    the report's `donated`, kept when the report is saved and loaded)."""
+    jax = pytest.importorskip("jax")
+    import warnings
+
+    import jax.numpy as jnp
+
+    f = jax.jit(lambda ws, x: jnp.tanh(x @ ws[0]) @ ws[1], donate_argnums=(0,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = hloscope.inspect(f, [jnp.ones((512, 512))] * 2, jnp.ones((64, 512)),
+                                  check=False)
+    assert report.donated == [0, 1]
+    loaded = hloscope.load(report.save(str(tmp_path / "r.json")))
+    assert loaded.donated == [0, 1]
+    assert "HS107" in {g.rule for g in hloscope.advise_groups(loaded.module).groups}

@@ -154,6 +154,8 @@ _REPORT = {"schema": "hloscope.inspect/1", "name": "f", "hlo_after": "HloModule 
     (json.dumps({**_REPORT, "hlo_after": ""}), "holds no optimized HLO"),
     (json.dumps({**_REPORT, "name": None}), "field 'name' is missing"),
     (json.dumps({**_REPORT, "memory_analysis": [1, 2]}), "field 'memory_analysis' is a list"),
+    (json.dumps({**_REPORT, "donated": [0, -1]}),
+     "field 'donated' is a list, expected a list of integers >= 0"),
     ('{"schema": "hloscope.inspect/1", "na', "not valid JSON: Unterminated string"),
     ("\x00\xff\xfe binary", "not valid JSON"),
 ])

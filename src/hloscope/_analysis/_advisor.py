@@ -6,9 +6,11 @@ would save (`Saving`: peak memory, memory traffic, kernels, time on the device).
 finding fires only where the saving is measurable: the findings of one rule on one
 pattern are grouped (`FindingGroup`: one per pattern of a 64-layer model, not 64), and a
 group is kept only when it saves at least 1% of the program's peak or estimated time
-(`_advice_context.worth_it`).  On a module XLA has not optimized only the rules about
-what survives compilation run.  `advise` and `advise_groups` are pure functions;
-`RULES` lists the rules (docs/advisor.md explains each, with its saving and its fix).
+(`_advice_context.worth_it`), or where its pattern is the issue whatever its time (a host
+round trip in every step of a loop: `_rules_program.by_structure`).  On a module XLA has
+not optimized only the rules about what survives compilation run.  `advise` and
+`advise_groups` are pure functions; `RULES` lists the rules (docs/advisor.md explains
+each, with its saving and its fix).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
-from ._rules_program import (constant_rebuilt, host_transfer, onehot_gather, small_kernels,
-                             unrolled_loop)
+from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
+                             small_kernels, unrolled_loop)
 from ._rules_sharded import accumulated_collective, gathered_weights
 from ._rules_memory import (donation_missing, donation_unused, f64, precision_upcast, remat,
                             side_by_side, upcast_note)
@@ -134,7 +136,7 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
                              for f in rule.check(ctx))
         groups = group_findings(found, ctx.share)
         if min_share is None:
-            kept = [g for g in groups if ctx.worth_it(g.saving)]
+            kept = [g for g in groups if ctx.worth_it(g.saving) or by_structure(g)]
         else:
             kept = [g for g in groups if g.share >= min_share]
         quiet = sum(g.count for g in groups) - sum(g.count for g in kept)

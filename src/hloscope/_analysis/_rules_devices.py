@@ -197,7 +197,9 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
 
 def repeated_collective(ctx: AdviceContext) -> list[Finding]:
     """The same collective (opcode, replica groups, dimensions, reduction) on the same
-    operands twice in one computation: the second moves data already there."""
+    operands twice in one computation: the second moves data already there.  Not a
+    weight gathered again after the first copy's readers ran (`_regathered`), nor the
+    copy a jax.checkpoint recompute makes beside the backward pass's (`_rematted`)."""
     out = []
     by_group: dict[str, list] = {}
     for c in ctx.graph.collectives:
@@ -217,7 +219,7 @@ def repeated_collective(ctx: AdviceContext) -> list[Finding]:
             if first is None:
                 seen[key] = inst
                 continue
-            if _regathered(comp, first, inst):
+            if _regathered(comp, first, inst) or _rematted(first) != _rematted(inst):
                 seen[key] = inst
                 continue
             moved = c.sent_per_device or c.bytes
@@ -245,6 +247,13 @@ def _regathered(comp: Computation, first: Instruction, second: Instruction) -> b
     readers = [u for v in values for u in v.users if not u.opcode.endswith("-done")]
     return bool(readers) and max(order.get(u.name, 1 << 62) for u in readers) \
         < order.get(second.name, -1)
+
+
+def _rematted(inst: Instruction) -> bool:
+    """Whether `inst` is part of a forward pass jax.checkpoint recomputes: the backward
+    pass's own copy of a collective is what the checkpoint trades for memory (it
+    recomputes the layer, its gathers included), not a repeat to remove."""
+    return "rematted_computation" in inst.metadata.op_name
 
 
 def _attrs(inst: Instruction) -> tuple[str | None, ...]:

@@ -10,6 +10,7 @@ matmul or a reduction (HS112).
 
 from __future__ import annotations
 
+import math
 import re
 
 from .._hlo._module import Instruction
@@ -38,7 +39,8 @@ _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 
 def side_by_side(ctx: AdviceContext) -> list[Finding]:
     """Three or more large temporaries (an eighth of the peak or more; not a constant XLA
-    broadcast into memory, not a value waiting for a collective) made by kernels with no
+    broadcast into memory, not a value waiting for a collective nor one a collective
+    made: weights gathered together are HS116's) made by kernels with no
     data path between them are alive together at the peak: computed one chain
     after another, each folded into the result before the next starts, two are alive at
     a time (an accumulator and the chain at hand), so the others' memory is saved.  Two
@@ -54,6 +56,7 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
            and launches_work(v.inst) and ctx.value_kind(v) == "temporary"
            and _computation_of(ctx, v.inst) not in bodies
            and _computed(ctx, v.inst.name)
+           and v.inst.name not in collectives and not v.inst.opcode.endswith("-done")
            and not {e.dst for e in ctx.edges_from.get(v.inst.name, ())} & collectives]
     if len(big) < 2:
         return []
@@ -142,9 +145,12 @@ def _kernels_near(ctx: AdviceContext, inst: Instruction, after: bool) -> set[str
 # -- HS107 and HS110: donation ---------------------------------------------------------
 
 def donation_unused(ctx: AdviceContext) -> list[Finding]:
+    """Arguments donated (buffer donors in the module, or donated to JAX, which drops a
+    donation no output can take before XLA sees it: `Module.donated`) that no output
+    aliases: the donation saves nothing, and the caller's arrays are gone all the same."""
     m = ctx.module
     aliased = {p for _o, p, _i, _k in m.input_output_alias}
-    donors = [p for p, _idx in m.buffer_donors if p not in aliased]
+    donors = sorted(({p for p, _idx in m.buffer_donors} | set(m.donated)) - aliased)
     if not donors:
         return []
     params = {p.parameter_number: p for p in m.entry.parameters}
@@ -153,7 +159,10 @@ def donation_unused(ctx: AdviceContext) -> list[Finding]:
     return [Finding(
         "HS107", "a donated argument is not reused",
         f"argument(s) {', '.join(str(p) for p in donors)} were donated, but no output "
-        "reuses their buffer, so the donation saves nothing",
+        "reuses their buffer, so the donation saves nothing"
+        + (" (JAX dropped it before XLA saw it: no output has their shape and type; it "
+           "warns 'Some donated buffers were not usable')"
+           if set(donors) - {p for p, _idx in m.buffer_donors} else ""),
         "an output can take a donated buffer only with the same shape, dtype and sharding: "
         "return the updated array in the same form, or stop donating it",
         ev, ctx.saving(peak=size), "donors")]
@@ -369,7 +378,9 @@ def remat(ctx: AdviceContext) -> list[Finding]:
     for recomputing the forward.  What a checkpoint drops is counted, not the layer inputs
     any checkpoint keeps (a scan's carry, a value every later forward step goes
     through); the advice is given only where that is a quarter of the peak or more (40% of
-    it where the program checkpoints already), and names the scan or the layer."""
+    it where the program checkpoints already, and then only where checkpointing in
+    segments of about sqrt(L) of the L steps drops a quarter of the peak), and names the
+    scan or the layer."""
     if not ctx.peak:
         return []
     residuals = []
@@ -419,13 +430,22 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "their backward passes); or checkpoint in segments (nested scans)",
             evidence(residuals), ctx.saving(peak=total), "residuals")]
     if checkpointed:
-        # The program checkpoints already: what is left is what each checkpoint keeps.
+        # The program checkpoints already: what is left is what each checkpoint keeps,
+        # one input per step.  Segments of about sqrt(L) steps keep about 2 sqrt(L) of
+        # the L inputs for a second recompute of the forward: worth a line only where
+        # that drops a quarter of the peak (on 8 layers it keeps 6 of the 8).
+        kept_all = total
+        total = int(total * (1 - 2 / math.sqrt(layers)))
+        if total < REMAT_SHARE * ctx.peak:
+            return []
         return [Finding(
             "HS111", "values saved for the backward pass dominate the peak",
             f"{len(residuals)} value(s) the forward pass keeps for the backward pass though "
-            f"the program uses jax.checkpoint hold {format_bytes(total)} at the peak "
-            f"({100 * total / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: what "
-            "each checkpoint keeps (its inputs, one per step)",
+            f"the program uses jax.checkpoint hold {format_bytes(kept_all)} at the peak "
+            f"({100 * kept_all / ctx.peak:.0f}% of {format_bytes(ctx.peak)}){per_layer}: "
+            f"what each checkpoint keeps (its inputs, one per step); segments of about "
+            f"{round(math.sqrt(layers))} steps would keep about {2 * math.sqrt(layers):.0f} "
+            f"of the {layers}",
             "checkpoint in segments: an outer lax.scan over segments of k steps with "
             "jax.checkpoint on each segment (an inner scan) keeps one input per segment "
             "instead of one per step",

@@ -10,23 +10,27 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .._hlo._module import Computation, Instruction
+from .._hlo._module import Computation, Instruction, Module
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
 from ._dataflow import control_flow_computations
-from ._findings import Finding, place_key
+from ._findings import Finding, FindingGroup, place_key
 from ._kernels import Kernel
 from ._shapes import elements
 
-__all__ = ["constant_rebuilt", "host_transfer", "onehot_gather", "small_kernels",
-           "unrolled_loop"]
+__all__ = ["by_structure", "constant_rebuilt", "host_transfer", "onehot_gather",
+           "small_kernels", "unrolled_loop"]
 
 # HS117: a loop unrolled fewer times, or saving fewer instructions, is not worth a line.
 MIN_COPIES = 16
 MIN_UNROLLED_INSTRUCTIONS = 1000
+# ... and one of the body's largest instructions (this many looked at) must repeat MIN_COPIES
+# times along one chain of dependencies.
+_CHAIN_KEYS = 8
 # HS118: arrays smaller than this are cheap to keep rebuilding (HS102's size); an
 # elementwise build needs this many transcendentals per element to cost more than
-# writing the array does (one sin or cos per element, a position encoding, does not).
+# writing the array does (one sin or cos per element, a position encoding, does not),
+# except where a matmul reads it (a kernel matrix or a basis: one per element will do).
 MIN_REBUILT_BYTES = 512 * 1024
 TRANSCENDENTALS = 2
 # HS119: a one-hot over fewer classes than this is a mask, not a lookup.
@@ -35,6 +39,10 @@ MIN_VOCABULARY = 128
 # waits while the host runs the callback (a Python function) and the data crosses PCIe.
 HOST_SYNC_SECONDS = 10e-6
 PCIE_BANDWIDTH = 25e9
+# ... and a loop that stops for the host this many times per call is worth a line
+# whatever its share of the time (each stop drains the device's queue and waits on
+# Python: a pattern an expert removes, though a CPU's large kernels hide its cost).
+MIN_HOST_SYNCS = 10
 # HS121: a computation with fewer small kernels than this is not launch-bound in a way
 # batching fixes (a kernel's launch: LAUNCH_SECONDS).
 MIN_SMALL_KERNELS = 64
@@ -53,8 +61,9 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     """Many copies of one body: instructions of the same opcode, shape and operands'
     opcodes and shapes repeated MIN_COPIES times or more (a Python loop over steps or
     layers that JAX traced into one copy per iteration), MIN_UNROLLED_INSTRUCTIONS or
-    more beyond one copy.  A fusion or a call counts with the instructions of the
-    computation it runs (XLA compiles those too)."""
+    more beyond one copy, where the copies form a chain (each on what the one before
+    made: a loop, not code per parameter or per array).  A fusion or a call counts with
+    the instructions of the computation it runs (XLA compiles those too)."""
     weight = {c.name: len(c.instructions) for c in ctx.module.computations}
     counts: Counter[tuple[object, ...]] = Counter()
     size: Counter[tuple[object, ...]] = Counter()
@@ -63,13 +72,20 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
                 continue
-            key = (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
+            key = _key(inst)
             counts[key] += 1
             size[key] += 1 + (sum(weight.get(c, 0) for c in inst.called_computation_names)
                               if inst.opcode in _INLINED else 0)
             first.setdefault(key, inst)
     repeated = [k for k, n in counts.items() if n >= MIN_COPIES]
     if not repeated:
+        return []
+    # A loop's copies run one after another, each on what the one before made: copies
+    # that do not depend on each other (an update per parameter, a list comprehension
+    # over distinct arrays) are per-item code, for jax.vmap or stacking (HS121 where the
+    # kernels are small), not a loop for lax.scan.
+    biggest = sorted(repeated, key=lambda k: (-size[k], -counts[k]))[:_CHAIN_KEYS]
+    if max(_chain(ctx.module, biggest).values()) < MIN_COPIES:
         return []
     body = repeated
     # A body's instruction appears once or a few times per copy (a step that evaluates
@@ -96,11 +112,31 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
         "copy, so compile time and program size grow with the loop's length",
         "write the loop as lax.scan over the steps or layers (stack the per-layer weights "
         "into one array: jax.tree.map(lambda *w: jnp.stack(w), *layers)), or "
-        "lax.fori_loop for a loop over steps, or jax.vmap where the iterations do not "
-        "depend on each other; lax.scan(..., unroll=k) keeps a little unrolling where "
-        "it helps",
+        "lax.fori_loop for a loop over steps; lax.scan(..., unroll=k) keeps a little "
+        "unrolling where it helps",
         (ev_inst(top, "instruction"),), ctx.saving(instructions=saved),
         place_key(top.metadata.op_name, str(top.source or ""), "unrolled"))]
+
+
+def _key(inst: Instruction) -> tuple[object, ...]:
+    return (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
+
+
+def _chain(module: Module, keys: list[tuple[object, ...]]) -> dict[tuple[object, ...], int]:
+    """Per key, the most instructions of that key on one path of data dependencies (in
+    one computation of the control flow): a loop's length where its copies form a chain."""
+    best = dict.fromkeys(keys, 0)
+    for comp in control_flow_computations(module):
+        depth: dict[int, tuple[int, ...]] = {}
+        for inst in comp.instructions:
+            ins = [depth[id(o)] for o in inst.operands if id(o) in depth]
+            k = _key(inst) if inst.opcode not in _NO_WORK else None
+            d = tuple(max((x[j] for x in ins), default=0) + (k == key)
+                      for j, key in enumerate(keys))
+            depth[id(inst)] = d
+            for j, key in enumerate(keys):
+                best[key] = max(best[key], d[j])
+    return best
 
 
 # -- HS118 -----------------------------------------------------------------------------
@@ -108,8 +144,9 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
 def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     """A large array computed from indices and constants alone (no argument, no loop
     state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
-    or more per element): the program rebuilds it on every call, where computing it once
-    outside and passing it in costs nothing per call.  Cheap ones are HS104's."""
+    or more per element, one where a matmul reads it): the program rebuilds it on every
+    call, where computing it once outside and passing it in costs nothing per call.
+    Cheap ones are HS104's."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
@@ -130,9 +167,18 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
         n = max(1, elements(inst.shape)) if inst is not None else 1
-        if not work and sum(x.transcendentals for x in build) < TRANSCENDENTALS * n:
-            continue  # about what writing it costs: a sin/cos table (a position encoding)
-        work = work or [x for x in build if x.transcendentals]
+        # A matrix the program multiplies by (a kernel matrix, a basis) is worth building
+        # once from one transcendental per element up (counting those the matmul's
+        # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
+        # GEMM); a table added to activations (a position encoding) costs about what
+        # writing it does.
+        reader = _multiplier(ctx, k)
+        fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
+        per_element = (sum(x.transcendentals for x in build) + fused_in) / n
+        needed = 1 if reader else TRANSCENDENTALS
+        if not work and per_element < needed:
+            continue
+        work = work or [x for x in build if x.transcendentals] or build
         claimed.update(x.name for x in build)
         runs = ctx.runs(k.group)
         seconds = sum(x.roofline_seconds(ctx.device, x.element_type) for x in build) * runs
@@ -141,8 +187,12 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         out.append(Finding(
             "HS118", "a large array is rebuilt from constants on every call",
             f"{k.name} builds {format_bytes(k.bytes_out)} ({k.shape}) from indices and "
-            f"constants alone, with real work ({', '.join(ops) or k.opcode}; "
-            f"{len(build)} kernel(s)), on every call of the program"
+            f"constants alone, with real work ("
+            + ("" if fused_in and not ops else f"{', '.join(ops) or k.opcode}; ")
+            + f"{len(build)} kernel(s)"
+            + (f"; {', '.join(sorted({op for op, _ in reader.fused if op in _TRANSCENDENTAL}))}"
+               f" applied by {reader.name} as it reads it" if reader and fused_in else "")
+            + "), on every call of the program"
             + (f" ({runs} times per call: it is inside a loop)" if runs > 1 else ""),
             "compute it once outside jit (a DFT matrix, twiddle factors, a basis) and pass "
             "it as an argument, or close over a device array computed once",
@@ -156,6 +206,16 @@ _WORK = frozenset({"dot", "convolution", "reduce", "fft"})
 _TRANSCENDENTAL = frozenset({"exponential", "log", "sine", "cosine", "tan", "tanh", "power",
                              "atan2", "logistic", "erf", "exponential-minus-one",
                              "log-plus-one", "cbrt", "sqrt", "rsqrt"})
+
+
+def _multiplier(ctx: AdviceContext, k: Kernel) -> Kernel | None:
+    """The matmul, convolution or FFT that reads `k`'s array, if one does."""
+    for e in ctx.edges_from.get(k.name, ()):
+        r = ctx.kernel(e.dst) if e.dst != "result" else None
+        if r is not None and (r.category in ("fft", "matmul", "convolution") or any(
+                op in ("dot", "convolution", "fft") for op, _ in r.fused)):
+            return r
+    return None
 
 
 def _does_work(k: Kernel) -> bool:
@@ -334,6 +394,12 @@ def host_transfer(ctx: AdviceContext) -> list[Finding]:
                            seconds=runs * (HOST_SYNC_SECONDS + moved / PCIE_BANDWIDTH)),
                 place_key(inst.metadata.op_name, str(inst.source or ""), what)))
     return out
+
+
+def by_structure(group: FindingGroup) -> bool:
+    """Whether `group` is worth a line whatever its share: host round trips in every step
+    of a loop that runs MIN_HOST_SYNCS times or more per call."""
+    return group.rule == "HS120" and group.saving.kernels >= MIN_HOST_SYNCS
 
 
 def _host_op(inst: Instruction) -> str:

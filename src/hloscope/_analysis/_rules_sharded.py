@@ -20,8 +20,11 @@ __all__ = ["accumulated_collective", "gathered_weights"]
 # HS116: at least this many full values at the peak, saving this share of it.
 MIN_GATHERED = 3
 MIN_GATHERED_SHARE = 0.10
+# (a transpose too: autodiff's gradient of x @ w comes transposed, and the sum of
+# transposes is the transpose of the sum)
 _ACCUMULATE = frozenset({"add", "convert", "bitcast", "reshape", "copy", "multiply",
-                         "divide", "broadcast", "constant", "parameter", "tuple"})
+                         "divide", "broadcast", "constant", "parameter", "tuple",
+                         "transpose"})
 _THROUGH = frozenset({"bitcast", "copy", "convert", "reshape"})
 
 
@@ -126,10 +129,10 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                 f"result with {n - 1} fewer {what}s ({format_bytes(nbytes * (n - 1))} per "
                 "device less over the links)",
                 "accumulate locally and reduce once after the loop: in shard_map, psum the "
-                "accumulated gradients after the scan; with jit's sharding, compute the "
-                "gradient of the summed (or mean) loss over the microbatches, or "
-                "accumulate per-device gradients (sharded like the batch) and reduce them "
-                "after the loop",
+                "accumulated gradients after the scan; with jit's sharding, accumulate "
+                "per-device gradients (shard_map over the step, or an accumulator sharded "
+                "like the batch) and reduce them after the loop (the gradient of the "
+                "summed loss over a scan is reduced in every step all the same)",
                 (ev_inst(inst, "collective"),),
                 ctx.saving(link_bytes=nbytes * (n - 1) * ctx.runs(g.parent)),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))

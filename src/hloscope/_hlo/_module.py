@@ -424,6 +424,9 @@ class Module:
         self.first_line = first_line
         self.format = format
         self.headerless = False
+        # The entry parameters the front end donated (hloscope.inspect: JAX's
+        # donate_argnums), those JAX dropped before XLA saw them included.
+        self.donated: tuple[int, ...] = ()
         # Where the module came from, when the source says more than a file and a line:
         # a torch_xla graph's name, Python frames and hash; a dump's file and phase.
         self.provenance: dict[str, Any] = {}

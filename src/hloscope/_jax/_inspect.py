@@ -41,7 +41,9 @@ class Report:
     `memory_analysis`, `cost_analysis` (None when this JAX version has none); `timings`
     in seconds (trace, lower, compile); `shardings` and per-device shapes; `device` and
     `versions`; `target`: the GPU or TPU compiled for (chip, topology, mesh, HBM and peak
-    figures per device; see `hloscope targets`), None for the local devices."""
+    figures per device; see `hloscope targets`), None for the local devices; `donated`:
+    the entry parameters the function donates (JAX's donate_argnums), those no output
+    can take included (JAX drops them before XLA sees them)."""
 
     name: str
     jaxpr: str = ""
@@ -57,6 +59,7 @@ class Report:
     device: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     target: dict[str, Any] | None = None
+    donated: list[int] = field(default_factory=list)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # -- analyses (from the optimized module's text) ----------------------------------
@@ -65,7 +68,9 @@ class Report:
         if "module" not in self._cache:
             from .._sources._reader import read_text
 
-            self._cache["module"] = read_text(self.hlo_after, filename=f"<{self.name}>").module
+            module = read_text(self.hlo_after, filename=f"<{self.name}>").module
+            module.donated = tuple(self.donated)
+            self._cache["module"] = module
         return self._cache["module"]
 
     def _flow(self):  # type: ignore[no-untyped-def]
@@ -543,6 +548,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
                   "python": platform.python_version(),
                   **(prepared.info["packages"] if prepared else {})},
         target=prepared.info if prepared is not None else None,
+        donated=_donated(lowered),
     )
     report._cache["compiled"] = compiled if plain is None else plain  # for bench; not saved
     if profile:
@@ -553,6 +559,20 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         report._cache["profile"] = profile_report(
             report, [a for i, a in enumerate(args) if i not in skip], runs=runs)
     return report
+
+
+def _donated(lowered: Any) -> list[int]:
+    """The entry parameters `lowered` donates, as the user asked (JAX keeps only those an
+    output can take in the module; an argument JAX pruned as unused has no parameter)."""
+    import jax
+
+    try:
+        flags = [bool(a.donated) for a in jax.tree_util.tree_leaves(lowered.args_info)]
+        kept = lowered._lowering.compile_args.get("kept_var_idx")  # noqa: SLF001
+    except Exception:  # noqa: BLE001  (JAX versions differ: no donations known)
+        return []
+    order = sorted(kept) if kept is not None else range(len(flags))
+    return [n for n, i in enumerate(order) if i < len(flags) and flags[i]]
 
 
 def _describe_lowered(lowered: Any) -> str:

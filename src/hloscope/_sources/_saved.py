@@ -161,6 +161,16 @@ class Fields:
         sub = Fields(d, self.path, what=self.what, where=key)
         return {k: sub.text(k) for k in d}
 
+    def integers(self, key: str) -> list[int]:
+        """A list of integers >= 0 (empty when missing)."""
+        v = self.d.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+            raise self._bad(key, "a list of integers >= 0", v)
+        return list(v)
+
     def times(self, key: str) -> list[float]:
         """A list of times in seconds: finite numbers >= 0."""
         v = self.d.get(key)
@@ -232,6 +242,7 @@ def report_fields(d: Any, path: str) -> dict[str, Any]:
     out["device"] = f.obj("device") or {}
     out["versions"] = f.strings("versions")
     out["target"] = f.obj("target")
+    out["donated"] = f.integers("donated")
     if not out["hlo_after"]:
         raise HloSourceError("the report holds no optimized HLO (field 'hlo_after' is empty)",
                              path=path, hint="re-create it with hloscope inspect --save")
