@@ -539,3 +539,27 @@ def test_missing_or_mismatched_extras_say_the_fix(monkeypatch, target, versions,
     with pytest.raises(HloscopeError) as e:
         _target.check_extras(parse_target(target), "9.9")
     assert says in str(e.value) and fix in str(e.value) + str(e.value.hint)
+
+
+def test_the_spare_memory_never_reads_as_the_whole_limit():
+    """A need below the limit's rounding (2 MiB of 59.33 GiB) is said as the share
+    of the limit it uses, not as 'fits with 59.33 GiB to spare'; a larger need keeps the
+    spare figure."""
+    from hloscope._analysis._fit import HbmFit
+    from hloscope._render._target_text import render_fit
+
+    limit = int(59.33 * 2**30)
+
+    def verdict(need: int) -> str:
+        fit = HbmFit("H100", limit, need, "xla", (("arguments", need),), (),
+                     limit_bytes=limit, limit="75% of it")
+        return render_fit(fit).split("\n")[0].split(": ", 1)[1]
+
+    assert verdict(2 * 2**20) == "needs 2.00 MiB of 59.33 GiB on H100: fits, using 0.0033% of it"
+    assert verdict(int(7.47 * 2**20)) == ("needs 7.47 MiB of 59.33 GiB on H100: fits with "
+                                          "59.32 GiB to spare")
+    assert verdict(191 * 2**20) == ("needs 191.00 MiB of 59.33 GiB on H100: fits with "
+                                    "59.14 GiB to spare")
+    assert verdict(1024) == ("needs 1.00 KiB of 59.33 GiB on H100: fits, using under 0.001% "
+                             "of it")
+    assert "does NOT fit: needs 1.00 GiB more" in verdict(limit + 2**30)
