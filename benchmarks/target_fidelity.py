@@ -158,8 +158,8 @@ def new_programs(quick: bool) -> None:
         copies = sum(k.category == "copy" for k in graph.kernels) + extra
         summary_colls = len(summarize(r.module).collectives)
         # XLA's live-range dump counts every memory space (a TPU's VMEM too).
-        peak, xpeak, xtemp = m.all_spaces_peak_bytes, m.xla.live_range_peak_bytes, m.xla.temp_bytes
-        temp = m.temp_estimate_bytes
+        peak, xpeak = m.all_spaces_peak_bytes, m.xla.live_range_peak_bytes
+        temp, xtemp = m.temp_estimate_bytes, m.xla.temp_bytes
         diff = (temp / xtemp - 1) * 100 if xtemp else 0.0
         fit = r.fit
         xla_fits = allocator_holds(r, fit.hbm_bytes) if gpu else True  # it compiled

@@ -296,11 +296,11 @@ _GPU_SORT = """HloModule jit_argsort, is_scheduled=true
 
 ENTRY %main (x: s32[1024]) -> s32[1024] {
   %x = s32[1024]{0} parameter(0)
-  %neg = s32[1024]{0} fusion(%x), kind=kLoop, calls=%fused_neg, backend_config={"operation_queue_id":"0"}
-  %sorted = (s32[1024]{0}, s32[1024]{0}) fusion(%neg), kind=kCustom, calls=%fused_sort, backend_config={"operation_queue_id":"0"}
+  %neg = s32[1024]{0} fusion(%x), kind=kLoop, calls=%fused_neg, QUEUE
+  %sorted = (s32[1024]{0}, s32[1024]{0}) fusion(%neg), kind=kCustom, calls=%fused_sort, QUEUE
   ROOT %idx = s32[1024]{0} get-tuple-element(%sorted), index=1
 }
-"""
+""".replace("QUEUE", 'backend_config={"operation_queue_id":"0"}')
 
 
 def test_a_gpu_sort_fusion_has_the_copy_thunk_xlas_emitter_runs_before_it():
