@@ -75,3 +75,12 @@ def test_best_fit_never_overlaps_live_buffers_and_never_exceeds_no_reuse(raw, al
     assert _live_bound(items, end_time) <= heap <= sum(-(-s // align) * align
                                                        for _, s, _, _ in items)
     assert heap == max(offsets[g] + size for g, size, _, _ in items)
+
+
+def test_best_fit_takes_the_room_under_the_heaps_top_where_it_is_the_smallest_gap():
+    """XLA's best fit counts the room above the last chunk live over a buffer's lifetime, up
+    to the heap's present size, as a gap: a 40-byte buffer goes there (50 bytes) rather
+    than into the 100-byte gap below (the heap stays 200 bytes either way)."""
+    items = [(1, 100, 0, 1), (2, 50, 0, 10), (3, 50, 0, 1), (4, 40, 5, 10)]
+    size, offsets = _best_fit(items, 1, 11)
+    assert size == 200 and offsets == {1: 0, 2: 100, 3: 150, 4: 150}

@@ -271,3 +271,50 @@ ENTRY e {{
 """
     (k,) = hloscope.kernel_graph(hloscope.parse(text)).kernels
     assert k.flops == flops
+
+
+_GPU_SORT = """HloModule jit_argsort, is_scheduled=true
+
+%cmp (a: s32[], b: s32[], c: s32[], d: s32[]) -> pred[] {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(1)
+  %c = s32[] parameter(2)
+  %d = s32[] parameter(3)
+  ROOT %lt = pred[] compare(%a, %b), direction=LT
+}
+
+%fused_sort (param_0: s32[1024]) -> (s32[1024], s32[1024]) {
+  %param_0 = s32[1024]{0} parameter(0)
+  %iota = s32[1024]{0} iota(), iota_dimension=0
+  ROOT %sort = (s32[1024]{0}, s32[1024]{0}) sort(%param_0, %iota), dimensions={0}, to_apply=%cmp
+}
+
+%fused_neg (p: s32[1024]) -> s32[1024] {
+  %p = s32[1024]{0} parameter(0)
+  ROOT %n = s32[1024]{0} negate(%p)
+}
+
+ENTRY %main (x: s32[1024]) -> s32[1024] {
+  %x = s32[1024]{0} parameter(0)
+  %neg = s32[1024]{0} fusion(%x), kind=kLoop, calls=%fused_neg, QUEUE
+  %sorted = (s32[1024]{0}, s32[1024]{0}) fusion(%neg), kind=kCustom, calls=%fused_sort, QUEUE
+  ROOT %idx = s32[1024]{0} get-tuple-element(%sorted), index=1
+}
+""".replace("QUEUE", 'backend_config={"operation_queue_id":"0"}')
+
+
+def test_a_gpu_sort_fusion_has_the_copy_thunk_xlas_emitter_runs_before_it():
+    """An argsort on a GPU: XLA's emitter copies the keys (a fusion parameter in another
+    buffer) into the sort's output before sorting there; the indices (an iota) are made in
+    place. The copy is counted beside the kernels and said in `kernels`' text; the same
+    module read as a CPU's (no stream in its backend configs) has none."""
+    from hloscope._render._kernels_text import render_kernels
+
+    g = kernel_graph(hloscope.parse(_GPU_SORT))
+    assert [k.name for k in g.kernels] == ["neg", "sorted"]
+    assert [c.to_dict() for c in g.emitter_copies] == [
+        {"kernel": "sorted", "operand": 0, "value": "neg{}", "bytes": 4096}]
+    assert ("and 1 copy thunk XLA's GPU emitter runs before sorts, which sort in place in "
+            "their output: neg{} into sorted (4.00 KiB)") in render_kernels(g)
+    cpu = _GPU_SORT.replace(', backend_config={"operation_queue_id":"0"}', "")
+    assert kernel_graph(hloscope.parse(cpu)).emitter_copies == ()

@@ -25,7 +25,8 @@ def test_memory_text_golden(name, path):
 
 
 MODULE_KEYS = ["module", "file", "scheduled", "order", "steps", "value_count", "buffer_count",
-               "needs_bytes", "peak_bytes", "peak_step", "peak_instruction", "peak_values", "argument_bytes",
+               "needs_bytes", "peak_bytes", "peak_step", "peak_instruction", "peak_values", "all_spaces_peak_bytes",
+               "argument_bytes",
                "output_bytes", "alias_bytes", "constant_bytes", "temp_estimate_bytes",
                "timeline", "timeline_max_bytes", "timeline_max_step", "largest", "sharded",
                "xla", "comparisons", "optimized", "figures"]

@@ -346,7 +346,8 @@ def test_bench_times_here_and_says_what_the_target_makes(tmp_path):
                 "2", "--warmup", "0", "--devices", "2", "--target", "h100x8", "--shard",
                 "0=None,data,None", "--shard", "1=data", "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "target h100x8: 8 x NVIDIA H100 80GB HBM3" in r.stdout and "fits with" in r.stdout
+    # A step this small uses a sliver of the H100: said as the share it uses.
+    assert "target h100x8: 8 x NVIDIA H100 80GB HBM3" in r.stdout and "fits, using" in r.stdout
     md = next(out.glob("*.md")).read_text()
     assert "## Target" in md and "HBM per device: needs" in md
     assert "<h2>Target</h2>" in next(out.glob("*.html")).read_text()
@@ -404,7 +405,7 @@ def test_tpu_target_compiles(target, devices, kind, shard):
 
     step, params, x = _mlp_step()
     r = hloscope.inspect(step, params, x, target=target, shard=shard)
-    assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    assert r.memory.all_spaces_peak_bytes == r.memory.xla.live_range_peak_bytes
     # TPU compiles without a device report a temp of 0 in memory_analysis(): XLA's buffer
     # assignment's default-memory-space temp allocation is the reference.
     temp = sum(int(m.group(1)) for m in re.finditer(
@@ -434,7 +435,11 @@ def test_tpu_attention_with_on_chip_memory_peak_is_xlas():
     r = hloscope.inspect(attn, s, s, s, target="tpu-v5e:2x2", shard={0: "data", 1: "data",
                                                                       2: "data"})
     assert "S(1)" in r.hlo_after
-    assert r.memory.peak_bytes == r.memory.xla.live_range_peak_bytes
+    m = r.memory
+    # XLA's live-range peak counts the on-chip memory too; the peak hloscope leads with is
+    # of HBM alone, and never above what XLA allocates.
+    assert m.all_spaces_peak_bytes == m.xla.live_range_peak_bytes > m.peak_bytes
+    assert m.peak_bytes <= m.figures.headline.bytes
     # The on-chip memory's peak (the most live at once) within XLA's VMEM allocation (color
     # 1 of its buffer assignment), which adds what its packing leaves between buffers:
     # equal on the scan step, 8% below on this one.
@@ -558,3 +563,43 @@ def test_missing_or_mismatched_extras_say_the_fix(monkeypatch, target, versions,
     with pytest.raises(HloscopeError) as e:
         _target.check_extras(parse_target(target), "9.9")
     assert says in str(e.value) and fix in str(e.value) + str(e.value.hint)
+
+
+def test_the_spare_memory_never_reads_as_the_whole_limit():
+    """A need below the limit's rounding (2 MiB of 59.33 GiB) is said as the share
+    of the limit it uses, not as 'fits with 59.33 GiB to spare'; a larger need keeps the
+    spare figure."""
+    from hloscope._analysis._fit import HbmFit
+    from hloscope._render._target_text import render_fit
+
+    limit = int(59.33 * 2**30)
+
+    def verdict(need: int) -> str:
+        fit = HbmFit("H100", limit, need, "xla", (("arguments", need),), (),
+                     limit_bytes=limit, limit="75% of it")
+        return render_fit(fit).split("\n")[0].split(": ", 1)[1]
+
+    assert verdict(2 * 2**20) == "needs 2.00 MiB of 59.33 GiB on H100: fits, using 0.0033% of it"
+    assert verdict(int(7.47 * 2**20)) == ("needs 7.47 MiB of 59.33 GiB on H100: fits with "
+                                          "59.32 GiB to spare")
+    assert verdict(191 * 2**20) == ("needs 191.00 MiB of 59.33 GiB on H100: fits with "
+                                    "59.14 GiB to spare")
+    assert verdict(1024) == ("needs 1.00 KiB of 59.33 GiB on H100: fits, using under 0.001% "
+                             "of it")
+    assert "does NOT fit: needs 1.00 GiB more" in verdict(limit + 2**30)
+
+
+def test_at_most_live_at_once_is_of_hbm_alone_on_a_tpu_module():
+    """tests/data/tpu: libtpu's module keeps values in on-chip memory (S(1)); 'at most N
+    live at once' counts HBM alone (800 KiB, under the 832.52 KiB allocation), and XLA's
+    peak over every space (1.27 MiB) is a detail beside it."""
+    from hloscope import analyze_memory, read
+    from hloscope._render._memory_text import render_headline
+
+    m = analyze_memory(read(ROOT / "tests" / "data" / "tpu" / "mlp_step_tpu_v5e.hlo").module)
+    assert (m.peak_bytes, m.all_spaces_peak_bytes) == (819_200, 1_327_104)
+    assert m.peak_bytes <= m.figures.headline.bytes == 852_496
+    assert max(m.timeline) <= m.figures.headline.bytes
+    assert not any("S(1)" in v.shape for v in m.peak_values)
+    assert "at most 800.00 KiB (819,200 B) live at once in HBM" in render_headline(m.figures)[1]
+    assert m.figures.get("all_spaces_peak").bytes == 1_327_104

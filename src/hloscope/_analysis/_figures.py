@@ -129,6 +129,7 @@ def pct(ours: int, theirs: int) -> str:
 
 
 def memory_figures(*, peak: int | None, peak_at: str, timeline_max: int, timeline_at: str,
+                   all_spaces_peak: int | None = None,
                    arguments: int, outputs: int, aliased: int, constants: int,
                    temp_estimate: int, optimized: bool, per_device: bool = False,
                    xla_peak: int | None = None, xla_temp: int | None = None,
@@ -138,7 +139,9 @@ def memory_figures(*, peak: int | None, peak_at: str, timeline_max: int, timelin
     headline, ``allocation`` (what the device must hold), then the live-range peak, then
     the details.
 
-    `peak`/`peak_at`: hloscope's live-range peak and where; `timeline_max`/`timeline_at`:
+    `peak`/`peak_at`: hloscope's live-range peak (device memory) and where;
+    `all_spaces_peak`: the same over every memory space (a TPU's VMEM too), where it
+    differs; `timeline_max`/`timeline_at`:
     the timeline's highest point; the sizes as hloscope counts them; `xla_peak`/`xla_temp`:
     XLA's dump files' figures; `memory_analysis`: ``compiled.memory_analysis()``'s fields;
     `code_in_memory`: the generated code takes device memory too (a TPU's), and counts.
@@ -148,13 +151,19 @@ def memory_figures(*, peak: int | None, peak_at: str, timeline_max: int, timelin
     figs = [_allocation(ma, arguments, outputs, aliased, temp_estimate, xla_temp,
                         code_in_memory, each),
             Figure("live_range_peak", "Peak", peak, "hloscope",
-                   "the most live at one moment (XLA's HloLiveRange peak): where memory is "
-                   "tightest; not what XLA reserves", peak_at),
+                   "the most live at one moment (XLA's HloLiveRange peak"
+                   + (", in HBM alone" if all_spaces_peak not in (None, peak) else "")
+                   + "): where memory is tightest; not what XLA reserves", peak_at),
             Figure("timeline_max", "Timeline max", timeline_max, "hloscope",
                    "the top of the timeline below (each buffer once): where the program "
-                   "is busiest, not a size to plan for", timeline_at),
-            Figure("arguments", "Arguments", arguments, "hloscope", "the entry's parameters"),
-            Figure("outputs", "Outputs", outputs, "hloscope", "the entry's result")]
+                   "is busiest, not a size to plan for", timeline_at)]
+    if all_spaces_peak not in (None, peak):
+        figs.append(Figure("all_spaces_peak", "All spaces", all_spaces_peak, "hloscope",
+                           "XLA's HloLiveRange peak over every memory space: HBM and the "
+                           "on-chip memory (VMEM, S(1)), which has allocations of its own "
+                           "outside the device memory"))
+    figs += [Figure("arguments", "Arguments", arguments, "hloscope", "the entry's parameters"),
+             Figure("outputs", "Outputs", outputs, "hloscope", "the entry's result")]
     if aliased:
         figs.append(Figure("aliased", "Aliased", aliased, "hloscope",
                            "outputs written into donated arguments (counted in both above, "

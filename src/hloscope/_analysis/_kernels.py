@@ -25,6 +25,15 @@ frozen data (JSON schema ``hloscope.kernels/1``, docs/json.md).
   `Device`, a roofline time.
 * *Collectives*: replica groups in every printed form and the bytes each
   device sends and receives (ring algorithms).
+* *Emitter copies* (GPU): copies XLA's GPU emitter runs that no instruction
+  stands for.  A sort works in place in its output buffer, so the emitter
+  first copies each operand it reads from another buffer into the output
+  (openxla/xla xla/backends/gpu/codegen/sort.cc: one device-to-device copy
+  thunk per sort operand that is a fusion parameter, unless the buffer
+  assignment gave both one slice; an iota operand is generated in place).
+  XLA's GPU buffer sharing never gives a sort fusion's output its operand's
+  buffer (the path through a sort is not elementwise:
+  xla/service/gpu/buffer_sharing.cc), and hloscope's buffers agree.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ __all__ = [
     "NOT_KERNELS",
     "CollectiveTraffic",
     "Edge",
+    "EmitterCopy",
     "Group",
     "Kernel",
     "KernelGraph",
@@ -209,6 +219,21 @@ class CollectiveTraffic:
 
 
 @dataclass(frozen=True, slots=True)
+class EmitterCopy:
+    """A copy XLA's GPU emitter runs before the sort `kernel` (see the module docstring):
+    its operand `operand` (`value`, `bytes`) copied into its output, where it sorts."""
+
+    kernel: str
+    operand: int
+    value: str
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "operand": self.operand, "value": self.value,
+                "bytes": self.bytes}
+
+
+@dataclass(frozen=True, slots=True)
 class KernelGraph:
     """What `hloscope kernels` shows for one module.  See docs/json.md for each field."""
 
@@ -219,6 +244,7 @@ class KernelGraph:
     groups: tuple[Group, ...]
     collectives: tuple[CollectiveTraffic, ...]
     peak_bytes: int | None
+    emitter_copies: tuple[EmitterCopy, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -255,7 +281,8 @@ class KernelGraph:
                 "kernels": [k.to_dict() for k in self.kernels],
                 "edges": [e.to_dict() for e in self.edges],
                 "groups": [g.to_dict() for g in self.groups],
-                "collectives": [c.to_dict() for c in self.collectives]}
+                "collectives": [c.to_dict() for c in self.collectives],
+                "emitter_copies": [c.to_dict() for c in self.emitter_copies]}
 
 
 # ---------------------------------------------------------------------------
@@ -642,6 +669,7 @@ class _Builder:
         unscheduled = len(self.lr.sequence)
         kernels: list[Kernel] = []
         kernel_times: list[int] = []
+        copies: list[EmitterCopy] = []
         edges: list[Edge] = []
         edge_times: list[int] = []
         collectives: list[CollectiveTraffic] = []
@@ -658,6 +686,8 @@ class _Builder:
                 edge_times.extend([t] * len(into))
                 if kernel.category == "collective":
                     collectives.append(_traffic(inst, comp.name))
+                if self.gpu:
+                    copies.extend(self.sort_copies(inst, comp))
         kernels = _in_order(kernels, kernel_times)
         edges = _in_order(edges, edge_times)
         root = self.entry.root
@@ -668,7 +698,37 @@ class _Builder:
         groups = tuple(Group(g.name, g.kind, g.caller, g.parent, self.group_inputs(g))
                        for g in _groups(self.module, comps))
         return KernelGraph(self.module.name, self.module.filename, tuple(kernels), tuple(edges),
-                           groups, tuple(collectives), self.lr.peak_bytes)
+                           groups, tuple(collectives), self.lr.peak_bytes, tuple(copies))
+
+    def sort_copies(self, inst: Instruction, comp: Computation) -> list[EmitterCopy]:
+        """The copies XLA's GPU emitter runs before the sort `inst` (a fusion whose root is
+        a sort, or a sort): one per operand held in another buffer than its output's."""
+        sort, fused = inst, False
+        if inst.opcode == "fusion":
+            called = inst.called_computations
+            if not called or called[0].root.opcode != "sort":
+                return []
+            sort, fused = called[0].root, True
+        elif inst.opcode != "sort":
+            return []
+        out: list[EmitterCopy] = []
+        buffer_of, values_at = self.df.buffer_of, self.df.values_at
+        names = sort.operand_names
+        for i, name in enumerate(names):
+            src = sort.computation.by_name.get(name)
+            if src is None or src.opcode == "iota":
+                continue  # generated in place by the sort kernel
+            if fused:
+                if src.opcode != "parameter" or src.parameter_number < 0:
+                    continue
+                src = comp.by_name.get(inst.operand_names[src.parameter_number])
+                if src is None:
+                    continue
+            dst = {buffer_of[v.id].id for v in values_at(inst, (i,) if len(names) > 1 else ())}
+            held = values_at(src, ())
+            if held and any(buffer_of[v.id].id not in dst for v in held):
+                out.append(EmitterCopy(inst.name, i, held[0].label, src.shape.byte_size))
+        return out
 
 
 def _in_order(items: list[T], times: list[int]) -> list[T]:

@@ -23,6 +23,13 @@ inside a tuple) and counts a value that ended at the previous step; the
 peak *bytes* are then the sizes of the values live at that moment.  The
 timeline (`live_bytes`) counts each buffer once per step, which is what the
 memory really holds.
+
+XLA's HloLiveRange counts every memory space.  A TPU module also places values
+in on-chip memory (VMEM, ``S(1)`` in a layout) and scalar memory (``S(2)``),
+which have allocations of their own, outside the device memory a program is
+given: there the peak and the timeline are of the default memory space (HBM)
+alone, the most the device memory holds at once, and `all_spaces_peak_bytes`
+keeps XLA's figure over every space (what its dump shows).
 """
 
 from __future__ import annotations
@@ -48,7 +55,10 @@ class LiveRanges:
     times; `ranges` maps a value id to (start, end).  `peak_time` is XLA's
     peak moment and `peak_values` the values live then, largest first;
     `peak_bytes` their total (None when a shape is unbounded dynamic).
-    `live_bytes[t]` is the bytes held at step t counting each buffer once.
+    `live_bytes[t]` is the bytes held at step t counting each buffer once.  In a module
+    with values in other memory spaces (a TPU's VMEM), the peak and `live_bytes` are of
+    the default memory space (HBM) alone; `all_spaces_peak_bytes` is XLA's peak over
+    every space (equal to `peak_bytes` in a module without other spaces).
     """
 
     sequence: list[Instruction]
@@ -59,6 +69,7 @@ class LiveRanges:
     peak_values: list[Value]
     peak_bytes: int | None
     live_bytes: list[int]
+    all_spaces_peak_bytes: int | None = None
 
     @property
     def end_time(self) -> int:
@@ -215,9 +226,14 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
             ranges[v.id] = (start, end)
 
     _normalize(df, ranges)
-    peak_time, peak_values, peak_bytes = _peak(df, ranges, end_time)
-    live = _live_bytes(df, ranges, end_time)
-    return LiveRanges(seq, spans, ranges, time_of, peak_time, peak_values, peak_bytes, live)
+    # Values outside the default memory space (a TPU's VMEM, S(1)) are left out of the
+    # peak and the timeline; XLA's peak over every space is kept beside them.
+    elsewhere = {v.id for v in df.values if v.memory_space}
+    peak_time, peak_values, peak_bytes = _peak(df, ranges, end_time, elsewhere)
+    all_spaces = _peak(df, ranges, end_time, set())[2] if elsewhere else peak_bytes
+    live = _live_bytes(df, ranges, end_time, elsewhere)
+    return LiveRanges(seq, spans, ranges, time_of, peak_time, peak_values, peak_bytes, live,
+                      all_spaces)
 
 
 def _normalize(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:
@@ -260,13 +276,15 @@ def xla_peak_moment(spans: Iterable[tuple[int, int, int]], end_time: int) -> int
     return peak_time
 
 
-def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
-          end_time: int) -> tuple[int, list[Value], int | None]:
+def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int,
+          skip: set[int]) -> tuple[int, list[Value], int | None]:
+    """XLA's peak moment, the values live then and their total, over the values not in
+    `skip` (ids)."""
     unbounded = False
     spans = []
     for v in df.values:
         r = ranges.get(v.id)
-        if r is None:
+        if r is None or v.id in skip:
             continue
         shape = v.inst.shape
         if shape.dynamic and _unbounded(shape):
@@ -275,16 +293,21 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]],
         # ComputePeakMemoryMoment does (ShapeUtil::ByteSizeOf).
         spans.append((r[0], r[1], logical_byte_size(shape)))
     peak_time = xla_peak_moment(spans, end_time)
-    live = [v for v in df.values if v.id in ranges
+    live = [v for v in df.values if v.id in ranges and v.id not in skip
             and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
     live.sort(key=lambda v: (-v.size, v.inst.name, v.index))
     total = None if unbounded else sum(logical_byte_size(v.shape) for v in live)
     return peak_time, live, total
 
 
-def _live_bytes(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int) -> list[int]:
+def _live_bytes(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int,
+                skip: set[int]) -> list[int]:
+    """The bytes held at each step, each buffer once (those whose first value is in `skip`
+    left out)."""
     diff = [0] * (end_time + 3)
     for buf in df.buffers:
+        if skip and buf.values and buf.values[0].id in skip:
+            continue
         if len(buf.values) == 1:
             r = ranges.get(buf.values[0].id)
             if r is not None:

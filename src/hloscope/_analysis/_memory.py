@@ -231,6 +231,7 @@ class MemoryReport:
     peak_step: int
     peak_instruction: str
     peak_values: tuple[BufferInfo, ...]
+    all_spaces_peak_bytes: int | None   # XLA's peak over every memory space (VMEM too)
     argument_bytes: int
     output_bytes: int
     alias_bytes: int
@@ -267,6 +268,7 @@ class MemoryReport:
             "peak_bytes": self.peak_bytes, "peak_step": self.peak_step,
             "peak_instruction": self.peak_instruction,
             "peak_values": [b.to_dict() for b in self.peak_values],
+            "all_spaces_peak_bytes": self.all_spaces_peak_bytes,
             "argument_bytes": self.argument_bytes, "output_bytes": self.output_bytes,
             "alias_bytes": self.alias_bytes, "constant_bytes": self.constant_bytes,
             "temp_estimate_bytes": self.temp_estimate_bytes,
@@ -442,7 +444,8 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
     comparisons: list[Comparison] = []
     if xla is not None:
         if xla.live_range_peak_bytes is not None:
-            comparisons.append(Comparison("peak_bytes", lr.peak_bytes, xla.live_range_peak_bytes))
+            comparisons.append(Comparison("peak_bytes", lr.all_spaces_peak_bytes,
+                                          xla.live_range_peak_bytes))
         if xla.temp_bytes is not None:
             comparisons.append(Comparison("temp_bytes", temp, xla.temp_bytes))
         if xla.argument_bytes is not None:
@@ -453,6 +456,7 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
     optimized = is_optimized(module)
     figures = memory_figures(
         peak=lr.peak_bytes, peak_at=f"step {lr.peak_time} ({peak_inst})",
+        all_spaces_peak=lr.all_spaces_peak_bytes,
         timeline_max=tmax,
         timeline_at=f"step {tstep} ({labels[tstep] if tstep < len(labels) else ''})",
         arguments=argument_bytes, outputs=output_bytes, aliased=alias_bytes,
@@ -465,7 +469,8 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
         module=module.name, file=module.filename, scheduled=scheduled, order=order,
         steps=lr.end_time, values=len(lr.ranges), buffers=len(df.buffers),
         peak_bytes=lr.peak_bytes, peak_step=lr.peak_time, peak_instruction=peak_inst,
-        peak_values=peak_values, argument_bytes=argument_bytes, output_bytes=output_bytes,
+        peak_values=peak_values, all_spaces_peak_bytes=lr.all_spaces_peak_bytes,
+        argument_bytes=argument_bytes, output_bytes=output_bytes,
         alias_bytes=alias_bytes, constant_bytes=constant_bytes, temp_estimate_bytes=temp,
         timeline=timeline, timeline_labels=labels,
         largest=largest, sharded=sharded, xla=xla,

@@ -68,6 +68,12 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     moved = sum(k.bytes_accessed for k in g.kernels)
     out.append(f"  {format_count(flops)} flops, {format_bytes(moved)} accessed"
                + (f", intensity {ratio(flops, moved):.2f} flop/byte" if moved else ""))
+    if g.emitter_copies:
+        each = ", ".join(f"{safe(c.value)} into {safe(c.kernel)} ({format_bytes(c.bytes)})"
+                         for c in g.emitter_copies[:3])
+        more = f", +{len(g.emitter_copies) - 3}" if len(g.emitter_copies) > 3 else ""
+        out.append(f"  and {_n(len(g.emitter_copies), 'copy thunk')} XLA's GPU emitter runs "
+                   f"before sorts, which sort in place in their output: {each}{more}")
     out.append("")
     inputs: dict[str, dict[str, None]] = {}
     for e in g.edges:

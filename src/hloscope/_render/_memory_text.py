@@ -89,7 +89,9 @@ def render_headline(figs: MemoryFigures, live: int | None = None) -> list[str]:
                    f"({_SOURCE.get(head.source, head.source)}): {what}")
     if peak is not None and peak.bytes is not None:
         values = f": the {live} values below" if live else ""
-        out.append(f"  at most {_exact(peak.bytes)} live at once, at {safe(peak.at)}{values}")
+        where = " in HBM" if figs.get("all_spaces_peak") is not None else ""
+        out.append(f"  at most {_exact(peak.bytes)} live at once{where}, at "
+                   f"{safe(peak.at)}{values}")
     return out
 
 
@@ -105,7 +107,9 @@ def render_figures(figs: MemoryFigures, width: int | None = None) -> list[str]:
             continue
         note = (f"at {safe(f.at)}; " if f.at else "") + f.meaning
         if f.key in _VERSUS:
-            other = figs.get(_VERSUS[f.key])
+            # XLA's live-range dump counts every memory space: compared with that peak.
+            other = (f.key == "xla_live_range_peak" and figs.get("all_spaces_peak")
+                     or figs.get(_VERSUS[f.key]))
             note = _same(other.bytes if other else None, f.bytes, other.label if other else "")
         out.append(f"  {f.label:<14}{_exact(f.bytes):<25} {note}".rstrip())
     if xla:

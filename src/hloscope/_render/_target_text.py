@@ -48,7 +48,7 @@ def render_fit(fit: HbmFit) -> str:
     that does not fit, the largest values at the peak."""
     head = (f"HBM per device: needs {format_bytes(fit.need_bytes)} of "
             f"{format_bytes(fit.usable_bytes)} on {safe(fit.device)}: ")
-    verdict = (f"fits with {format_bytes(fit.spare_bytes)} to spare" if fit.fits
+    verdict = (_spare(fit) if fit.fits
                else f"does NOT fit: needs {format_bytes(-fit.spare_bytes)} more")
     terms = " + ".join(f"{k} {format_bytes(v)}" for k, v in fit.parts)
     if fit.aliased_bytes:
@@ -64,6 +64,16 @@ def render_fit(fit: HbmFit) -> str:
             lines.append(f"    {format_bytes(b.bytes):>10}  {safe(b.label)}  {safe(b.shape)}  "
                          f"{safe(where)}")
     return "\n".join(lines)
+
+
+def _spare(fit: HbmFit) -> str:
+    """``fits with 58.10 GiB to spare``; where the spare memory would read as the whole limit
+    (a need below the limit's rounding), the share of it used instead."""
+    spare = format_bytes(fit.spare_bytes)
+    if spare != format_bytes(fit.usable_bytes) or not fit.usable_bytes:
+        return f"fits with {spare} to spare"
+    share = fit.need_bytes / fit.usable_bytes * 100
+    return f"fits, using {share:.2g}% of it" if share >= 0.001 else "fits, using under 0.001% of it"
 
 
 def render_catalog(rows: list[Mapping[str, Any]], width: int | None = None) -> str:
