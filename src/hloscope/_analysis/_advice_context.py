@@ -91,7 +91,10 @@ class AdviceContext:
         else:
             self.device, self.device_label = _CPU, None
         self.link_bandwidth = link_bandwidth(self.platform)
-        self.peak = lr.peak_bytes or 0
+        # The values live at XLA's peak moment, each at its allocated size: XLA's own
+        # live-range figure sizes them without TPU tile padding, which the rules' sizes
+        # include (a padded buffer must never be many times "the peak").
+        self.peak = max(lr.peak_bytes or 0, sum(v.size for v in lr.peak_values))
 
     # -- indexes ----------------------------------------------------------------------
     @cached_property

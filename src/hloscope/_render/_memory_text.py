@@ -72,9 +72,12 @@ _SOURCE = {"memory_analysis()": "XLA's memory_analysis()",
            "hloscope": "hloscope's estimate"}
 
 
-def render_headline(figs: MemoryFigures, live: int | None = None) -> list[str]:
+def render_headline(figs: MemoryFigures, live: int | None = None,
+                    padded: int | None = None) -> list[str]:
     """The one figure a memory question is answered with, what the device must hold, and
-    beside it the most that is live at once and where (`live`: how many values)."""
+    beside it the most that is live at once and where (`live`: how many values; `padded`:
+    their allocated size, TPU tiles padded, where it is more than XLA's live-range
+    figure, which sizes them without the padding)."""
     head, peak = figs.headline, figs.get("live_range_peak")
     out: list[str] = []
     if head is not None and head.bytes is not None:
@@ -90,8 +93,11 @@ def render_headline(figs: MemoryFigures, live: int | None = None) -> list[str]:
     if peak is not None and peak.bytes is not None:
         values = f": the {live} values below" if live else ""
         where = " in HBM" if figs.get("all_spaces_peak") is not None else ""
-        out.append(f"  at most {_exact(peak.bytes)} live at once{where}, at "
-                   f"{safe(peak.at)}{values}")
+        most = _exact(peak.bytes)
+        if padded is not None and padded > peak.bytes:
+            most = (f"{_exact(padded)} (tiles padded; XLA's live-range peak, unpadded: "
+                    f"{format_bytes(peak.bytes)})")
+        out.append(f"  at most {most} live at once{where}, at {safe(peak.at)}{values}")
     return out
 
 
@@ -150,9 +156,13 @@ def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -
                       f"  {r.steps} steps, {r.values} values in {r.buffers} buffers", ""]
     if not r.optimized:
         out[2:2] = ["  " + optimized_note(False)]
-    out.extend(render_headline(r.figures, len(r.peak_values)))
+    padded = sum(v.bytes for v in r.peak_values)
+    out.extend(render_headline(r.figures, len(r.peak_values), padded))
     out.append("")
-    out.append(f"Live at the peak ({len(r.peak_values)} values, {_exact(r.peak_bytes)})")
+    total = _exact(r.peak_bytes)
+    if r.peak_bytes is not None and padded > r.peak_bytes:
+        total = f"{_exact(padded)} as allocated, tiles padded"
+    out.append(f"Live at the peak ({len(r.peak_values)} values, {total})")
     shown = r.peak_values[:top]
     if shown:
         out.append(table(_HEAD, _rows(shown), right=(2,), width=width,

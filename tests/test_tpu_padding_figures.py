@@ -1,0 +1,29 @@
+"""A TPU module whose tiles pad its arrays 57-fold: XLA's live-range peak (unpadded) is
+18 MiB while 524 MiB are allocated.  The memory headline and the advisor must use one
+figure for what is live (found by the second blind set: 'tpu-padding 1397% of the peak')."""
+
+from __future__ import annotations
+
+from conftest import ROOT
+
+import hloscope
+
+HLO = ROOT / "tests" / "data" / "tpu" / "padded_3x3_tpu_v5e.hlo"
+
+
+def test_memory_says_what_is_allocated_and_xlas_unpadded_figure() -> None:
+    from hloscope._render._memory_text import render_memory
+
+    r = hloscope.analyze_memory(hloscope.read(str(HLO)).module)
+    assert r.peak_bytes == 18 * 2**20          # XLA's HloLiveRange figure, unpadded
+    text = render_memory(r)
+    assert "at most 524.00 MiB (549,453,824 B) (tiles padded; XLA's live-range peak, " \
+           "unpadded: 18.00 MiB) live at once" in text
+    assert "Live at the peak (5 values, 524.00 MiB (549,453,824 B) as allocated" in text
+
+
+def test_no_finding_is_more_than_the_peak() -> None:
+    groups = hloscope.advise_groups(hloscope.read(str(HLO)).module).groups
+    assert groups and groups[0].kind == "tpu-padding"
+    for g in groups:
+        assert 0 < g.share <= 1, (g.rule, g.share)
