@@ -246,6 +246,10 @@ class KernelGraph:
     peak_bytes: int | None
     emitter_copies: tuple[EmitterCopy, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    # The kernels of each group, filled on the first `kernels_in` (a loop per group would
+    # make a module of many loops quadratic).
+    _by_group: dict[str, tuple[Kernel, ...]] = field(default_factory=dict, init=False,
+                                                     repr=False, compare=False)
 
     def __repr__(self) -> str:
         return clip(f"KernelGraph({self.module!r}: {len(self.kernels):,} kernels, "
@@ -270,7 +274,13 @@ class KernelGraph:
         return sum(self._passed().values())
 
     def kernels_in(self, group: str) -> tuple[Kernel, ...]:
-        return tuple(k for k in self.kernels if k.group == group)
+        by_group = self._by_group
+        if not by_group and self.kernels:
+            lists: dict[str, list[Kernel]] = {}
+            for k in self.kernels:
+                lists.setdefault(k.group, []).append(k)
+            by_group.update((g, tuple(ks)) for g, ks in lists.items())
+        return by_group.get(group, ())
 
     def to_dict(self) -> dict[str, Any]:
         return {"module": self.module, "file": self.file,

@@ -183,15 +183,20 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     outputs = list(root.operands) if root.opcode == "tuple" else [root]
     params = [p for p in entry.parameters if p.shape.is_array]
     free = {p.name: p for p in params}
+    order = {p.name: i for i, p in enumerate(params)}
     pairs: list[tuple[Instruction, Instruction]] = []
     in_place = 0
+    through: dict[int, set[str]] = {}  # the outputs of one multi-output fusion read alike
     for out in outputs:
+        if not free:
+            break
         if not out.shape.is_array or out.opcode == "parameter":
             continue
-        reads = _near(out)
-        for name in list(free):
+        reads = _near(out, through)
+        # The free parameters `out` reads, in parameter order (only those can be updated).
+        for name in sorted((n for n in reads if n in free), key=order.__getitem__):
             p = free[name]
-            how = _updates(out, p) if name in reads and _same_form(p, out) else None
+            how = _updates(out, p) if _same_form(p, out) else None
             if how:
                 pairs.append((p, out))
                 in_place += how == "in place"
@@ -239,20 +244,35 @@ def _at_peak(ctx: AdviceContext, outs: list[Instruction]) -> int:
     return total
 
 
-def _near(inst: Instruction) -> set[str]:
+_LOOK_THROUGH = frozenset({"bitcast", "copy", "copy-start", "copy-done", "reshape",
+                           "async-start", "async-done", "custom-call"})
+
+
+def _near(inst: Instruction, through: dict[int, set[str]]) -> set[str]:
     """The instructions `inst` reads, looking through bitcasts, copies, the copies and
     asynchronous slices into a TPU's on-chip memory (an update reads its parameter
-    directly; a gradient reads activations), and an output of a multi-output fusion."""
-    seen: set[str] = set()
-    stack = list(inst.operands)
+    directly; a gradient reads activations), and an output of a multi-output fusion.
+    `through` caches what a tuple (a multi-output fusion) reads, by its id: each of its
+    many outputs reads the same."""
+    operands = inst.operands
+    if inst.opcode == "get-tuple-element" and operands:
+        tup = operands[0]
+        reads = through.get(id(tup))
+        if reads is None:
+            reads = through[id(tup)] = _closure(tup.operands, {tup.name})
+        return reads
+    return _closure(operands, set())
+
+
+def _closure(operands: tuple[Instruction, ...], seen: set[str]) -> set[str]:
+    """`seen` with the names of `operands` and of what they read through `_LOOK_THROUGH`."""
+    stack = list(operands)
     while stack:
         o = stack.pop()
         if o.name in seen:
             continue
         seen.add(o.name)
-        if o.opcode in ("bitcast", "copy", "copy-start", "copy-done", "reshape",
-                        "async-start", "async-done", "custom-call") or (
-                o is inst.operands[0] and inst.opcode == "get-tuple-element"):
+        if o.opcode in _LOOK_THROUGH:
             stack.extend(o.operands)
     return seen
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .._hlo._module import Computation, Instruction, Module
+from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
 from ._dataflow import control_flow_computations
@@ -98,7 +99,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     if saved < MIN_UNROLLED_INSTRUCTIONS:
         return []
     lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
-    top = first[max(body, key=lambda k: (size[k], k))]
+    top = first[max(body, key=lambda k: (size[k], _comparable(k)))]
     kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
     where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
              + (", ..." if len(lines) > 3 else "")) if lines else ""
@@ -137,6 +138,13 @@ def _chain(module: Module, keys: list[tuple[object, ...]]) -> dict[tuple[object,
             for j, key in enumerate(keys):
                 best[key] = max(best[key], d[j])
     return best
+
+
+def _comparable(key: tuple[object, ...]) -> tuple[object, ...]:
+    """`key` with each shape as its text: shapes have no order, and two keys of the same
+    size differ in their shapes (arrays of several sizes made alike)."""
+    return tuple(_comparable(x) if isinstance(x, tuple) else
+                 x.to_text() if isinstance(x, Shape) else x for x in key)
 
 
 # -- HS118 -----------------------------------------------------------------------------

@@ -114,6 +114,26 @@ class Shape:
     tuple_shapes: tuple[Shape, ...] = ()
     is_buffer: bool = False
     _text: str = field(default="", compare=False, repr=False)
+    # The hash, computed on first use: shapes are dictionary keys all over the analyses,
+    # and the generated hash walks every field (the layout's too) each time.
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash((self.element_type, self.dims, self.dynamic, self.layout,
+                      self.tuple_shapes, self.is_buffer)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> list[object]:
+        # Pickled without the hash: a string's hash differs from one process to the next.
+        return [self.element_type, self.dims, self.dynamic, self.layout, self.tuple_shapes,
+                self.is_buffer, self._text, 0]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for name, value in zip(_SHAPE_FIELDS, state, strict=True):
+            object.__setattr__(self, name, value)
 
     # -- kinds ---------------------------------------------------------------
     @property
@@ -270,6 +290,10 @@ _LAYOUT_FIELD_RE = re.compile(
 
 _shape_cache: dict[str, Shape] = {}
 _layout_cache: dict[str, Layout] = {}
+
+
+_SHAPE_FIELDS = ("element_type", "dims", "dynamic", "layout", "tuple_shapes", "is_buffer",
+                 "_text", "_hash")
 
 
 class ShapeSyntaxError(ValueError):

@@ -9,7 +9,9 @@ kernels in schedule order.  Every group starts collapsed except the top.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from itertools import accumulate
 from typing import Any
 
 from .._analysis._advisor import Advice
@@ -393,20 +395,17 @@ def _stacks(memory: MemoryReport) -> dict[str, Any]:
             ("scope", scopes, lambda v: _top_scope(v.op_name))):
         col = {name: i for i, name in enumerate(names)}
         other = len(names)
-        diff = [[0] * (n + 1) for _ in range(other + 1)]
+        # Per series, the differences between consecutive sampled steps (a value counts
+        # at the steps of `steps` within its live range), summed up after.
+        diff = [[0] * (m + 1) for _ in range(other + 1)]
         for v in values:
             row = diff[col.get(key(v), other)]
-            lo, hi = max(0, v.start), min(n - 1, v.end)
-            if lo <= hi:
+            lo = bisect_left(steps, max(0, v.start))
+            hi = bisect_right(steps, min(n - 1, v.end))
+            if lo < hi:
                 row[lo] += v.bytes
-                row[hi + 1] -= v.bytes
-        series = []
-        for row in diff:
-            acc, run = 0, []
-            for t in range(n):
-                acc += row[t]
-                run.append(acc)
-            series.append([run[t] for t in steps])
+                row[hi] -= v.bytes
+        series = [list(accumulate(row[:m])) for row in diff]
         # What the listed values leave out of the timeline (values not listed, aliasing).
         series[other] = [max(0, tl[t] - sum(s[j] for s in series[:other]))
                          for j, t in enumerate(steps)]
