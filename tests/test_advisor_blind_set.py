@@ -1,33 +1,47 @@
-"""The blind set's shape (tests/advisor_blind.py) and a few of its CPU programs compiling.
+"""The two blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py) and a few of
+their CPU programs compiling.
 
-Only the set is checked here: its figures against the advisor live in benchmarks/.
+Only the sets are checked here: their figures against the advisor live in benchmarks/.
 """
 
 import pytest
 
-from advisor_blind import CASES, KINDS, REVISED
+import advisor_blind
+import advisor_blind2
 
 pytest.importorskip("jax")
 
+SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2}
 
-def test_shape() -> None:
-    names = [c.name for c in CASES]
-    assert len(CASES) >= 44
-    assert sum(1 for c in CASES if not c.expect) >= 14
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_shape(name: str) -> None:
+    blind = SETS[name]
+    names = [c.name for c in blind.CASES]
+    assert len(blind.CASES) >= 44
+    assert sum(1 for c in blind.CASES if not c.expect) >= 14
     assert len(set(names)) == len(names)
-    for c in CASES:
+    for c in blind.CASES:
         assert c.why and c.target in (None, "gpu", "tpu"), c.name
         for kind in c.expect:
-            assert kind in KINDS or kind.startswith("other:"), (c.name, kind)
-    assert set(REVISED) <= set(names)
+            assert kind in advisor_blind.KINDS or kind.startswith("other:"), (c.name, kind)
+    assert set(blind.REVISED) <= set(names)
+    assert set(getattr(blind, "TUNED", {})) <= set(names)
 
 
-@pytest.mark.parametrize("name", ["adam_step_not_donated", "rbf_kernel_rebuilt",
-                                  "training_loop_returns_losses"])
-def test_builds_and_compiles(name: str) -> None:
+def test_the_sets_share_no_program() -> None:
+    assert not {c.name for c in advisor_blind.CASES} & {c.name for c in advisor_blind2.CASES}
+
+
+@pytest.mark.parametrize("name, case", [
+    ("advisor_blind", "adam_step_not_donated"), ("advisor_blind", "rbf_kernel_rebuilt"),
+    ("advisor_blind", "training_loop_returns_losses"),
+    ("advisor_blind2", "fft_middle_axis_filter"), ("advisor_blind2", "burgers_spectral_fori"),
+    ("advisor_blind2", "chebyshev_basis_rebuilt")])
+def test_builds_and_compiles(name: str, case: str) -> None:
     import hloscope
 
-    p = next(c for c in CASES if c.name == name).build()
+    p = next(c for c in SETS[name].CASES if c.name == case).build()
     assert p.target is None
     report = hloscope.inspect(p.fn, *p.args, target=p.target, **p.kwargs)
     assert report.hlo_after
