@@ -78,10 +78,10 @@ def _rmsprop_args():
 
 
 @case(["donate"], "RMSProp on an H100 over a 128 MiB embedding, 4 f32[1024,4096] "
-      "projections and an f32[4096,1024] output weight (~224 MiB of params, as much "
+      "projections and an f32[4096,1024] output weight (208 MiB of params, as much "
       "second-moment state and gradients) returns new params and state without donating: "
-      "~448 MiB of fresh outputs beside ~672 MiB of arguments; donating params and state "
-      "brings XLA's peak from ~1.1 GiB to ~0.65 GiB.", target="gpu")
+      "416 MiB of fresh outputs beside 624 MiB of arguments; donating params and state "
+      "brings XLA's peak from 1.09 GB to 0.65 GB.", target="gpu")
 def rmsprop_step_not_donated_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_rmsprop), _rmsprop_args(), target="h100")
@@ -160,11 +160,11 @@ def _vit_args():
 
 @case(["remat"], "Training a 12-layer ViT-L-sized encoder (d=1024, 16 heads, batch 64 x 256 "
       "patches, bf16, layers scanned) on an H100 without checkpointing: each layer saves "
-      "its attention probabilities (bf16[64,16,256,256], 128 MiB), the MLP's 4d hidden "
-      "before and after GELU (2 x 128 MiB) and the qkv and norms for the backward (~0.5 GiB "
-      "per layer, ~6 GiB in all, against 32 MiB layer inputs and 300 MiB of weights); "
-      "jax.checkpoint on the block keeps only the layer inputs (XLA's peak several GiB "
-      "lower).", target="gpu")
+      "its attention scores and probabilities (f32 and bf16 [64,16,256,256]), the MLP's 4d "
+      "hidden before and after GELU and the qkv and norms for the backward (~1.7 GiB per "
+      "layer against 32 MiB layer inputs and 300 MiB of weights): XLA's peak is 21.5 GB; "
+      "jax.checkpoint on the block keeps only the layer inputs (peak 2.0 GB).",
+      target="gpu")
 def vit_encoder_scan_no_remat_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(jax.grad(lambda p, x: _vit_loss(p, x, False))), _vit_args(),
@@ -181,10 +181,9 @@ def vit_encoder_scan_remat_h100() -> Program:
 
 @case(["remat"], "Training a 8-block wide residual MLP on the CPU (batch 8192, width 256, "
       "hidden 4096, f32, blocks scanned) without checkpointing: each block saves its "
-      "f32[8192,4096] pre-activation and SiLU output (2 x 128 MiB) for the backward, "
-      "~2 GiB in all against 8 MiB block inputs; checkpointing the block keeps the inputs "
-      "and recomputes one block's hidden at a time (XLA's temporaries drop by well over a "
-      "half).")
+      "f32[8192,4096] pre-activation and SiLU output (2 x 128 MiB) for the backward "
+      "(XLA's temporaries 4.7 GB) against 8 MiB block inputs; checkpointing the block "
+      "keeps the inputs and recomputes one block's hidden at a time.")
 def wide_mlp_scan_no_remat() -> Program:
     jax, jnp = _jax()
 
@@ -201,26 +200,42 @@ def wide_mlp_scan_no_remat() -> Program:
 
 # ===================================== upcast =============================================
 
-@case(["upcast"], "The LM head of a decoder on a TPU v5e casts the bf16 final hidden states "
-      "(bf16[8192,2048]) and the bf16 unembedding (bf16[2048,32768], 128 MiB) to f32 "
-      "before the logits matmul: XLA converts the 128 MiB table to a 256 MiB f32 copy and "
-      "the 1.1 TFLOP matmul runs as f32 on the MXU (several passes) instead of bf16; bf16 "
-      "operands with preferred_element_type=f32 give the same f32 logits.", target="tpu")
-def lm_head_upcast_tpu() -> Program:
+def _lm_head_upcast(h, w):
     jax, jnp = _jax()
+    logits = h.astype(jnp.float32) @ w.astype(jnp.float32)
+    return jax.nn.logsumexp(logits, axis=-1)
 
-    def f(h, w):
-        logits = h.astype(jnp.float32) @ w.astype(jnp.float32)
-        return jax.nn.logsumexp(logits, axis=-1)
 
-    return Program(jax.jit(f), (_s((8192, 2048), "bfloat16"), _s((2048, 32768), "bfloat16")),
-                   target="tpu-v5e")
+def _lm_head_args():
+    return (_s((8192, 2048), "bfloat16"), _s((2048, 32768), "bfloat16"))
+
+
+@case([], "The LM head of a decoder on a TPU v5e casts the bf16 final hidden states "
+      "(bf16[8192,2048]) and the bf16 unembedding (bf16[2048,32768]) to f32 before the "
+      "logits matmul. An expert would fear an f32 matmul on f32 copies, but checked in the "
+      "compiled program XLA's TPU compiler folds both converts into the matmul: it reads "
+      "the bf16 operands and produces f32 logits (bf16 products are exact in f32), with "
+      "the logsumexp fused; nothing to fix; clean.", target="tpu")
+def lm_head_cast_folded_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_lm_head_upcast), _lm_head_args(), target="tpu-v5e")
+
+
+@case(["upcast"], "The same LM head on an H100: XLA's GPU compiler keeps the converts "
+      "(fused into the operands of a Triton GEMM whose dot is f32 x f32), so the 1.1 TFLOP "
+      "logits matmul runs as an f32 GEMM (TF32 at best, half the bf16 tensor-core rate or "
+      "less); bf16 operands with preferred_element_type=f32 give the same f32 logits.",
+      target="gpu")
+def lm_head_upcast_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_lm_head_upcast), _lm_head_args(), target="h100")
 
 
 @case(["upcast"], "A mixture-of-experts FFN on an H100 with 8 experts' bf16 weights "
       "(2 x bf16[8,2048,8192], 512 MiB) and bf16 dispatched tokens (bf16[8,4096,2048]) "
-      "casts weights and tokens to f32 for the expert einsums: 1 GiB of f32 weight copies "
-      "and ~1.1 TFLOP at f32 rate instead of bf16 tensor-core rate; bf16 operands with "
+      "casts weights and tokens to f32 for the expert einsums: the compiled GEMMs are f32 "
+      "dots on converted operands, ~1.1 TFLOP at f32 rate instead of bf16 tensor-core "
+      "rate; bf16 operands with "
       "preferred_element_type=f32 keep the f32 accumulation.", target="gpu")
 def moe_experts_upcast_h100() -> Program:
     jax, jnp = _jax()
@@ -522,32 +537,34 @@ def grad_accum_constrained_per_microbatch_cpu8() -> Program:
 
 # ===================================== gathered-weights ===================================
 
-def _fsdp_autoencoder(ws, x):
+@case(["gathered-weights"], "FSDP training of a residual MLP on 8 H100s (shard_map) that "
+      "all-gathers each layer's row-sharded bf16[8192,8192] weight inside the "
+      "differentiated loss with an unscanned Python loop over 8 layers: every gathered "
+      "128 MiB weight is a residual of its layer's matmul, so all 8 (~1 GiB per GPU "
+      "against 16 MiB shards) stay alive from the forward into the backward (XLA's "
+      "temporaries 1.8 GiB per GPU, the timeline's top 1.97 GiB where the forward turns "
+      "into the backward); gathering "
+      "inside a jax.checkpoint'ed lax.scan body keeps one layer's weight.", target="gpu")
+def fsdp_residual_mlp_unscanned_h100x8() -> Program:
     jax, jnp = _jax()
+    P = _P()
 
-    def loss(ws):
-        h = x
-        for w in ws:
-            h = jax.nn.gelu(jnp.dot(h, w, preferred_element_type=jnp.float32)
-                            .astype(x.dtype))
-        return jnp.mean((h.astype(jnp.float32) - x.astype(jnp.float32)) ** 2)
-    g = jax.grad(loss)(ws)
-    return [w - (1e-3 * gi).astype(w.dtype) for w, gi in zip(ws, g)]
+    def local(ws, x):
+        def loss(ws):
+            h = x
+            for w in ws:
+                wf = jax.lax.all_gather(w, "data", tiled=True)
+                h = h + jax.nn.gelu(jnp.dot(h, wf, preferred_element_type=jnp.float32)
+                                    ).astype(x.dtype)
+            return jnp.mean(h.astype(jnp.float32) ** 2)
+        g = jax.grad(loss)(ws)
+        return [w - (1e-3 * gi).astype(w.dtype) for w, gi in zip(ws, g)]
 
-
-@case(["gathered-weights"], "A dense autoencoder trained with FSDP on 8 H100s (jit with "
-      "shardings): 8 bf16[8192,8192] weights (128 MiB each) sharded by rows over the 8 "
-      "GPUs, applied in a Python loop: XLA all-gathers each full weight for the forward "
-      "and keeps the gathered copies for the backward, ~1 GiB of gathered weights alive "
-      "together per GPU against 16 MiB shards; a checkpointed lax.scan over the stacked "
-      "layers gathers one layer at a time.", target="gpu")
-def fsdp_autoencoder_unscanned_h100x8() -> Program:
-    jax, _ = _jax()
+    f = jax.jit(jax.shard_map(local, in_specs=(P("data"), P("data")), out_specs=P("data")),
+                donate_argnums=(0,))
     ws = [_s((8192, 8192), "bfloat16") for _ in range(8)]
-    return Program(jax.jit(_fsdp_autoencoder, donate_argnums=(0,)),
-                   (ws, _s((16384, 8192), "bfloat16")), target="h100x8",
-                   kwargs={"mesh": "data=8",
-                           "shard": {0: "data,None", 1: "data,None"}})
+    return Program(f, (ws, _s((16384, 8192), "bfloat16")), target="h100x8",
+                   kwargs={"mesh": "data=8", "shard": {0: "data,None", 1: "data,None"}})
 
 
 @case(["gathered-weights"], "A 6-layer FSDP tanh MLP on 8 CPU devices written with "
@@ -957,8 +974,8 @@ def sgd_loop_numpy_augment_callback() -> Program:
 
 @case(["small-kernels"], "Multi-head attention on an H100 for a short sequence (batch 4, "
       "128 tokens, 32 heads of 64) written as a Python loop over the heads: 32 tiny QK^T "
-      "and PV matmuls (1 MFLOP each) and 32 softmaxes, ~100 kernels each moving a few "
-      "KiB (launch-bound, a few us each for well under 1 us of work); one batched einsum "
+      "and PV matmuls (8 MFLOP each) and 32 softmaxes, ~190 kernels in the compiled "
+      "program (7 for the batched twin), each moving a few KiB (launch-bound, a few us each for well under 1 us of work); one batched einsum "
       "over the heads does it in 3 kernels.", target="gpu")
 def attention_heads_python_loop_h100() -> Program:
     jax, jnp = _jax()
@@ -992,8 +1009,9 @@ def attention_heads_batched_h100() -> Program:
 
 @case(["small-kernels"], "Per-segment statistics on an H100 for 32 fixed segments of a "
       "f32[32768,64] feature array written as a Python loop: each segment's mean and max "
-      "is its own slice and reductions over 1024 rows (256 KiB each): ~64 tiny kernels "
-      "and a concatenation, each launch a few us for well under 1 us of work; reshaping to "
+      "is its own slice and reductions over 1024 rows (256 KiB each): the compiled "
+      "program has 32 reduction kernels (XLA fuses each segment's mean and max) and a "
+      "concatenation, each launch a few us for well under 1 us of work; reshaping to "
       "[32,1024,64] and reducing axis 1 does it in one kernel.", target="gpu")
 def segment_stats_python_loop_h100() -> Program:
     jax, jnp = _jax()
@@ -1006,3 +1024,409 @@ def segment_stats_python_loop_h100() -> Program:
         return jnp.stack(outs)
 
     return Program(jax.jit(f), (_s((32768, 64)), _s((32, 128))), target="h100")
+
+
+# ===================================== reduction-split ====================================
+
+@case(["reduction-split"], "The attention output projection on an H100 written per head "
+      "and summed: einsum('bshd,hdm->bshm') of the bf16[16,1024,16,128] head outputs with "
+      "W_o bf16[16,128,2048] writes f32[16,1024,16,2048] (2 GiB) and then reduces the "
+      "16-head axis in a separate pass; contracting the heads in the matmul "
+      "(einsum('bshd,hdm->bsm')) needs no temporary and a single GEMM.", target="gpu")
+def out_proj_per_head_then_sum_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(o, wo):
+        y = jnp.einsum("bshd,hdm->bshm", o, wo, preferred_element_type=jnp.float32)
+        return y.sum(2).astype(o.dtype)
+
+    return Program(jax.jit(f), (_s((16, 1024, 16, 128), "bfloat16"),
+                                _s((16, 128, 2048), "bfloat16")), target="h100")
+
+
+@case([], "The same output projection contracting heads and head dimension in one einsum "
+      "('bshd,hdm->bsm'): one GEMM; clean.", target="gpu")
+def out_proj_heads_contracted_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(o, wo):
+        return jnp.einsum("bshd,hdm->bsm", o, wo,
+                          preferred_element_type=jnp.float32).astype(o.dtype)
+
+    return Program(jax.jit(f), (_s((16, 1024, 16, 128), "bfloat16"),
+                                _s((16, 128, 2048), "bfloat16")), target="h100")
+
+
+@case(["reduction-split"], "A smoothed-particle density estimate on the CPU gathers each of "
+      "262144 particles' 4 neighbour feature rows (f32[262144,4,128], 512 MiB) as one "
+      "array, weights them and sums the size-4 axis in a second pass; summing the 4 "
+      "weighted gathered slices (w[:, j] * feat[nbr[:, j]]) fuses into the gathers without "
+      "the temporary.")
+def sph_neighbour_weighted_sum() -> Program:
+    jax, _ = _jax()
+
+    def f(feat, nbr, w):
+        return (feat[nbr] * w[:, :, None]).sum(1)
+
+    return Program(jax.jit(f), (_s((262144, 128)), _s((262144, 4), "int32"), _s((262144, 4))))
+
+
+# ===================================== loop-state =========================================
+
+@case(["loop-state"], "Per-element bisection on an H100 for the root of a monotone "
+      "function over f32[8192,8192] intervals: 6 iterations in a lax.fori_loop whose "
+      "state is (lo, hi) (256 MiB each) plus the target array: every iteration reads "
+      "three 256 MiB arrays and writes two for a few flops per element (~6 GiB of HBM "
+      "traffic); unrolled (unroll=True) the 6 iterations fuse into one pass (~1 GiB).",
+      target="gpu")
+def bisection_short_fori_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(lo, hi, y):
+        def step(_, s):
+            lo, hi = s
+            mid = 0.5 * (lo + hi)
+            below = mid * mid * mid + mid < y
+            return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+        lo, hi = jax.lax.fori_loop(0, 6, step, (lo, hi))
+        return 0.5 * (lo + hi)
+
+    a = _s((8192, 8192))
+    return Program(jax.jit(f, donate_argnums=(0,)), (a, a, a), target="h100")
+
+
+@case([], "The same 6 bisection iterations with unroll=True: XLA fuses them into one "
+      "elementwise pass; clean.", target="gpu")
+def bisection_unrolled_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(lo, hi, y):
+        def step(_, s):
+            lo, hi = s
+            mid = 0.5 * (lo + hi)
+            below = mid * mid * mid + mid < y
+            return jnp.where(below, mid, lo), jnp.where(below, hi, mid)
+        lo, hi = jax.lax.fori_loop(0, 6, step, (lo, hi), unroll=True)
+        return 0.5 * (lo + hi)
+
+    a = _s((8192, 8192))
+    return Program(jax.jit(f, donate_argnums=(0,)), (a, a, a), target="h100")
+
+
+@case(["loop-state"], "Four iterations of a gamma-correction refinement (x <- x - "
+      "(x^2.2 - y) / (2.2 x^1.2)) for a batch of f32[64,1024,1024] images (256 MiB) on "
+      "the CPU in a lax.scan over 4 steps: each step reads the image and the target and "
+      "writes the image (768 MiB of traffic per step) for a pow and a few flops per pixel; "
+      "unrolled, the 4 steps fuse into one pass.")
+def gamma_newton_short_scan() -> Program:
+    jax, jnp = _jax()
+
+    def f(y):
+        def step(x, _):
+            return x - (x ** 2.2 - y) / (2.2 * x ** 1.2 + 1e-6), None
+        x, _ = jax.lax.scan(step, jnp.sqrt(y) + 0.1, None, length=4)
+        return x
+
+    return Program(jax.jit(f), (_s((64, 1024, 1024)),))
+
+
+# ===================================== side-by-side =======================================
+
+@case(["side-by-side"], "Test-time augmentation for a classifier with a 65536-way head on "
+      "an H100: vmap over 8 augmented copies computes all 8 f32[2048,65536] logit "
+      "matrices (512 MiB each, 4 GiB together) before the per-copy softmax and the "
+      "average, although each copy's probabilities could be added to a running sum "
+      "before the next copy's logits are made; lax.map (or a scan with an accumulator) "
+      "keeps one at a time (XLA's peak 5.0 GB -> 1.25 GB).", target="gpu")
+def tta_logits_vmap_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(xs, w):
+        def probs(x):
+            return jax.nn.softmax(jnp.dot(x, w, preferred_element_type=jnp.float32), -1)
+        return jax.vmap(probs)(xs).mean(0)
+
+    return Program(jax.jit(f), (_s((8, 2048, 1024), "bfloat16"),
+                                _s((1024, 65536), "bfloat16")), target="h100")
+
+
+@case([], "The same test-time augmentation as a lax.scan adding each copy's probabilities "
+      "to a running f32[2048,65536] sum: one logit matrix alive at a time; clean.",
+      target="gpu")
+def tta_logits_scan_accumulate_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(xs, w):
+        def body(acc, x):
+            return acc + jax.nn.softmax(jnp.dot(x, w, preferred_element_type=jnp.float32),
+                                        -1), None
+        acc, _ = jax.lax.scan(body, jnp.zeros((xs.shape[1], w.shape[1])), xs)
+        return acc / xs.shape[0]
+
+    return Program(jax.jit(f), (_s((8, 2048, 1024), "bfloat16"),
+                                _s((1024, 65536), "bfloat16")), target="h100")
+
+
+@case(["side-by-side"], "A kernel density estimate on the CPU for 4 independent query "
+      "blocks: each block's f32[4096,16384] Gaussian kernel matrix (256 MiB) is built, "
+      "the 4 are concatenated (1 GiB) and then summed over the data axis, so all four are "
+      "alive together although each block's row sums could finish before the next block "
+      "is built; summing per block (or lax.map) keeps one (~256 MiB).")
+def kde_blocks_concatenated() -> Program:
+    jax, jnp = _jax()
+
+    def f(qs, data):
+        ks = []
+        for q in qs:
+            d2 = (jnp.sum(q * q, 1)[:, None] - 2 * q @ data.T
+                  + jnp.sum(data * data, 1)[None, :])
+            ks.append(jnp.exp(-0.5 * d2))
+        return jnp.log(jnp.concatenate(ks).mean(1))
+
+    return Program(jax.jit(f), ([_s((4096, 8))] * 4, _s((16384, 8))))
+
+
+# ===================================== recompute ==========================================
+
+@case(["recompute"], "A RetNet-style retention stack on the CPU (4 layers scanned, 8 heads, "
+      "1024 tokens, batch 4): the decay matrix D[h,i,j] = gamma_h^(i-j) for i >= j is "
+      "built from iota before the scan as f32[8,1024,1024] (32 MiB) and read from memory "
+      "by every layer; built from iota inside the layer it fuses into the masking of the "
+      "scores (32 MiB less, a read of it saved per layer).")
+def retention_decay_outside_scan() -> Program:
+    jax, jnp = _jax()
+
+    def f(ws, x):
+        n = x.shape[1]
+        i = jax.lax.broadcasted_iota(jnp.float32, (8, n, n), 1)
+        j = jax.lax.broadcasted_iota(jnp.float32, (8, n, n), 2)
+        g = 1.0 - 2.0 ** (-5.0 - jax.lax.broadcasted_iota(jnp.float32, (8, n, n), 0))
+        decay = jnp.where(i >= j, g ** (i - j), 0.0)
+
+        def layer(h, w):
+            b, s, d = h.shape
+            q, k, v = (t.reshape(b, s, 8, d // 8) for t in jnp.split(h @ w, 3, -1))
+            a = jnp.einsum("bqhd,bkhd->bhqk", q, k) * decay
+            return h + jnp.einsum("bhqk,bkhd->bqhd", a, v).reshape(b, s, d), None
+        h, _ = jax.lax.scan(layer, x, ws)
+        return h
+
+    return Program(jax.jit(f), (_s((4, 512, 1536)), _s((4, 1024, 512))))
+
+
+@case(["recompute"], "A 2-D advection-forcing step on an H100 (f32[8192,8192] fields, 50 "
+      "steps in a fori_loop): the coordinate grids X and Y from jnp.meshgrid of linspace "
+      "are built before the loop (256 MiB each) and read from memory in every step for "
+      "the forcing sin(X) cos(Y + t); built from iota inside the step they fuse into the "
+      "update (512 MiB less, two of the step's four array reads saved).", target="gpu")
+def forcing_meshgrid_outside_loop_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(u):
+        n = u.shape[0]
+        xs = jnp.linspace(0, 2 * jnp.pi, n)
+        x, y = jnp.meshgrid(xs, xs, indexing="ij")
+
+        def step(t, u):
+            lap = (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1)
+                   + jnp.roll(u, -1, 1) - 4 * u)
+            return u + 0.1 * lap + 0.01 * jnp.sin(x) * jnp.cos(y + 0.1 * t)
+        return jax.lax.fori_loop(0, 50, step, u)
+
+    return Program(jax.jit(f, donate_argnums=(0,)), (_s((8192, 8192)),), target="h100")
+
+
+# ===================================== large-constant =====================================
+
+@case(["large-constant"], "A PCA whitening step on the CPU closes over a NumPy projection "
+      "basis (f32[4096,512], 8 MiB) and NumPy per-feature means (computed offline): both "
+      "are folded into the program as constants, held by the executable and copied "
+      "through lowering and compile, and new statistics mean a recompile; passing them as "
+      "arguments keeps the program small.")
+def pca_basis_closed_over() -> Program:
+    jax, jnp = _jax()
+    import numpy as np
+    rng = np.random.default_rng(7)
+    basis = rng.standard_normal((4096, 512), dtype=np.float32) / 64
+    mean = rng.standard_normal((4096,), dtype=np.float32)
+
+    def f(x):
+        return (x - jnp.asarray(mean)) @ jnp.asarray(basis)
+
+    return Program(jax.jit(f), (_s((2048, 4096)),))
+
+
+@case([], "The same PCA whitening with the basis and means passed as arguments: clean.")
+def pca_basis_as_arguments() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x, mean, basis: (x - mean) @ basis),
+                   (_s((2048, 4096)), _s((4096,)), _s((4096, 512))))
+
+
+@case(["large-constant"], "A speech front end on an H100 closes over a NumPy mel filterbank "
+      "and a precomputed f32[4096,512] random-feature projection (8.5 MiB of NumPy arrays "
+      "in all): both are baked into the program as constants (held by the executable, "
+      "copied through lowering and compile, a recompile for any new filterbank); "
+      "passing them as arguments avoids it.", target="gpu")
+def speech_frontend_numpy_constants_h100() -> Program:
+    jax, jnp = _jax()
+    import numpy as np
+    rng = np.random.default_rng(11)
+    proj = rng.standard_normal((4096, 512), dtype=np.float32) / 64
+    mel = np.abs(rng.standard_normal((512, 128), dtype=np.float32))
+
+    def f(frames):
+        spec = jnp.abs(frames @ jnp.asarray(proj))
+        return jnp.log(spec @ jnp.asarray(mel) + 1e-6)
+
+    return Program(jax.jit(f), (_s((16384, 4096)),), target="h100")
+
+
+# ===================================== donation-unused ====================================
+
+@case(["donation-unused"], "An image preprocessing step on the CPU donates its uint8 batch "
+      "(uint8[256,3,512,512], 192 MiB) but returns normalized f32 images "
+      "(f32[256,512,512,3]): no output has the input's dtype and shape, so the donation "
+      "cannot be used (JAX warns) and only invalidates the caller's batch; drop "
+      "donate_argnums.")
+def preprocess_donates_uint8_batch() -> Program:
+    jax, jnp = _jax()
+
+    def f(img, mean, std):
+        x = img.astype(jnp.float32).transpose(0, 2, 3, 1) / 255.0
+        return (x - mean) / std
+
+    return Program(jax.jit(f, donate_argnums=(0,)),
+                   (_s((256, 3, 512, 512), "uint8"), _s((3,)), _s((3,))))
+
+
+@case(["donation-unused"], "An evaluation step on an H100 donates the bf16 model weights "
+      "(4 x bf16[4096,16384], 512 MiB) although it only reads them and returns a scalar "
+      "loss and f32 accuracy: nothing reuses the 512 MiB of donated buffers, and the "
+      "caller's weights are destroyed by an eval call; drop the donation.", target="gpu")
+def eval_step_donates_weights_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(ws, x, y):
+        h = x
+        for i, w in enumerate(ws):
+            h = jnp.dot(h, w if i % 2 == 0 else w.T, preferred_element_type=jnp.float32)
+            h = jax.nn.gelu(h).astype(x.dtype)
+        loss = jnp.mean((h.astype(jnp.float32) - y) ** 2)
+        return loss, jnp.mean(jnp.abs(h.astype(jnp.float32) - y) < 0.1)
+
+    ws = [_s((4096, 16384), "bfloat16") for _ in range(4)]
+    return Program(jax.jit(f, donate_argnums=(0,)),
+                   (ws, _s((8192, 4096), "bfloat16"), _s((8192, 4096))), target="h100")
+
+
+# ===================================== other ==============================================
+
+@case(["other:diag-of-matmul"], "Per-example Mahalanobis-style scores on the CPU computed "
+      "as jnp.diag(X @ M @ X.T) for 4096 examples: the full f32[4096,4096] product (64 "
+      "MiB, 2 x 4096^2 x 1024 flops for the second matmul) is built to read its diagonal; "
+      "jnp.einsum('ij,ij->i', X @ M, X) gives the same 4096 numbers with 4096x fewer "
+      "flops in the second step.")
+def mahalanobis_diag_of_matmul() -> Program:
+    jax, jnp = _jax()
+    return Program(jax.jit(lambda x, m: jnp.diag(x @ m @ x.T)),
+                   (_s((4096, 1024)), _s((1024, 1024))))
+
+
+@case([], "The same Mahalanobis-style scores with einsum('ij,ij->i', X @ M, X): one matmul "
+      "and a row-wise reduction; clean.")
+def mahalanobis_rowwise_einsum() -> Program:
+    jax, jnp = _jax()
+    return Program(jax.jit(lambda x, m: jnp.einsum("ij,ij->i", x @ m, x)),
+                   (_s((4096, 1024)), _s((1024, 1024))))
+
+
+@case(["other:quadratic-cumsum"], "A running mean over the time axis on an H100 computed as "
+      "tril(ones(T, T)) @ x for T = 8192 steps and 1024 channels: a 0.14 TFLOP matmul "
+      "(and a 256 MiB triangular matrix) for what jnp.cumsum (or an associative scan) "
+      "does in one pass over 32 MiB (the triangular matrix, rebuilt every call, goes with "
+      "the same fix).", target="gpu")
+def running_mean_triangular_matmul_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(x):
+        t = x.shape[0]
+        tri = jnp.tril(jnp.ones((t, t), jnp.float32))
+        return (tri @ x) / jnp.arange(1, t + 1, dtype=jnp.float32)[:, None]
+
+    return Program(jax.jit(f), (_s((8192, 1024)),), target="h100")
+
+
+# ===================================== more clean programs ================================
+
+@case([], "A CNN training step on an H100 written the expert's way: NHWC bf16 activations "
+      "(batch 128, 56x56, 128 channels, 98 MiB each), HWIO bf16 filters, f32 loss, 4 "
+      "conv+ReLU layers, params donated. The backward keeps each layer's ReLU output, "
+      "which is the next layer's input (what any remat keeps), so checkpointing saves "
+      "nothing; the peak (0.93 GB) is far from the device's limit: clean.", target="gpu")
+def cnn_nhwc_bf16_train_h100() -> Program:
+    jax, jnp = _jax()
+
+    def loss(ws, x):
+        for w in ws:
+            x = jax.nn.relu(jax.lax.conv_general_dilated(
+                x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        return jnp.mean(x.astype(jnp.float32) ** 2)
+
+    def step(ws, x):
+        g = jax.grad(loss)(ws, x)
+        return [w - (1e-3 * gi).astype(w.dtype) for w, gi in zip(ws, g)]
+
+    ws = [_s((3, 3, 128, 128), "bfloat16") for _ in range(4)]
+    return Program(jax.jit(step, donate_argnums=(0,)),
+                   (ws, _s((128, 56, 56, 128), "bfloat16")), target="h100")
+
+
+@case([], "A 2-D acoustic wave solver on the CPU (f32[4096,4096] pressure and velocity, 200 "
+      "leapfrog steps in a lax.fori_loop, a 5-point stencil fused into one update per "
+      "step, state donated): clean.")
+def acoustic_wave_leapfrog_fori() -> Program:
+    jax, jnp = _jax()
+
+    def f(p, p_prev):
+        def step(_, s):
+            p, q = s
+            lap = (jnp.roll(p, 1, 0) + jnp.roll(p, -1, 0) + jnp.roll(p, 1, 1)
+                   + jnp.roll(p, -1, 1) - 4 * p)
+            return 2 * p - q + 0.1 * lap, p
+        return jax.lax.fori_loop(0, 200, step, (p, p_prev))
+
+    a = _s((4096, 4096))
+    return Program(jax.jit(f, donate_argnums=(0, 1)), (a, a))
+
+
+@case(["other:scan-rewrites-cache"], "A KV-cache decode step for a 4-layer bf16 decoder on a "
+      "TPU v5e, caches bf16[4,16,8,4096,128] (K and V, 512 MiB each) donated, layers in a "
+      "lax.scan that takes each layer's cache slice as xs and returns the updated slice "
+      "as ys: the scan writes the whole 1 GiB of caches into fresh ys buffers every token "
+      "to change 64 KiB per layer (XLA's temporaries 1.9 GB, peak 2.6 GB against 1.1 GB "
+      "of arguments, 1 GiB aliased); carrying the caches and updating them with "
+      "dynamic_update_slice at [layer, ..., pos] keeps the update in place.", target="tpu")
+def kv_decode_scan_cache_as_ys_tpu() -> Program:
+    jax, jnp = _jax()
+
+    def f(kc, vc, x, ws, pos):
+        def layer(h, inp):
+            k_l, v_l, w = inp
+            q, k, v = jnp.split(jnp.dot(h, w, preferred_element_type=jnp.float32)
+                                .astype(h.dtype), 3, -1)
+            b = h.shape[0]
+            q, k, v = (t.reshape(b, 8, 128) for t in (q, k, v))
+            k_l = jax.lax.dynamic_update_slice(k_l, k[:, :, None], (0, 0, pos, 0))
+            v_l = jax.lax.dynamic_update_slice(v_l, v[:, :, None], (0, 0, pos, 0))
+            s = jnp.einsum("bhd,bhsd->bhs", q, k_l, preferred_element_type=jnp.float32)
+            p = jax.nn.softmax(s * 128 ** -0.5, -1).astype(h.dtype)
+            o = jnp.einsum("bhs,bhsd->bhd", p, v_l).reshape(b, 1024)
+            return h + o, (k_l, v_l)
+        h, (kc, vc) = jax.lax.scan(layer, x, (kc, vc, ws))
+        return h, kc, vc
+
+    c = _s((4, 16, 8, 4096, 128), "bfloat16")
+    return Program(jax.jit(f, donate_argnums=(0, 1)),
+                   (c, c, _s((16, 1024), "bfloat16"), _s((4, 1024, 3072), "bfloat16"),
+                    _s((), "int32")), target="tpu-v5e")
