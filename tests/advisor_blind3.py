@@ -502,7 +502,7 @@ def grad_accum_scan_psum_inside_h100x8() -> Program:
     return Program(_scan_accum(True), _scan_accum_args(), target="h100x8", kwargs=_SA_KW)
 
 
-@case([], "The same scanned accumulation with one psum after the scan, weights donated: "
+@case([], "The same scanned accumulation with one pmean after the scan, weights donated: "
       "clean.", target="gpu")
 def grad_accum_scan_psum_after_h100x8() -> Program:
     return Program(_scan_accum(False), _scan_accum_args(), target="h100x8", kwargs=_SA_KW)
@@ -978,8 +978,9 @@ def sgd_loop_numpy_augment_callback() -> Program:
 @case(["small-kernels"], "Multi-head attention on an H100 for a short sequence (batch 4, "
       "128 tokens, 32 heads of 64) written as a Python loop over the heads: 32 tiny QK^T "
       "and PV matmuls (8 MFLOP each) and 32 softmaxes, ~190 kernels in the compiled "
-      "program (7 for the batched twin), each moving a few KiB (launch-bound, a few us each for well under 1 us of work); one batched einsum "
-      "over the heads does it in 3 kernels.", target="gpu")
+      "program (7 for the batched twin), each moving a few KiB (launch-bound, a few us "
+      "each for well under 1 us of work); one batched einsum over the heads does it in a "
+      "handful of kernels.", target="gpu")
 def attention_heads_python_loop_h100() -> Program:
     jax, jnp = _jax()
 
@@ -1385,9 +1386,9 @@ def cnn_nhwc_bf16_train_h100() -> Program:
                    (ws, _s((128, 56, 56, 128), "bfloat16")), target="h100")
 
 
-@case([], "A 2-D acoustic wave solver on the CPU (f32[4096,4096] pressure and velocity, 200 "
-      "leapfrog steps in a lax.fori_loop, a 5-point stencil fused into one update per "
-      "step, state donated): clean.")
+@case([], "A 2-D acoustic wave solver on the CPU (f32[4096,4096] current and previous "
+      "pressure, 200 leapfrog steps in a lax.fori_loop, a 5-point stencil fused into one "
+      "update per step, state donated): clean.")
 def acoustic_wave_leapfrog_fori() -> Program:
     jax, jnp = _jax()
 
