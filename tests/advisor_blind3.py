@@ -421,6 +421,32 @@ def deit_attention_130_tokens_tpu() -> Program:
                                 _s((768, 768), "bfloat16")), target="tpu-v5e")
 
 
+@case(["tpu-padding"], "A pose-estimation head on a TPU v5e: a 1x1 convolution maps bf16"
+      "[64,64,48,256] NHWC features to 17 keypoint heatmaps, followed by a spatial "
+      "soft-argmax. With 17 keypoints last, XLA lays the f32[64,64,48,17] heatmaps out "
+      "with the batch of 64 in the 128 lanes and the 17 keypoints in the sublanes "
+      "({0,3,2,1:T(8,128)}: 128 x 24 tiles for 64 x 17 values, 2.8x their 12.75 MiB, "
+      "~36 MiB for the returned heatmaps and as much for each temporary, against a "
+      "166 MB peak); keypoints-major heatmaps [64,17,64*48] (H x W in the lanes) are "
+      "dense.",
+      target="tpu")
+def pose_heatmaps_17_keypoints_tpu() -> Program:
+    jax, jnp = _jax()
+
+    def f(feat, w):
+        hm = jax.lax.conv_general_dilated(feat, w, (1, 1), "VALID",
+                                          dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                          preferred_element_type=jnp.float32)
+        b, h, wd, k = hm.shape
+        p = jax.nn.softmax(hm.reshape(b, h * wd, k), axis=1).reshape(b, h, wd, k)
+        ys = jnp.einsum("bhwk,h->bk", p, jnp.arange(h, dtype=jnp.float32))
+        xs = jnp.einsum("bhwk,w->bk", p, jnp.arange(wd, dtype=jnp.float32))
+        return jnp.stack([xs, ys], -1), hm
+
+    return Program(jax.jit(f), (_s((64, 64, 48, 256), "bfloat16"),
+                                _s((1, 1, 256, 17), "bfloat16")), target="tpu-v5e")
+
+
 # ===================================== repeated-collective ================================
 
 @case(["exposed-collective"], "Sequence-parallel gated MLP on 8 H100s (shard_map) whose "
