@@ -1,5 +1,5 @@
-"""The two blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py) and a few of
-their CPU programs compiling.
+"""The three blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py,
+tests/advisor_blind3.py) and a few of their CPU programs compiling.
 
 Only the sets are checked here: their figures against the advisor live in benchmarks/.
 """
@@ -8,10 +8,12 @@ import pytest
 
 import advisor_blind
 import advisor_blind2
+import advisor_blind3
 
 pytest.importorskip("jax")
 
-SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2}
+SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2,
+        "advisor_blind3": advisor_blind3}
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
@@ -30,14 +32,19 @@ def test_shape(name: str) -> None:
 
 
 def test_the_sets_share_no_program() -> None:
-    assert not {c.name for c in advisor_blind.CASES} & {c.name for c in advisor_blind2.CASES}
+    names = [{c.name for c in blind.CASES} for blind in SETS.values()]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not a & b
 
 
 @pytest.mark.parametrize("name, case", [
     ("advisor_blind", "adam_step_not_donated"), ("advisor_blind", "rbf_kernel_rebuilt"),
     ("advisor_blind", "training_loop_returns_losses"),
     ("advisor_blind2", "fft_middle_axis_filter"), ("advisor_blind2", "burgers_spectral_fori"),
-    ("advisor_blind2", "chebyshev_basis_rebuilt")])
+    ("advisor_blind2", "chebyshev_basis_rebuilt"),
+    ("advisor_blind3", "gaussian_blur_matrix_rebuilt"),
+    ("advisor_blind3", "replay_buffer_insert_not_donated")])
 def test_builds_and_compiles(name: str, case: str) -> None:
     import hloscope
 
