@@ -222,3 +222,21 @@ def test_real_gpu_profile_without_xla_is_refused(tmp_path):
     assert trace.platform == "gpu" and trace.events == ()
     with pytest.raises(hloscope.HloscopeError, match=r"\(gpu\) holds no XLA kernel"):
         hloscope.read_profile(str(tmp_path), os.path.join(DATA, "synthetic", "module.hlo"))
+
+
+def test_real_xla_gpu_profile():
+    """A real XLA GPU profile (AMD-AGI/TraceLens' test data: JAX on MI300X GPUs, a 3-D
+    convolution, tests/data/profiles/mi300x_conv), joined to its module; and a profile of
+    another compile of the same function (mi300x_conv_jax08) refused, not half-joined."""
+    folder = os.path.join(DATA, "mi300x_conv")
+    module = os.path.join(folder, "module.hlo")
+    t = hloscope.read_profile(folder, module)
+    assert (t.module, t.platform, t.runs, t.devices) == ("jit_forward_3d_conv", "gpu", 5, 1)
+    assert t.matched_share == 1.0 and not t.unmatched and not t.not_run
+    got = {k.name: k.calls for k in t.kernels}  # the convolution launches two GPU kernels
+    assert got == {"input_transpose_fusion": 1, "cudnn-conv.1.0": 2,
+                   "input_transpose_fusion.1": 1, "loop_transpose_fusion": 1}
+    assert 300e-6 < t.seconds("cudnn-conv.1.0") < 320e-6
+    assert abs(t.gaps.explained - t.step) <= 1e-9
+    with pytest.raises(hloscope.HloscopeError, match="another compile"):
+        hloscope.read_profile(os.path.join(DATA, "mi300x_conv_jax08"), module)
