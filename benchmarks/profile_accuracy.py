@@ -20,8 +20,9 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
   process, at most 20% more: 5 rounds of 10 plain runs then 10 profiled runs, alternated
   so that both see the same load, median against median; the process's CPU time per run
   plain and profiled beside, and what an empty trace costs (the profiler's own threads);
-  the kernel events per run and the added time per kernel event (XLA records each
-  kernel it runs, and the end of each, on the CPU: a cost per event, not per second);
+  the kernel events per run (XLA records each kernel it runs, and the end of each, on
+  the CPU: a cost per event, not per second) and the wall time and CPU time a trace
+  added per event (`us/ev`, `CPU/ev`; the CPU time is the less moved by the load);
 - read: reading a ~100 MB trace (read_trace and measure) in under 10 s (CPU time beside
   the wall time, which the load inflates);
 - and the estimate against the measurement per kernel kind (docs/profile.md's table).
@@ -189,7 +190,7 @@ def main() -> None:
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
             f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
-            f"{'overhead':>9}{'events':>7}{'us/ev':>6}{'CPU/run':>16}")
+            f"{'overhead':>9}{'events':>7}{'us/ev':>7}{'CPU/ev':>7}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
@@ -229,7 +230,8 @@ def main() -> None:
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
               f"{_pct(bench_reps[-1]):>10}{_pct(ov):>9}{events:>7.0f}"
-              f"{added / events * 1e6 if events else 0.0:>6.2f}"
+              f"{added / events * 1e6 if events else 0.0:>+7.2f}"
+              f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+7.2f}"
               f"{cpu_plain * 1e3:>7.2f}/{cpu_prof * 1e3:<6.2f}ms")
         # Reconciliation, on the median run of the first profile: its kernels and gaps
         # (from the trace) against its wall time on the host's clock (perf_counter).
