@@ -238,5 +238,6 @@ def test_real_xla_gpu_profile():
                    "input_transpose_fusion.1": 1, "loop_transpose_fusion": 1}
     assert 300e-6 < t.seconds("cudnn-conv.1.0") < 320e-6
     assert abs(t.gaps.explained - t.step) <= 1e-9
+    assert t.device == "h100 (assumed; the profile ran on AMD's GPUs)"
     with pytest.raises(hloscope.HloscopeError, match="another compile"):
         hloscope.read_profile(os.path.join(DATA, "mi300x_conv_jax08"), module)

@@ -148,6 +148,8 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                             hint="profile at least one run after the first (compile) run")
     if device is None:
         device, device_label = default_device(trace.platform)
+        if trace.vendor and trace.platform == "gpu":  # beside what the estimates are for
+            device_label = f"{device_label[:-1]}; the profile ran on {trace.vendor}'s GPUs)"
     per_kernel: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
     other: dict[str, list[float]] = defaultdict(list)
