@@ -37,10 +37,12 @@ _START = operator.itemgetter(2)  # TraceEvent.start
 _CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-done"})
 
 
-def default_device(platform: str) -> tuple[Device, str]:
-    """The device the estimates are for, and how to name it, for a profile's platform."""
+def default_device(platform: str, vendor: str | None = None) -> tuple[Device, str]:
+    """The device the estimates are for, and how to name it, for a profile's platform (and
+    the vendor its GPU planes name, said beside)."""
     if platform == "gpu":
-        return DEVICES["h100"], "h100 (assumed)"
+        ran = f"; the profile ran on {vendor}'s GPUs" if vendor else ""
+        return DEVICES["h100"], f"h100 (assumed{ran})"
     if platform == "tpu":
         return DEVICES["tpu-v5e"], "tpu-v5e (assumed)"
     return CPU_ROOFLINE, "cpu (nominal 100 GFLOP/s, 20 GB/s)"
@@ -147,9 +149,7 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
         raise HloscopeError(f"the profile {trace.path} holds no run of {name}",
                             hint="profile at least one run after the first (compile) run")
     if device is None:
-        device, device_label = default_device(trace.platform)
-        if trace.vendor and trace.platform == "gpu":  # beside what the estimates are for
-            device_label = f"{device_label[:-1]}; the profile ran on {trace.vendor}'s GPUs)"
+        device, device_label = default_device(trace.platform, trace.vendor)
     per_kernel: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
     other: dict[str, list[float]] = defaultdict(list)
