@@ -190,7 +190,7 @@ def main() -> None:
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
             f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
-            f"{'overhead':>9}{'events':>7}{'us/ev':>7}{'CPU/ev':>7}{'CPU/run':>16}")
+            f"{'overhead':>9}{'events':>7}{'us/ev':>8}{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
@@ -230,8 +230,8 @@ def main() -> None:
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
               f"{_pct(bench_reps[-1]):>10}{_pct(ov):>9}{events:>7.0f}"
-              f"{added / events * 1e6 if events else 0.0:>+7.2f}"
-              f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+7.2f}"
+              f"{added / events * 1e6 if events else 0.0:>+8.2f}"
+              f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+8.2f}"
               f"{cpu_plain * 1e3:>7.2f}/{cpu_prof * 1e3:<6.2f}ms")
         # Reconciliation, on the median run of the first profile: its kernels and gaps
         # (from the trace) against its wall time on the host's clock (perf_counter).
