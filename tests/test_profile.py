@@ -48,6 +48,24 @@ def test_profile_runs_for_min_time():
         hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), min_time=-1)
 
 
+def test_warmup_counts(monkeypatch):
+    """The warm-up: a first run, `warmup` more, and more until WARMUP_TIME (none of those
+    with warmup=0); then SETTLE unmarked runs and the profiled ones."""
+    from hloscope._profile import _capture
+
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    rep = hloscope.inspect(_mlp, *args)
+    real, calls = rep._cache["compiled"], []
+    rep._cache["compiled"] = lambda *a: calls.append(1) or real(*a)
+    monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
+    _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0)
+    assert len(calls) == 1 + 2 + _capture.SETTLE + 2
+    calls.clear()
+    monkeypatch.setattr(_capture, "WARMUP_TIME", 1e9)  # not waited for: warmup=0
+    _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0)
+    assert len(calls) == 1 + _capture.SETTLE + 2
+
+
 def test_inspect_with_profile_ranks_by_measured_time():
     rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
     assert rep.measured is not None and rep.measured.runs >= 2
