@@ -66,6 +66,24 @@ def test_warmup_counts(monkeypatch):
     assert len(calls) == 1 + _capture.SETTLE + 2
 
 
+def test_note_on_many_kernels():
+    """On the CPU, XLA's recording of each kernel run is said when it may be over a tenth
+    of the step (docs/profile.md, Overhead)."""
+    import dataclasses
+
+    from hloscope._profile._capture import many_kernels
+
+    folder = os.path.join(DATA, "cpu_scan")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+
+    def with_step(step: float) -> object:
+        return dataclasses.replace(t, gaps=dataclasses.replace(t.gaps, step=step))
+
+    assert "kernels per run" in many_kernels(with_step(1e-6))
+    assert many_kernels(with_step(1.0)) is None
+    assert many_kernels(dataclasses.replace(with_step(1e-6), platform="gpu")) is None
+
+
 def test_inspect_with_profile_ranks_by_measured_time():
     rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
     assert rep.measured is not None and rep.measured.runs >= 2

@@ -33,8 +33,9 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "WARMUP_TIME", "Profile",
-           "busy_machine", "idle_tpu_profiler", "profile_report"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "TRACED_KERNEL_CPU",
+           "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler", "many_kernels",
+           "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -111,6 +112,22 @@ def busy_machine() -> str | None:
             "(docs/profile.md, How far to trust it)")
 
 
+TRACED_KERNEL_CPU = 1.5e-6  # XLA's recording of one kernel run on the CPU (docs/profile.md)
+
+
+def many_kernels(times: MeasuredTimes) -> str | None:
+    """A note when XLA's recording of each kernel run on the CPU (two trace events, about
+    1.1 to 1.7 us of CPU, measured on a 2-core machine) is over a tenth of the step."""
+    calls = sum(k.calls for k in times.kernels)
+    cost = calls * TRACED_KERNEL_CPU
+    if times.platform != "cpu" or not times.step or cost <= 0.1 * times.step:
+        return None
+    return (f"this program runs {calls:.0f} kernels per run; XLA records each under the "
+            f"profiler (about {TRACED_KERNEL_CPU * 1e6:.1f} us of CPU each on the CPU "
+            f"backend), which may add about {cost / times.step:.0%} to its step; plain "
+            "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
+
+
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
                    min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
     """Profile the function `report` compiled (`inspect`), on its dynamic `args`: after a
@@ -164,7 +181,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    busy = busy_machine()
-    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + ((busy,) if busy else ())
+    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
+        n for n in (busy_machine(), many_kernels(times)) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes)
