@@ -6,7 +6,10 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
 - match: the kernels of at least 95% of the profiled device time are kernels of the module;
 - repeat: the per-kernel medians of the two profiles agree within 10% for the kernels
   over 5% of the step; the same for each kernel's minimum over the runs beside it (the
-  statistic least moved by other processes);
+  statistic least moved by other processes); and, as the machine's own reference, the
+  change of the step's median between the two profiles and between two plain timings
+  of the same compile (as `bench` times it, sized alike: --runs and --min-time, after
+  the same warm-up) taken one after the other right after them;
 - reconcile: on the median run (the run whose step is the median), the kernels' time and
   the named gaps (dispatch, idle, wait; minus the time kernels ran concurrently), all
   from the trace, against that run's wall time on the host's clock (perf_counter), within
@@ -17,11 +20,15 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
   process, at most 20% more: 5 rounds of 10 plain runs then 10 profiled runs, alternated
   so that both see the same load, median against median; the process's CPU time per run
   plain and profiled beside, and what an empty trace costs (the profiler's own threads);
+  the kernel events per run (XLA records each kernel it runs, and the end of each, on
+  the CPU: a cost per event, not per second) and the wall time and CPU time a trace
+  added per event (`us/ev`, `CPU/ev`; the CPU time is the less moved by the load);
 - read: reading a ~100 MB trace (read_trace and measure) in under 10 s (CPU time beside
   the wall time, which the load inflates);
 - and the estimate against the measurement per kernel kind (docs/profile.md's table).
 
 Usage: python benchmarks/profile_accuracy.py [--runs N] [--min-time S] [--no-big]
+       [--only fft,scan]
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import hloscope  # noqa: E402
-from hloscope._profile._capture import profile_report  # noqa: E402
+from hloscope._profile._capture import WARMUP_TIME, profile_report  # noqa: E402
 from hloscope._profile._match import measure  # noqa: E402
 from hloscope._profile._read import read_trace  # noqa: E402
 
@@ -131,6 +138,26 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
+def plain_median(compiled: Any, args: list[Any], runs: int, min_time: float) -> float:
+    """The median wall time of plain runs timed as `bench` times them, after the same
+    warm-up as a profile's, at least `runs` runs and `min_time` seconds of them."""
+    block, t = jax.block_until_ready, time.perf_counter
+    start = t()
+    while t() - start < WARMUP_TIME:
+        block(compiled(*args))
+    wall: list[float] = []
+    start = t()
+    while len(wall) < runs or t() - start < min_time:
+        a = t()
+        block(compiled(*args))
+        wall.append(t() - a)
+    return statistics.median(wall)
+
+
+def _change(a: float, b: float) -> float:
+    return abs(b - a) / a
+
+
 def idle_profiler_cpu() -> float:
     """CPU seconds per second that an empty `jax.profiler.trace` costs this process (the
     profiler's own threads; libtpu's, where it is installed, spin while a trace is on)."""
@@ -151,6 +178,7 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=1.0,
                     help="seconds of profiled runs per profile, at least")
     ap.add_argument("--no-big", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated parts of program names")
     a = ap.parse_args()
     print("load before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout
           .strip())
@@ -161,18 +189,29 @@ def main() -> None:
           f"(load {_load()})\n")
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
-            f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'overhead':>9}{'CPU/run':>16}")
+            f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
+            f"{'overhead':>9}{'events':>7}{'us/ev':>8}{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
+    step_reps, bench_reps = [], []
+    only = [w for w in a.only.split(",") if w]
     for name, fn, args in programs():
+        if only and not any(w in name for w in only):
+            continue
         report = hloscope.inspect(fn, *args)
         dyn = list(args)
         load = _load()
         p1 = profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time)
         p2 = profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time)
-        ov, cpu_plain, cpu_prof = overhead(report, dyn)
+        compiled = report._cache["compiled"]
+        b1 = plain_median(compiled, dyn, a.runs, a.min_time)
+        b2 = plain_median(compiled, dyn, a.runs, a.min_time)
+        step_reps.append(_change(p1.times.step, p2.times.step))
+        bench_reps.append(_change(b1, b2))
+        ov, cpu_plain, cpu_prof, added = overhead(report, dyn)
         t1, t2 = p1.times, p2.times
+        events = 2 * sum(k.calls for k in t1.kernels)  # each kernel's start and end
         big = [k for k in t1.kernels if k.share > 0.05]
         m2 = t2.by_name()
         diffs = [abs(m2[k.name].median - k.median) / k.median for k in big if k.name in m2]
@@ -189,7 +228,10 @@ def main() -> None:
         fails["overhead"] += ov > 0.20
         print(f"{name:<17}{load:>5}{len(t1.kernels):>8}{_pct(t1.matched_share):>8}"
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
-              f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(ov):>9}"
+              f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
+              f"{_pct(bench_reps[-1]):>10}{_pct(ov):>9}{events:>7.0f}"
+              f"{added / events * 1e6 if events else 0.0:>+8.2f}"
+              f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+8.2f}"
               f"{cpu_plain * 1e3:>7.2f}/{cpu_prof * 1e3:<6.2f}ms")
         # Reconciliation, on the median run of the first profile: its kernels and gaps
         # (from the trace) against its wall time on the host's clock (perf_counter).
@@ -219,8 +261,14 @@ def main() -> None:
     print(f"match: worst {_pct(worst_match)} of device time matched (target >= 95%); "
           f"{fails['match']} programs under")
     print(f"repeat: worst per-kernel median change {_pct(worst_rep)} for kernels over 5% of "
-          f"the step (target <= 10%); {fails['repeat']} of {len(over)} programs with one over; with "
-          f"each kernel's minimum instead: {fails['repeat (min)']} programs with one over")
+          f"the step (target <= 10%); {fails['repeat']} of {len(over)} programs with one "
+          f"over; with each kernel's minimum instead: {fails['repeat (min)']} programs with "
+          "one over")
+    print(f"  the machine's own repeatability, for reference: the step's median changed by "
+          f"{_pct(statistics.median(step_reps))} (median over programs; worst "
+          f"{_pct(max(step_reps))}) between the two profiles, and by "
+          f"{_pct(statistics.median(bench_reps))} (worst {_pct(max(bench_reps))}) between "
+          f"two plain timings sized alike")
     print(f"reconcile: kernels + gaps of the median run vs its wall clock: worst "
           f"{_pct(worst_rec)} (target <= 5%); {fails['reconcile']} programs over")
     print(f"overhead: a profiled run vs a plain one (as bench times it, alternated), median "
@@ -239,12 +287,12 @@ def main() -> None:
 
 
 def overhead(report: Any, args: list[Any], rounds: int = 5,
-             n: int = 10) -> tuple[float, float, float]:
+             n: int = 10) -> tuple[float, float, float, float]:
     """A profiled run against a plain one (timed as `bench` times it: perf_counter around
     the call and block_until_ready), alternated in `rounds` of `n` runs each so that both
-    see the same load: the median profiled run over the median plain run, less 1; and
-    the process's CPU time per run, plain and under a trace (the profiler's own threads
-    and its recording of each event included)."""
+    see the same load: the median profiled run over the median plain run, less 1; the
+    process's CPU time per run, plain and under a trace (the profiler's own threads and
+    its recording of each event included); and the seconds a trace added to the median."""
     compiled = report._cache["compiled"]
     block, t, cpu = jax.block_until_ready, time.perf_counter, time.process_time
     plain_all, prof_all, c_plain = [], [], 0.0
@@ -268,7 +316,8 @@ def overhead(report: Any, args: list[Any], rounds: int = 5,
         c_prof = (cpu() - c0) / n
     shutil.rmtree(folder, ignore_errors=True)
     med = statistics.median
-    return med(prof_all) / med(plain_all) - 1, c_plain / len(plain_all), c_prof
+    return (med(prof_all) / med(plain_all) - 1, c_plain / len(plain_all), c_prof,
+            med(prof_all) - med(plain_all))
 
 
 def big_trace(target_mb: float = 100.0) -> None:

@@ -48,6 +48,42 @@ def test_profile_runs_for_min_time():
         hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), min_time=-1)
 
 
+def test_warmup_counts(monkeypatch):
+    """The warm-up: a first run, `warmup` more, and more until WARMUP_TIME (none of those
+    with warmup=0); then SETTLE unmarked runs and the profiled ones."""
+    from hloscope._profile import _capture
+
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    rep = hloscope.inspect(_mlp, *args)
+    real, calls = rep._cache["compiled"], []
+    rep._cache["compiled"] = lambda *a: calls.append(1) or real(*a)
+    monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
+    _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0)
+    assert len(calls) == 1 + 2 + _capture.SETTLE + 2
+    calls.clear()
+    monkeypatch.setattr(_capture, "WARMUP_TIME", 1e9)  # not waited for: warmup=0
+    _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0)
+    assert len(calls) == 1 + _capture.SETTLE + 2
+
+
+def test_note_on_many_kernels():
+    """On the CPU, XLA's recording of each kernel run is said when it may be over a tenth
+    of the step (docs/profile.md, Overhead)."""
+    import dataclasses
+
+    from hloscope._profile._capture import many_kernels
+
+    folder = os.path.join(DATA, "cpu_scan")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+
+    def with_step(step: float) -> object:
+        return dataclasses.replace(t, gaps=dataclasses.replace(t.gaps, step=step))
+
+    assert "kernels per run" in many_kernels(with_step(1e-6))
+    assert many_kernels(with_step(1.0)) is None
+    assert many_kernels(dataclasses.replace(with_step(1e-6), platform="gpu")) is None
+
+
 def test_inspect_with_profile_ranks_by_measured_time():
     rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
     assert rep.measured is not None and rep.measured.runs >= 2
@@ -222,3 +258,22 @@ def test_real_gpu_profile_without_xla_is_refused(tmp_path):
     assert trace.platform == "gpu" and trace.events == ()
     with pytest.raises(hloscope.HloscopeError, match=r"\(gpu\) holds no XLA kernel"):
         hloscope.read_profile(str(tmp_path), os.path.join(DATA, "synthetic", "module.hlo"))
+
+
+def test_real_xla_gpu_profile():
+    """A real XLA GPU profile (AMD-AGI/TraceLens' test data: JAX on MI300X GPUs, a 3-D
+    convolution, tests/data/profiles/mi300x_conv), joined to its module; and a profile of
+    another compile of the same function (mi300x_conv_jax08) refused, not half-joined."""
+    folder = os.path.join(DATA, "mi300x_conv")
+    module = os.path.join(folder, "module.hlo")
+    t = hloscope.read_profile(folder, module)
+    assert (t.module, t.platform, t.runs, t.devices) == ("jit_forward_3d_conv", "gpu", 5, 1)
+    assert t.matched_share == 1.0 and not t.unmatched and not t.not_run
+    got = {k.name: k.calls for k in t.kernels}  # the convolution launches two GPU kernels
+    assert got == {"input_transpose_fusion": 1, "cudnn-conv.1.0": 2,
+                   "input_transpose_fusion.1": 1, "loop_transpose_fusion": 1}
+    assert 300e-6 < t.seconds("cudnn-conv.1.0") < 320e-6
+    assert abs(t.gaps.explained - t.step) <= 1e-9
+    assert t.device == "h100 (assumed; the profile ran on AMD's GPUs)"
+    with pytest.raises(hloscope.HloscopeError, match="another compile"):
+        hloscope.read_profile(os.path.join(DATA, "mi300x_conv_jax08"), module)

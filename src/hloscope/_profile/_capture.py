@@ -2,7 +2,9 @@
 its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
 
 The function is compiled once (by `inspect`, which also gives the module and its
-kernel graph), run `warmup` times, then under ``jax.profiler.trace`` into a
+kernel graph), run once and `warmup` more times, and more until `WARMUP_TIME`
+seconds have passed (unless `warmup` is 0; a program's first quarter second of runs
+is often its slowest: docs/profile.md), then under ``jax.profiler.trace`` into a
 temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
 slower while it starts; they are traced but not measured), then at least
 `runs` runs and more until `min_time` seconds have passed (at most
@@ -31,12 +33,14 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "Profile", "busy_machine",
-           "idle_tpu_profiler", "profile_report"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "TRACED_KERNEL_CPU",
+           "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler", "many_kernels",
+           "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
 SETTLE = 2
+WARMUP_TIME = 0.25  # seconds of warm-up runs, at least, when there is any warm-up
 
 
 @dataclass
@@ -108,10 +112,27 @@ def busy_machine() -> str | None:
             "(docs/profile.md, How far to trust it)")
 
 
+TRACED_KERNEL_CPU = 1.5e-6  # XLA's recording of one kernel run on the CPU (docs/profile.md)
+
+
+def many_kernels(times: MeasuredTimes) -> str | None:
+    """A note when XLA's recording of each kernel run on the CPU (two trace events, about
+    1.1 to 1.7 us of CPU, measured on a 2-core machine) is over a tenth of the step."""
+    calls = sum(k.calls for k in times.kernels)
+    cost = calls * TRACED_KERNEL_CPU
+    if times.platform != "cpu" or not times.step or cost <= 0.1 * times.step:
+        return None
+    return (f"this program runs {calls:.0f} kernels per run; XLA records each under the "
+            f"profiler (about {TRACED_KERNEL_CPU * 1e6:.1f} us of CPU each on the CPU "
+            f"backend), which may add about {cost / times.step:.0%} to its step; plain "
+            "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
+
+
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
                    min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
-    """Profile the function `report` compiled (`inspect`), on its dynamic `args`: at least
-    `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`)."""
+    """Profile the function `report` compiled (`inspect`), on its dynamic `args`: after a
+    first run and `warmup` more (and more until `WARMUP_TIME` seconds, if `warmup` > 0),
+    at least `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`)."""
     import jax
 
     from .._bench._donate import Inputs
@@ -126,15 +147,18 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                             hint="profile the function itself: hloscope.profile(fn, *args)")
     inputs = Inputs(compiled, list(args))
     block = jax.block_until_ready
+    t = time.perf_counter
     with user_code(f"running {report.name}"):
-        for _ in range(1 + warmup):
+        block(compiled(*inputs.fresh()))
+        start, done = t(), 0
+        while done < warmup or (warmup and t() - start < WARMUP_TIME):
             block(compiled(*inputs.fresh()))
+            done += 1
     folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # the Python tracer costs ~a microsecond per call
     wall: list[float] = []
     annotate = jax.profiler.TraceAnnotation
-    t = time.perf_counter
     try:
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
@@ -157,7 +181,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    busy = busy_machine()
-    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + ((busy,) if busy else ())
+    notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
+        n for n in (busy_machine(), many_kernels(times)) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes)

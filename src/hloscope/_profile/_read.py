@@ -47,12 +47,14 @@ class TraceEvent(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """The kernel events of a profile, and the runs hloscope's capture marked."""
+    """The kernel events of a profile, the runs hloscope's capture marked, and the vendor
+    its device planes name (their ``device_vendor`` stat: "Nvidia", "AMD"; None if none)."""
 
     path: str
     platform: str
     events: tuple[TraceEvent, ...]
     windows: tuple[tuple[float, float], ...]
+    vendor: str | None = None
 
     @property
     def modules(self) -> dict[str, float]:
@@ -100,7 +102,7 @@ def read_trace(path: str) -> Trace:
                                      "TensorBoard's profiler wrote, whole") from None
     events: list[TraceEvent] = []
     windows: list[tuple[float, float]] = []
-    platform = "cpu"
+    platform, vendor = "cpu", None
     for with_runs in (False, True):
         events.clear()
         for file, data in loaded:
@@ -112,6 +114,7 @@ def read_trace(path: str) -> Trace:
                 elif name.startswith("/device:TPU"):
                     platform = "tpu"
                 if name.startswith("/device:"):
+                    vendor = vendor or dict(plane.stats).get("device_vendor")
                     _device_plane(plane, f"{host}{name}", events)
                 elif name.startswith("/host:CPU"):
                     _host_plane(plane, host, events, windows, with_runs)
@@ -123,7 +126,8 @@ def read_trace(path: str) -> Trace:
             break
     if platform != "cpu":  # the device's own events; the host's launches are not kernels
         events = [e for e in events if "/device:" in e.device]
-    return Trace(path, platform, tuple(events), tuple(sorted(windows)))
+    return Trace(path, platform, tuple(events), tuple(sorted(windows)),
+                 str(vendor) if vendor else None)
 
 
 def _host_plane(plane: Any, host: str, events: list[TraceEvent],
