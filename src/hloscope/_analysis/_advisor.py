@@ -24,6 +24,7 @@ from ._devices import Device
 from ._findings import Evidence, Finding, FindingGroup, Saving, group_findings
 from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
+from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
 from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
@@ -81,6 +82,10 @@ RULES: tuple[Rule, ...] = (
          "their launch", small_kernels),
     Rule("HS122", "repeated-collective", "a collective reduces every iteration what is only "
          "summed", accumulated_collective),
+    Rule("HS123", "inverse-instead-of-solve", "an explicit inverse is computed only to be "
+         "multiplied by", inverse_instead_of_solve),
+    Rule("HS124", "sort-for-top-k", "a full sort where only the top k are kept",
+         sort_for_top_k),
 )
 
 

@@ -177,6 +177,8 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
             continue
         m = _SPACE_RE.search(p.shape)
         space = int(m.group(1)) if m else 0
+        if space:
+            continue  # padded in on-chip memory (VMEM, S(1)): no HBM held, no HBM traffic
         out.append(Finding(
             "HS115", "a TPU tiled layout pads a value far beyond its elements",
             f"{p.value} {p.shape} holds {format_bytes(p.logical_bytes)} of elements in "

@@ -66,7 +66,8 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
     # into the result one chain after another, two of them are alive at a time.
     chosen: list = []
     for v in big:
-        if all(v.inst.name not in reach.get(c.inst.name, set())
+        # A multi-output kernel's results (a sort's keys and indices) are one chain's.
+        if all(v.inst.name != c.inst.name and v.inst.name not in reach.get(c.inst.name, set())
                and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
             chosen.append(v)
     if len(chosen) < 3:
@@ -405,11 +406,18 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         return []
     residuals = []
     seen: set[int] = set()
+    collectives = {c.name for c in ctx.graph.collectives}
+    bodies = {c.name for c in ctx.df.computations} - {ctx.module.entry.name}
     for v in ctx.lr.peak_values:
         buf = ctx.df.buffer_of[v.id]
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
+        if v.inst.name in collectives or v.inst.opcode.startswith("all-gather"):
+            continue  # weights gathered for the layers: HS116's (gathered-weights)
+        if "rematted_computation" in v.inst.metadata.op_name \
+                and _computation_of(ctx, v.inst) in bodies:
+            continue  # one step's recompute inside the backward loop: the checkpoint works
         if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
                 _backward(u.metadata.op_name)
                 for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
