@@ -670,7 +670,7 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
     if inst is None:
         return False
     for i in fused_instructions(inst):
-        if i.opcode not in ("dot", "convolution"):
+        if i.opcode not in ("dot", "convolution") and not _library_matmul(i):
             continue
         for o in i.operands:
             if o.shape.element_type != "f32":
@@ -685,6 +685,13 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
             if o.name == source:
                 return True
     return False
+
+
+def _library_matmul(inst: Instruction) -> bool:
+    """A matmul or convolution XLA hands to a library (cuDNN's convolutions, cuBLAS's
+    GEMMs: custom-calls), whose operands are the values it multiplies."""
+    t = inst.custom_call_target.lower() if inst.opcode == "custom-call" else ""
+    return "conv" in t or "gemm" in t or "matmul" in t
 
 
 def _size(inst: Instruction) -> int:
