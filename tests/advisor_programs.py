@@ -736,11 +736,13 @@ def tpu_mlp_step():
     return _compiled(step, params, jnp.ones((256, 2048), jnp.bfloat16), target="tpu-v5e")
 
 
-@case(("HS113", "HS116"), "the same step donated on 8 H100s with FSDP: XLA combines the four "
-      "weights' all-gathers into one 21 MiB all-gather at the start that no kernel overlaps (a "
-      "fifth of the step's estimated time), and the four layers' full gradients (32 MiB of the "
-      "36 MiB peak) wait together for one combined reduce-scatter (HS116, a rule added after "
-      "this label: a scan over the layers holds one layer's at a time)", target="gpu")
+@case(("HS116",), "the same step donated on 8 H100s with FSDP: the four layers' full "
+      "gradients (32 MiB of the 36 MiB peak) wait together for one combined reduce-scatter "
+      "(HS116: a scan over the layers holds one layer's at a time).  XLA also combines the "
+      "four weights' all-gathers into one 21 MiB all-gather at the start that no kernel "
+      "overlaps; HS113 once fired on it, but XLA's pipelining flags act only on loops "
+      "(compiled, they saved nothing) and the fix is HS116's scan: quiet since the second "
+      "blind set", target="gpu")
 def gpu_fsdp_step_donated():
     jax, jnp, np = _np()
 
@@ -1358,3 +1360,47 @@ def onehot_embedding_tpu():
 @case((), "table[ids] on a TPU", target="tpu")
 def embedding_gather_tpu():
     return _embedding(False, "tpu-v5e")
+
+
+def _sharded_mlp(gather: str):  # type: ignore[no-untyped-def]
+    """An MLP forward in shard_map on 8 H100s: `gather` "rows" all-gathers the sequence-
+    sharded activations before the first matmul (sequence parallelism), "weights"
+    all-gathers row-sharded weights along the axis the matmul contracts (FSDP)."""
+    jax, jnp, np = _np()
+    from jax.sharding import PartitionSpec as P
+
+    def local(x, w1, w2):
+        if gather == "rows":
+            x = jax.lax.all_gather(x, "model", tiled=True)
+        else:
+            w1 = jax.lax.all_gather(w1, "model", tiled=True)
+            w2 = jax.lax.all_gather(w2, "model", tiled=True)
+        h = jax.nn.gelu(jnp.dot(x, w1, preferred_element_type=jnp.float32).astype(x.dtype))
+        return jnp.dot(h, w2, preferred_element_type=jnp.float32).astype(x.dtype)
+    rows = P("model", None)
+    if gather == "rows":
+        specs, out = (rows, P(None, "model"), P("model", None)), P(None, "model")
+    else:
+        specs, out = (rows, rows, rows), rows
+    f = jax.jit(jax.shard_map(local, in_specs=specs, out_specs=out))
+    shard = {0: "model,None", 1: "None,model" if gather == "rows" else "model,None",
+             2: "model,None"}
+    return _compiled(f, jnp.ones((16384, 2048), jnp.bfloat16),
+                     jnp.ones((2048, 8192), jnp.bfloat16), jnp.ones((8192, 2048), jnp.bfloat16),
+                     target="h100x8", mesh="model=8", shard=shard)
+
+
+@case(("HS113",), "sequence parallelism on 8 H100s: the activations all-gathered (64 MiB) "
+      "just before the matmul that keeps the gathered rows, nothing to overlap: a "
+      "collective matmul hides it, estimated (XLA's pipelining flags act only on loops: "
+      "the second blind set's sequence_parallel_mlp_h100x8)", target="gpu")
+def sequence_parallel_gather_gpu():
+    return _sharded_mlp("rows")
+
+
+@case((), "FSDP's weights all-gathered along the axis the matmul contracts, outside any "
+      "loop: XLA's flags change nothing there and prefetching weights is a scan's job "
+      "(HS116 where several layers' are alive together): HS113 quiet (the second blind "
+      "set's fsdp_shard_map_gathers_h100x8)", target="gpu")
+def fsdp_weights_gathered_gpu():
+    return _sharded_mlp("weights")
