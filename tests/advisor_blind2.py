@@ -83,6 +83,10 @@ TUNED: dict[str, str] = {
     "matmul, its contracting dimensions from dim_labels, and no longer takes a fusion "
     "nested inside the matmul's for a one-hot stored in memory (onehot_embedding_tpu, "
     "embedding_gather_tpu)",
+    "verlet_short_fori_tpu": "trip_count reads a loop's count from its condition and "
+    "counter where XLA gives no known_trip_count (a TPU's while), and HS105 leaves the "
+    "counter's scalar add (a kernel of its own on a TPU) out of the body's kernels "
+    "(short_loop_tpu, short_loop_unrolled_tpu)",
     "sequence_parallel_mlp_h100x8": "HS113 names XLA's pipelining flags only where XLA's "
     "collective pipeliner acts (a loop's all-gather of a slice of loop-invariant state, "
     "a loop's reduction written into a slice of its output); a forward all-gather or "

@@ -1404,3 +1404,30 @@ def sequence_parallel_gather_gpu():
       "set's fsdp_shard_map_gathers_h100x8)", target="gpu")
 def fsdp_weights_gathered_gpu():
     return _sharded_mlp("weights")
+
+
+def _verlet_tpu(unroll: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, v, k):
+        def step(_, s):
+            x, v = s
+            v = v - 0.005 * k * x
+            x = x + 0.01 * v
+            return x, v - 0.005 * k * x
+        return jax.lax.fori_loop(0, 8, step, (x, v), unroll=unroll)
+    a = jnp.ones((2048, 2048))
+    return _compiled(jax.jit(f, donate_argnums=(0, 1)), a, a, a, target="tpu-v5e")
+
+
+@case(("HS105",), "eight Verlet steps in a fori_loop on a TPU: the while carries no "
+      "known_trip_count there (its count is read from the condition, i < 8, and the body's "
+      "counter) and the counter's scalar add is a kernel of its own (the second blind "
+      "set's verlet_short_fori_tpu)", target="tpu")
+def short_loop_tpu():
+    return _verlet_tpu(False)
+
+
+@case((), "the same loop unrolled on a TPU: one fused pass", target="tpu")
+def short_loop_unrolled_tpu():
+    return _verlet_tpu(True)

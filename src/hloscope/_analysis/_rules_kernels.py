@@ -297,7 +297,8 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
             continue
         caller = _caller(ctx, g)
         n = trip_count(caller) if caller is not None else 1
-        kernels = ctx.graph.kernels_in(g.name)
+        # (Not the loop counter's scalar add, a kernel of its own on a TPU.)
+        kernels = [k for k in ctx.graph.kernels_in(g.name) if k.bytes_out > 64]
         if n < 2 or n > SHORT_LOOP or not kernels \
                 or any(k.category != "fusion" or _is_library(k) for k in kernels):
             continue
