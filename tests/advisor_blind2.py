@@ -87,6 +87,11 @@ TUNED: dict[str, str] = {
     "counter where XLA gives no known_trip_count (a TPU's while), and HS105 leaves the "
     "counter's scalar add (a kernel of its own on a TPU) out of the body's kernels "
     "(short_loop_tpu, short_loop_unrolled_tpu)",
+    "grad_accum_unrolled_psum_cpu8": "HS122 also fires outside loops where a kernel only "
+    "adds all-reduced values that copies of one computation made (a microbatch's "
+    "gradient, unrolled): reducing their sum once is the same (XLA combined the 8 "
+    "all-reduces into one here) (allreduce_per_microbatch_unrolled, "
+    "allreduce_after_unrolled_accumulation)",
     "sequence_parallel_mlp_h100x8": "HS113 names XLA's pipelining flags only where XLA's "
     "collective pipeliner acts (a loop's all-gather of a slice of loop-invariant state, "
     "a loop's reduction written into a slice of its output); a forward all-gather or "

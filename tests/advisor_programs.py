@@ -1431,3 +1431,35 @@ def short_loop_tpu():
 @case((), "the same loop unrolled on a TPU: one fused pass", target="tpu")
 def short_loop_unrolled_tpu():
     return _verlet_tpu(True)
+
+
+def _accumulate_unrolled(each: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+
+    def loss(w, x):
+        return (jnp.tanh(x @ w) ** 2).mean()
+
+    def local(w, xs):
+        wv = jax.lax.pcast(w, "data", to="varying")
+        gs = [jax.grad(loss)(wv, xs[i]) for i in range(xs.shape[0])]
+        if each:
+            gs = [jax.lax.psum(g, "data") for g in gs]
+        acc = sum(gs[1:], gs[0])
+        return w - 0.01 * (acc if each else jax.lax.psum(acc, "data"))
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data")), out_specs=P())
+    return _compiled(jax.jit(f), jnp.ones((1024, 1024)), jnp.ones((4, 512, 1024)))
+
+
+@case(("HS122",), "four microbatches in a Python loop, each gradient psummed before they "
+      "are added: XLA combines the four all-reduces into one, which still reduces four "
+      "gradients where the sum needs one (the second blind set's "
+      "grad_accum_unrolled_psum_cpu8)")
+def allreduce_per_microbatch_unrolled():
+    return _accumulate_unrolled(True)
+
+
+@case((), "the four gradients added first and psummed once")
+def allreduce_after_unrolled_accumulation():
+    return _accumulate_unrolled(False)
