@@ -168,8 +168,10 @@ def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
         near = _through(done.users if done is not None else inst.users, users=True)
     else:
         near = _through(inst.operands, users=False)
-    if len(near) == 1 and _matmul(near[0]) and (
-            what != "all-gather" or _gathers_free_axis(inst, done, near[0])):
+    if len(near) == 1 and _matmul(near[0]) and "transpose(" not in near[0].metadata.op_name \
+            and (what != "all-gather" or _gathers_free_axis(inst, done, near[0])):
+        # (A gradient's matmul, reduced after it, is the backward pass's: a gradient is
+        # reduced once it is made, and XLA already overlaps what follows.)
         return "matmul", near[0]
     return None, None
 
@@ -228,7 +230,14 @@ def _through(start: tuple[Instruction, ...], users: bool) -> list[Instruction]:
         if id(i) in seen:
             continue
         seen.add(id(i))
-        if i.opcode in _MOVE:
+        if not users and i.opcode == "get-tuple-element" and i.operands:
+            # Through a tuple (or an optimization barrier's) to the element it takes.
+            t, k = i.operands[0], gte_index(i)
+            while t.opcode == "opt-barrier" and t.operands:
+                t = t.operands[0]
+            stack.append(t.operands[k] if t.opcode == "tuple" and 0 <= k < len(t.operands)
+                         else t)
+        elif i.opcode in _MOVE:
             stack.extend(i.users if users else i.operands)
         else:
             out.append(i)

@@ -106,7 +106,9 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
              + (", ..." if len(lines) > 3 else "")) if lines else ""
     return [Finding(
         "HS117", "a Python loop is unrolled into many copies of one body",
-        f"{held:,} of the program's {ctx.module.instruction_count:,} instructions"
+        # (Calls counted with their computation's instructions, once per call: more
+        # than the module's own count in a module JAX lowered, which calls helpers.)
+        f"{held:,} of the program's {max(held, ctx.module.instruction_count):,} instructions"
         + (f" ({kernels:,} of its kernels)" if kernels else "")
         + f" are copies of {len(body)} instruction(s), each repeated "
         + (f"{copies} times" if copies == most else f"{copies} to {most} times")
@@ -185,7 +187,7 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
         per_element = (sum(x.transcendentals for x in build) + fused_in) / n
         needed = 1 if reader else TRANSCENDENTALS
-        if not work and per_element < needed and not _matrix_from_indices(build, reader):
+        if not work and per_element < needed and not _matrix_from_indices(ctx, build, reader):
             continue
         work = work or [x for x in build if x.transcendentals] or build
         claimed.update(x.name for x in build)
@@ -232,14 +234,46 @@ _PLAIN = frozenset({"iota", "broadcast", "constant", "convert", "bitcast", "copy
                     "parameter"})
 
 
-def _matrix_from_indices(build: list[Kernel], reader: Kernel | None) -> bool:
+def _matrix_from_indices(ctx: AdviceContext, build: list[Kernel], reader: Kernel | None) -> bool:
     """Whether a matmul (or convolution, FFT) multiplies by an array the build computes
     from its indices (a Hadamard matrix from popcounts, a Toeplitz or circulant matrix
     from index differences): a fixed matrix, whatever the per-element cost.  Not a bare
     iota, nor one the reader compares with something (a one-hot: HS119's)."""
     if reader is None or any(op == "compare" for op, _ in reader.fused):
         return False
-    return any(op not in _PLAIN for x in build for op, _ in x.fused)
+    if not any(op not in _PLAIN for x in build for op, _ in x.fused):
+        return False
+    return _multiplied(ctx, reader, build[0])
+
+
+def _multiplied(ctx: AdviceContext, reader: Kernel, k: Kernel) -> bool:
+    """Whether the matmul in `reader`'s kernel multiplies by `k`'s array (its operand,
+    through elementwise work), not only adds it to the product (a bias the GEMM's
+    epilogue applies: HS104's, to build inside the layer)."""
+    r, a = ctx.inst(reader), ctx.inst(k)
+    if r is None or a is None:
+        return False
+    mine = [n for n, o in enumerate(r.operands) if _moved_from(o) is a]
+    if r.opcode != "fusion" or not r.called_computations:
+        return bool(mine)
+    params = [i for i in r.called_computations[0].instructions
+              if i.opcode == "parameter" and i.parameter_number in mine]
+    stack, seen = list(params), set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i.opcode in ("dot", "convolution"):
+            return True
+        stack.extend(i.users)
+    return False
+
+
+def _moved_from(inst: Instruction) -> Instruction:
+    while inst.opcode in ("bitcast", "copy", "get-tuple-element") and inst.operands:
+        inst = inst.operands[0]
+    return inst
 
 
 def _does_work(k: Kernel) -> bool:
