@@ -416,8 +416,10 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if v.inst.name in collectives or v.inst.opcode.startswith("all-gather"):
             continue  # weights gathered for the layers: HS116's (gathered-weights)
         if "rematted_computation" in v.inst.metadata.op_name \
-                and _computation_of(ctx, v.inst) in bodies:
-            continue  # one step's recompute inside the backward loop: the checkpoint works
+                and _computation_of(ctx, v.inst) in bodies \
+                and all(w.inst.computation is v.inst.computation
+                        and w.inst.opcode not in ("parameter", "while") for w in buf.values):
+            continue  # one step's recompute, used within the step: the checkpoint works
         if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
                 _backward(u.metadata.op_name)
                 for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
