@@ -54,9 +54,12 @@ TUNED: dict[str, str] = {
     "HS103 leaves out a copy that also converts (XLA's f32 -> bf16 copy for the TPU's MXU "
     "at default precision is its precision, not a layout the user chose): "
     "tests/advisor_programs.py tpu_batched_3x3",
-    "classifier_10_classes_tpu": "HS115 leaves out values padded in the TPU's on-chip "
-    "memory (S(1), VMEM): they hold no HBM and move none; also "
-    "scoring_donates_read_only_cache_tpu (tpu_logits_on_chip)",
+    "classifier_10_classes_tpu": "HS115 leaves out values in the TPU's on-chip memory "
+    "(S(1), VMEM) whose padding comes from XLA's layout putting a short dimension minor "
+    "(here the logits laid out {0,1}) rather than the program's own minor dimension "
+    "(an f32[N,3], embeddings of width 130 still fire): they hold no HBM; also "
+    "scoring_donates_read_only_cache_tpu, a copy XLA laid out {1,2,0} "
+    "(tpu_logits_on_chip)",
     "gp_posterior_explicit_inverse": "HS103 leaves out a copy into or out of a LAPACK or "
     "cuSOLVER call's column-major layout (JAX's lowering, not the user's); the new HS123 "
     "(inverse-instead-of-solve) fires on a triangular solve against the identity (two "

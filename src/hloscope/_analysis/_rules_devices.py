@@ -327,8 +327,11 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
             continue
         m = _SPACE_RE.search(p.shape)
         space = int(m.group(1)) if m else 0
-        if space:
-            continue  # padded in on-chip memory (VMEM, S(1)): no HBM held, no HBM traffic
+        if space and not _own_minor_padded(p.shape):
+            # On-chip (VMEM, S(1)) and padded only where XLA's layout put a short
+            # dimension minor (logits laid out {0,1}, a copy transposed for a matmul):
+            # no HBM held, and the program's own minor dimension is not the one padded.
+            continue
         out.append(Finding(
             "HS115", "a TPU tiled layout pads a value far beyond its elements",
             f"{p.value} {p.shape} holds {format_bytes(p.logical_bytes)} of elements in "
@@ -343,6 +346,20 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
                        traffic=2 * p.padding_bytes),
             place_key("", p.source, p.shape)))
     return out
+
+
+_DIMS_RE = re.compile(r"\[([0-9,]*)\]\{([0-9,]*)")
+
+
+def _own_minor_padded(shape: str) -> bool:
+    """Whether the array's last dimension (the program's minor one) is laid out minor
+    and pads to whole 128-lane tiles (an f32[N,3]: 3 of 128 lanes used)."""
+    m = _DIMS_RE.search(shape)
+    if m is None or not m.group(1) or not m.group(2):
+        return True
+    dims = [int(x) for x in m.group(1).split(",")]
+    order = [int(x) for x in m.group(2).split(",")]
+    return order[0] == len(dims) - 1 and dims[-1] % 128 != 0
 
 
 # -- HS114 -----------------------------------------------------------------------------
