@@ -50,7 +50,58 @@ TUNED: dict[str, str] = {
     "rigid_body_batched_3x3_tpu": "the advisor's 'share of the peak' counts the values live "
     "at XLA's peak moment at their allocated size (TPU tiles padded), not XLA's unpadded "
     "live-range figure: HS115 said 1397% of the peak here (a 256 MiB padded buffer against "
-    "an 18 MiB unpadded peak); memory's 'at most live at once' says both figures",
+    "an 18 MiB unpadded peak); memory's 'at most live at once' says both figures; and "
+    "HS103 leaves out a copy that also converts (XLA's f32 -> bf16 copy for the TPU's MXU "
+    "at default precision is its precision, not a layout the user chose): "
+    "tests/advisor_programs.py tpu_batched_3x3",
+    "classifier_10_classes_tpu": "HS115 leaves out values in the TPU's on-chip memory "
+    "(S(1), VMEM) whose padding comes from XLA's layout putting a short dimension minor "
+    "(here the logits laid out {0,1}) rather than the program's own minor dimension "
+    "(an f32[N,3], embeddings of width 130 still fire): they hold no HBM; also "
+    "scoring_donates_read_only_cache_tpu, a copy XLA laid out {1,2,0} "
+    "(tpu_logits_on_chip)",
+    "gp_posterior_explicit_inverse": "HS103 leaves out a copy into or out of a LAPACK or "
+    "cuSOLVER call's column-major layout (JAX's lowering, not the user's); the new HS123 "
+    "(inverse-instead-of-solve) fires on a triangular solve against the identity (two "
+    "iotas compared) whose result a matmul reads (gp_explicit_inverse, gp_cholesky_solve)",
+    "routing_argsort_topk_h100": "HS106 counts a multi-output kernel's results (a sort's "
+    "keys and indices) as one chain, not independent ones; the new HS124 (sort-for-top-k) "
+    "fires on a sort over 512 or more elements whose results are only sliced to their "
+    "first sixteenth or less (argsort_for_top_k, top_k_routing)",
+    "gnn_scan_remat": "HS111 leaves out a checkpoint's recompute inside the backward loop's "
+    "body (one step's forward recomputed there is what checkpointing a scan body does) "
+    "(gnn_scan_checkpointed)",
+    "zero3_gather_all_upfront_cpu8": "HS111 leaves out values a collective made (weights "
+    "all-gathered for the layers are HS116's, not activations) (zero3_gathered_up_front)",
+    "red_black_masks_materialized_h100": "HS104 now fires on an iota-built array read "
+    "inside a loop when its iotas' op_names are outside the loop body (the code built it "
+    "before the loop); it stays quiet where they are the body's (XLA hoisted it); also "
+    "wave_sponge_profile_materialized (mask_built_before_loop, mask_built_in_loop)",
+    "hadamard_rebuilt_h100": "HS118 takes a matrix a matmul multiplies by, computed from "
+    "indices with more than an iota (popcounts, index arithmetic), as rebuilt whatever "
+    "its per-element cost (hadamard_rebuilt_gpu, hadamard_as_argument_gpu)",
+    "conv_upcast_h100": "HS112 reads cuDNN's convolution and cuBLAS's GEMM custom-calls as "
+    "the matmuls an upcast feeds (conv_upcast_gpu, conv_bf16_gpu)",
+    "onehot_embedding_tpu": "HS119 reads the TPU's matmul-convolution (window size 1) as a "
+    "matmul, its contracting dimensions from dim_labels, and no longer takes a fusion "
+    "nested inside the matmul's for a one-hot stored in memory (onehot_embedding_tpu, "
+    "embedding_gather_tpu)",
+    "verlet_short_fori_tpu": "trip_count reads a loop's count from its condition and "
+    "counter where XLA gives no known_trip_count (a TPU's while), and HS105 leaves the "
+    "counter's scalar add (a kernel of its own on a TPU) out of the body's kernels "
+    "(short_loop_tpu, short_loop_unrolled_tpu)",
+    "grad_accum_unrolled_psum_cpu8": "HS122 also fires outside loops where a kernel only "
+    "adds all-reduced values that copies of one computation made (a microbatch's "
+    "gradient, unrolled): reducing their sum once is the same (XLA combined the 8 "
+    "all-reduces into one here) (allreduce_per_microbatch_unrolled, "
+    "allreduce_after_unrolled_accumulation)",
+    "sequence_parallel_mlp_h100x8": "HS113 names XLA's pipelining flags only where XLA's "
+    "collective pipeliner acts (a loop's all-gather of a slice of loop-invariant state, "
+    "a loop's reduction written into a slice of its output); a forward all-gather or "
+    "reduce-scatter beside one matmul that keeps the gathered axis gets a collective "
+    "matmul, estimated; other GPU collectives of those kinds are quiet (the flags change "
+    "nothing there: grad_accum_pmean_once_h100x8, fsdp_shard_map_gathers_h100x8 and "
+    "grad_accum_pmean_per_microbatch_h100x8 showed it)",
 }
 
 

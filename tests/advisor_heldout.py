@@ -653,6 +653,14 @@ def tpu_tp_mlp():
 
 # name -> (revised expect, why the blind label was wrong): the advisor was right.
 REVISED: dict[str, tuple[tuple[str, ...], str]] = {
+    "gpu_dp_step": ((), "revised after the second blind set (issue 28): HS113 was expected "
+                    "on the gradients' combined all-reduce after the backward pass, which "
+                    "nothing follows but the update that needs it; the second blind set's "
+                    "experts label the same pattern clean (grad_accum_pmean_once_h100x8: a "
+                    "data-parallel gradient reduced once at the end), XLA's pipelining "
+                    "flags (HS113's old fix) change nothing outside a loop when compiled, "
+                    "and HS113 now fires only where a fix acts (a loop XLA pipelines, a "
+                    "forward collective beside a matmul)"),
     "nbody_step": ((), "XLA's CPU backend (jax 0.10) fuses the pairwise differences, the "
                    "reduction over the axis of 3 and the reduction over j into one kernel "
                    "(ynn_fusion, a YNNPACK fusion): the f32[1024,1024,3] squares never reach "

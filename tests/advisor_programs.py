@@ -736,11 +736,13 @@ def tpu_mlp_step():
     return _compiled(step, params, jnp.ones((256, 2048), jnp.bfloat16), target="tpu-v5e")
 
 
-@case(("HS113", "HS116"), "the same step donated on 8 H100s with FSDP: XLA combines the four "
-      "weights' all-gathers into one 21 MiB all-gather at the start that no kernel overlaps (a "
-      "fifth of the step's estimated time), and the four layers' full gradients (32 MiB of the "
-      "36 MiB peak) wait together for one combined reduce-scatter (HS116, a rule added after "
-      "this label: a scan over the layers holds one layer's at a time)", target="gpu")
+@case(("HS116",), "the same step donated on 8 H100s with FSDP: the four layers' full "
+      "gradients (32 MiB of the 36 MiB peak) wait together for one combined reduce-scatter "
+      "(HS116: a scan over the layers holds one layer's at a time).  XLA also combines the "
+      "four weights' all-gathers into one 21 MiB all-gather at the start that no kernel "
+      "overlaps; HS113 once fired on it, but XLA's pipelining flags act only on loops "
+      "(compiled, they saved nothing) and the fix is HS116's scan: quiet since the second "
+      "blind set", target="gpu")
 def gpu_fsdp_step_donated():
     jax, jnp, np = _np()
 
@@ -780,12 +782,13 @@ def fsdp_unscanned_cpu():
                      jax.ShapeDtypeStruct((2048, 4096), jnp.float32, sharding=rows))
 
 
-@case((), "a sort and a gather (an embedding lookup): nothing to fix")
+@case((), "a sort (every 128th of each sorted row kept: quantiles, which need the whole "
+      "sort) and a gather (an embedding lookup): nothing to fix")
 def sort_and_gather():
     jax, jnp, np = _np()
 
     def f(table, ids, x):
-        return jnp.sort(x, axis=-1)[:, :8] + table[ids].sum(-1, keepdims=True)
+        return jnp.sort(x, axis=-1)[:, ::128] + table[ids].sum(-1, keepdims=True)
     return _compiled(f, jnp.ones((4096, 256)), jnp.zeros((512,), jnp.int32),
                      jnp.ones((512, 1024)))
 
@@ -1130,3 +1133,333 @@ def allreduce_after_accumulation_jit():
       "stay per device)")
 def allreduce_after_accumulation():
     return _accumulate("after")
+
+
+# -- issue 28's second blind set (tests/advisor_blind2.py): its false alarms and misses,
+# each as a pattern and its fixed twin (the set's TUNED says which program showed it).
+
+def _tpu_classifier(classes: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(w, x, labels):
+        def loss(w):
+            lp = jax.nn.log_softmax(x @ w, axis=-1)
+            return -jnp.mean(jnp.take_along_axis(lp, labels[:, None], 1))
+        return w - 0.1 * jax.grad(loss)(w)
+    return _compiled(jax.jit(step, donate_argnums=(0,)), jnp.ones((256, classes)),
+                     jnp.ones((65536, 256)), jnp.zeros((65536,), jnp.int32),
+                     target="tpu-v5e")
+
+
+@case((), "a 10-class softmax step on a TPU: XLA keeps the padded f32[N,10] logits in the "
+      "TPU's on-chip memory (S(1)), which holds no HBM and moves none: HS115 quiet "
+      "(issue 28's false alarm on the second blind set's classifier_10_classes_tpu)",
+      target="tpu")
+def tpu_logits_on_chip():
+    return _tpu_classifier(10)
+
+
+@case(("HS115",), "a batched 3x3 product on a TPU: the f32[N,3,3] result pads its two minor "
+      "dimensions to tiles (x57); XLA's copy that converts the operand to bf16 for the "
+      "MXU is its precision, not a layout the user chose: HS103 quiet (the second blind "
+      "set's rigid_body_batched_3x3_tpu)", target="tpu")
+def tpu_batched_3x3():
+    jax, jnp, np = _np()
+    return _compiled(jax.jit(lambda r, w: r + 0.01 * jnp.einsum("nij,njk->nik", r, w),
+                             donate_argnums=(0,)),
+                     jnp.ones((32768, 3, 3)), jnp.ones((32768, 3, 3)), target="tpu-v5e")
+
+
+def _gp_mean(inverse: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, y, xs):
+        def k(a, b):
+            d = jnp.sum(a * a, 1)[:, None] + jnp.sum(b * b, 1)[None, :] - 2 * a @ b.T
+            return jnp.exp(-0.5 * d)
+        kxx = k(x, x) + 1e-3 * jnp.eye(x.shape[0])
+        if inverse:
+            return k(xs, x) @ (jnp.linalg.inv(kxx) @ y)
+        c = jax.scipy.linalg.cho_factor(kxx, lower=True)
+        return k(xs, x) @ jax.scipy.linalg.cho_solve(c, y)
+    return _compiled(f, jnp.ones((1024, 16)), jnp.ones((1024, 8)), jnp.ones((2048, 16)))
+
+
+@case(("HS123",), "a Gaussian-process mean with jnp.linalg.inv(K) @ y: the 1024x1024 "
+      "inverse is solved for against the identity and only multiplied by; the copy out "
+      "of LAPACK's column-major layout is JAX's, not the user's: HS103 quiet (the second "
+      "blind set's gp_posterior_explicit_inverse)")
+def gp_explicit_inverse():
+    return _gp_mean(True)
+
+
+@case((), "the same mean with cho_factor and cho_solve: the solve runs for y's 8 columns")
+def gp_cholesky_solve():
+    return _gp_mean(False)
+
+
+def _routing(top_k: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(logits):
+        if top_k:
+            return jax.lax.top_k(logits, 8)
+        idx = jnp.argsort(-logits, axis=-1)[:, :8]
+        return jnp.take_along_axis(logits, idx, axis=-1), idx
+    return _compiled(f, jnp.ones((2048, 4096)))
+
+
+@case(("HS124",), "the top 8 of 4096 scores per row with jnp.argsort(-x)[:, :8]: a full "
+      "sort of keys and indices, 8 of 4096 kept; the sort's outputs are one kernel's, not "
+      "independent chains: HS106 quiet (the second blind set's routing_argsort_topk_h100)")
+def argsort_for_top_k():
+    return _routing(False)
+
+
+@case((), "the same with jax.lax.top_k(x, 8)")
+def top_k_routing():
+    return _routing(True)
+
+
+def _gnn_checkpointed():  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def loss(ws, h, src, dst):
+        @jax.checkpoint
+        def layer(h, w):
+            m = jax.nn.relu((h @ w)[src])
+            return jnp.tanh(h + jax.ops.segment_sum(m, dst, num_segments=h.shape[0])), None
+        return jnp.mean(jax.lax.scan(layer, h, ws)[0] ** 2)
+    e = 65536
+    return _compiled(jax.jit(jax.grad(loss)), jnp.ones((4, 128, 128)), jnp.ones((4096, 128)),
+                     jnp.zeros((e,), jnp.int32), jnp.zeros((e,), jnp.int32))
+
+
+@case((), "a GNN whose scanned layer is checkpointed: the backward loop recomputes one "
+      "layer's messages at a time, which is what the checkpoint is for: HS111 quiet "
+      "(the second blind set's gnn_scan_remat)")
+def gnn_scan_checkpointed():
+    return _gnn_checkpointed()
+
+
+@case(("HS116",), "ZeRO-3 on 8 CPU devices with every layer's weights gathered up front "
+      "(with_sharding_constraint to replicated): the gathered weights the backward pass "
+      "reads are HS116's, not activations for HS111 (the second blind set's "
+      "zero3_gather_all_upfront_cpu8)")
+def zero3_gathered_up_front():
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rows = NamedSharding(mesh, P("data", None))
+
+    def step(ws, x):
+        def loss(ws):
+            ws = [jax.lax.with_sharding_constraint(w, NamedSharding(mesh, P())) for w in ws]
+            h = x
+            for w in ws:
+                h = jnp.tanh(h @ w)
+            return jnp.mean(h ** 2)
+        return [w - 1e-3 * g for w, g in zip(ws, jax.grad(loss)(ws))]
+    ws = [jax.ShapeDtypeStruct((2048, 2048), jnp.float32, sharding=rows) for _ in range(6)]
+    return _compiled(jax.jit(step, donate_argnums=(0,)), ws,
+                     jax.ShapeDtypeStruct((1024, 2048), jnp.float32, sharding=rows))
+
+
+def _masked_sweeps(inside: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def mask(n):  # type: ignore[no-untyped-def]
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        return ((i + j) % 2 == 0).astype(jnp.float32)
+
+    def f(u, rhs):
+        red = None if inside else mask(u.shape[0])
+
+        def sweep(_, u):
+            m = mask(u.shape[0]) if inside else red
+            return u + m * 0.25 * (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 1) - rhs - u)
+        return jax.lax.fori_loop(0, 20, sweep, u)
+    return _compiled(jax.jit(f, donate_argnums=(0,)), jnp.ones((2048, 2048)),
+                     jnp.ones((2048, 2048)))
+
+
+@case(("HS104",), "a red-black mask built from iota before a fori_loop and read from memory "
+      "in every sweep: the code builds it outside the loop (its iotas' op_names are not "
+      "the loop body's), so building it inside the sweep fuses it (the second blind set's "
+      "red_black_masks_materialized_h100)")
+def mask_built_before_loop():
+    return _masked_sweeps(False)
+
+
+@case((), "the mask built inside the sweep: it fuses into the update")
+def mask_built_in_loop():
+    return _masked_sweeps(True)
+
+
+def _hadamard(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def h(n):  # type: ignore[no-untyped-def]
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        return 1.0 - 2.0 * (jax.lax.population_count(i & j) & 1).astype(jnp.float32)
+    if fixed:
+        return _compiled(lambda x, m: m @ x, jnp.ones((2048, 256)), h(2048), target="h100")
+    return _compiled(lambda x: h(x.shape[0]) @ x, jnp.ones((2048, 256)), target="h100")
+
+
+@case(("HS118",), "a Walsh-Hadamard matrix (16 MiB) rebuilt from iota with popcounts on "
+      "every call and multiplied by on an H100: no transcendental, but a fixed matrix a "
+      "matmul reads (the second blind set's hadamard_rebuilt_h100)", target="gpu")
+def hadamard_rebuilt_gpu():
+    return _hadamard(False)
+
+
+@case((), "the Hadamard matrix built once and passed as an argument", target="gpu")
+def hadamard_as_argument_gpu():
+    return _hadamard(True)
+
+
+def _conv_upcast(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, w):
+        if fixed:
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                             preferred_element_type=jnp.float32)
+        else:
+            y = jax.lax.conv_general_dilated(x.astype(jnp.float32), w.astype(jnp.float32),
+                                             (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jax.nn.relu(y).astype(jnp.bfloat16)
+    return _compiled(f, jnp.ones((16, 64, 64, 128), jnp.bfloat16),
+                     jnp.ones((3, 3, 128, 128), jnp.bfloat16), target="h100")
+
+
+@case(("HS112",), "a convolution of bf16 activations and filters upcast to f32 on an H100: "
+      "cuDNN's custom-call runs it in f32 on a 32 MiB f32 copy (the second blind set's "
+      "conv_upcast_h100)", target="gpu")
+def conv_upcast_gpu():
+    return _conv_upcast(False)
+
+
+@case((), "the bf16 convolution with preferred_element_type=f32", target="gpu")
+def conv_bf16_gpu():
+    return _conv_upcast(True)
+
+
+@case(("HS119",), "one_hot(ids, 8192) @ table on a TPU: XLA runs the matmul as a "
+      "convolution with the one-hot fused in (the second blind set's onehot_embedding_tpu)",
+      target="tpu")
+def onehot_embedding_tpu():
+    return _embedding(True, "tpu-v5e")
+
+
+@case((), "table[ids] on a TPU", target="tpu")
+def embedding_gather_tpu():
+    return _embedding(False, "tpu-v5e")
+
+
+def _sharded_mlp(gather: str):  # type: ignore[no-untyped-def]
+    """An MLP forward in shard_map on 8 H100s: `gather` "rows" all-gathers the sequence-
+    sharded activations before the first matmul (sequence parallelism), "weights"
+    all-gathers row-sharded weights along the axis the matmul contracts (FSDP)."""
+    jax, jnp, np = _np()
+    from jax.sharding import PartitionSpec as P
+
+    def local(x, w1, w2):
+        if gather == "rows":
+            x = jax.lax.all_gather(x, "model", tiled=True)
+        else:
+            w1 = jax.lax.all_gather(w1, "model", tiled=True)
+            w2 = jax.lax.all_gather(w2, "model", tiled=True)
+        h = jax.nn.gelu(jnp.dot(x, w1, preferred_element_type=jnp.float32).astype(x.dtype))
+        return jnp.dot(h, w2, preferred_element_type=jnp.float32).astype(x.dtype)
+    rows = P("model", None)
+    if gather == "rows":
+        specs, out = (rows, P(None, "model"), P("model", None)), P(None, "model")
+    else:
+        specs, out = (rows, rows, rows), rows
+    f = jax.jit(jax.shard_map(local, in_specs=specs, out_specs=out))
+    shard = {0: "model,None", 1: "None,model" if gather == "rows" else "model,None",
+             2: "model,None"}
+    return _compiled(f, jnp.ones((16384, 2048), jnp.bfloat16),
+                     jnp.ones((2048, 8192), jnp.bfloat16), jnp.ones((8192, 2048), jnp.bfloat16),
+                     target="h100x8", mesh="model=8", shard=shard)
+
+
+@case(("HS113",), "sequence parallelism on 8 H100s: the activations all-gathered (64 MiB) "
+      "just before the matmul that keeps the gathered rows, nothing to overlap: a "
+      "collective matmul hides it, estimated (XLA's pipelining flags act only on loops: "
+      "the second blind set's sequence_parallel_mlp_h100x8)", target="gpu")
+def sequence_parallel_gather_gpu():
+    return _sharded_mlp("rows")
+
+
+@case((), "FSDP's weights all-gathered along the axis the matmul contracts, outside any "
+      "loop: XLA's flags change nothing there and prefetching weights is a scan's job "
+      "(HS116 where several layers' are alive together): HS113 quiet (the second blind "
+      "set's fsdp_shard_map_gathers_h100x8)", target="gpu")
+def fsdp_weights_gathered_gpu():
+    return _sharded_mlp("weights")
+
+
+def _verlet_tpu(unroll: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, v, k):
+        def step(_, s):
+            x, v = s
+            v = v - 0.005 * k * x
+            x = x + 0.01 * v
+            return x, v - 0.005 * k * x
+        return jax.lax.fori_loop(0, 8, step, (x, v), unroll=unroll)
+    a = jnp.ones((2048, 2048))
+    return _compiled(jax.jit(f, donate_argnums=(0, 1)), a, a, a, target="tpu-v5e")
+
+
+@case(("HS105",), "eight Verlet steps in a fori_loop on a TPU: the while carries no "
+      "known_trip_count there (its count is read from the condition, i < 8, and the body's "
+      "counter) and the counter's scalar add is a kernel of its own (the second blind "
+      "set's verlet_short_fori_tpu)", target="tpu")
+def short_loop_tpu():
+    return _verlet_tpu(False)
+
+
+@case((), "the same loop unrolled on a TPU: one fused pass", target="tpu")
+def short_loop_unrolled_tpu():
+    return _verlet_tpu(True)
+
+
+def _accumulate_unrolled(each: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+
+    def loss(w, x):
+        return (jnp.tanh(x @ w) ** 2).mean()
+
+    def local(w, xs):
+        wv = jax.lax.pcast(w, "data", to="varying")
+        gs = [jax.grad(loss)(wv, xs[i]) for i in range(xs.shape[0])]
+        if each:
+            gs = [jax.lax.psum(g, "data") for g in gs]
+        acc = sum(gs[1:], gs[0])
+        return w - 0.01 * (acc if each else jax.lax.psum(acc, "data"))
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data")), out_specs=P())
+    return _compiled(jax.jit(f), jnp.ones((1024, 1024)), jnp.ones((4, 512, 1024)))
+
+
+@case(("HS122",), "four microbatches in a Python loop, each gradient psummed before they "
+      "are added: XLA combines the four all-reduces into one, which still reduces four "
+      "gradients where the sum needs one (the second blind set's "
+      "grad_accum_unrolled_psum_cpu8)")
+def allreduce_per_microbatch_unrolled():
+    return _accumulate_unrolled(True)
+
+
+@case((), "the four gradients added first and psummed once")
+def allreduce_after_unrolled_accumulation():
+    return _accumulate_unrolled(False)

@@ -257,7 +257,9 @@ class AdviceContext:
 
 
 def trip_count(inst: Instruction) -> int:
-    """A while loop's trip count as XLA knows it (``known_trip_count``), else 1."""
+    """A while loop's trip count as XLA knows it (``known_trip_count``), else as its
+    condition and body say it (``i < N`` on a counter that starts at a constant and
+    adds 1 each iteration: a TPU module's fori_loop carries no backend config), else 1."""
     cfg = inst.backend_config
     if isinstance(cfg, dict):
         n = cfg.get("known_trip_count")
@@ -266,4 +268,49 @@ def trip_count(inst: Instruction) -> int:
                 return max(1, int(n.get("n", 1)))
             except (TypeError, ValueError):
                 return 1
-    return 1
+    try:
+        return _counted(inst) or 1
+    except Exception:  # noqa: BLE001  (a loop of another form: its count is unknown)
+        return 1
+
+
+def _constant(inst: Instruction) -> int | None:
+    while inst.opcode == "copy" and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode != "constant" or inst.shape.dims or inst.literal is None:
+        return None
+    try:
+        return int(inst.literal)
+    except ValueError:
+        return None
+
+
+def _counted(loop: Instruction) -> int | None:
+    if loop.opcode != "while" or len(loop.called_computations) < 2 or not loop.operands:
+        return None
+    cond, body = loop.called_computations[0], loop.called_computations[-1]
+    if (loop.attr("condition") or cond.name).lstrip("%") != cond.name:
+        cond, body = body, cond
+    cmp = cond.root
+    if cmp.opcode != "compare" or cmp.attr("direction") != "LT" or len(cmp.operands) != 2:
+        return None
+    counter, bound = cmp.operands
+    limit = _constant(bound)
+    if counter.opcode != "get-tuple-element" or limit is None \
+            or counter.operands[0].opcode != "parameter":
+        return None
+    i = int(counter.attr("index") or -1)
+    init = loop.operands[0]
+    if init.opcode != "tuple" or not 0 <= i < len(init.operands) \
+            or body.root.opcode != "tuple" or not 0 <= i < len(body.root.operands):
+        return None
+    start = _constant(init.operands[i])
+    step = body.root.operands[i]
+    if start is None or step.opcode != "add" or len(step.operands) != 2:
+        return None
+    a, b = step.operands
+    one = _constant(b) if a.opcode == "get-tuple-element" else _constant(a)
+    src = a if a.opcode == "get-tuple-element" else b
+    if one != 1 or src.operands[0].opcode != "parameter" or int(src.attr("index") or -1) != i:
+        return None
+    return max(0, limit - start) or None

@@ -24,6 +24,7 @@ from ._devices import Device
 from ._findings import Evidence, Finding, FindingGroup, Saving, group_findings
 from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
+from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
 from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
@@ -34,7 +35,7 @@ from ._rules_memory import (donation_missing, donation_unused, f64, precision_up
 from ._walk import paused_gc
 
 __all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "Evidence", "Finding", "FindingGroup", "Rule",
-           "Saving", "advise", "advise_groups"]
+           "Saving", "advise", "advise_groups", "unrolled_before_optimization"]
 
 ADVICE_SCHEMA = "hloscope.lint/3"
 
@@ -81,6 +82,10 @@ RULES: tuple[Rule, ...] = (
          "their launch", small_kernels),
     Rule("HS122", "repeated-collective", "a collective reduces every iteration what is only "
          "summed", accumulated_collective),
+    Rule("HS123", "inverse-instead-of-solve", "an explicit inverse is computed only to be "
+         "multiplied by", inverse_instead_of_solve),
+    Rule("HS124", "sort-for-top-k", "a full sort where only the top k are kept",
+         sort_for_top_k),
 )
 
 
@@ -142,6 +147,34 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
         quiet = sum(g.count for g in groups) - sum(g.count for g in kept)
         notes = tuple(n for n in (upcast_note(ctx),) if n)
         return Advice(kept, ctx.device_label, optimized, quiet, notes)
+
+
+class _Lowered:
+    """What HS117 reads of the module JAX gave XLA: the module and its savings."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+
+    def saving(self, *, instructions: int = 0, **_: object) -> Saving:
+        return Saving(instructions=int(instructions))
+
+
+def unrolled_before_optimization(advice: Advice, lowered: Module) -> Advice:
+    """`advice` (of the optimized module) with HS117's group on the module JAX gave XLA
+    where the optimized one hides the copies (XLA fused each step's elementwise work
+    into the next one's, so no two copies compile alike) and none was found there: the
+    copies XLA compiled are those of the lowered module."""
+    if any(g.rule == "HS117" for g in advice.groups):
+        return advice
+    found = unrolled_loop(_Lowered(lowered))  # type: ignore[arg-type]
+    n = lowered.instruction_count or 1
+    groups = [g for g in group_findings(
+        (replace(f, kind="unrolled-loop") for f in found),
+        lambda s: (min(1.0, s.instructions / n), "instructions")) if g.share >= 0.01]
+    if not groups:
+        return advice
+    kept = sorted(advice.groups + groups, key=lambda g: -g.share)
+    return Advice(kept, advice.device, advice.optimized, advice.quiet, advice.notes)
 
 
 def advise(module: Module, *, graph: KernelGraph | None = None, df: Dataflow | None = None,

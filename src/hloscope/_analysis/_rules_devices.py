@@ -117,6 +117,16 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
             if what == "async":
                 wrapped = inst.called_computations
                 what = wrapped[0].root.opcode if wrapped and wrapped[0].instructions else what
+            fix, partner = _gpu_fix(ctx, comp, inst, done, what, runs > 1)
+            if fix is None:
+                continue
+            if fix == "pipeline":
+                # XLA's pipeliner starts the next iteration's transfer during this one:
+                # it hides at most one iteration's compute.
+                exposed = min(exposed, _body_compute(ctx, comp))
+            elif partner is not None and (k := ctx.kernel(partner.name)) is not None:
+                # A collective matmul hides the transfer behind that matmul, at most.
+                exposed = min(exposed, k.roofline_seconds(ctx.device, k.element_type))
             how = ("it has no asynchronous form here: the compute waits for all of it"
                    if done is None else
                    f"the kernels between {inst.name} and {done.name} hide "
@@ -125,7 +135,7 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
             out.append(Finding(
                 "HS113", "a collective is not overlapped with compute",
                 f"{what} {inst.name} moves {format_bytes(nbytes)} per device; {how}",
-                _overlap_fix(ctx, what, runs > 1),
+                _overlap_fix(ctx, what, runs > 1, fix),
                 (ev_inst(inst, "collective"),), ctx.saving(seconds=exposed * runs),
                 place_key(inst.metadata.op_name, str(inst.source or ""), what)))
     return out
@@ -135,10 +145,154 @@ _PIPELINED = {"all-gather": "all_gather", "reduce-scatter": "reduce_scatter",
               "all-reduce": "all_reduce"}
 
 
-def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool) -> str:
-    """What to try for an exposed collective: in a loop (a scan over layers), XLA can
-    start the next iteration's collective during this one when asked to."""
-    if in_loop and ctx.platform == "gpu" and what in _PIPELINED:
+def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
+             done: Instruction | None, what: str,
+             in_loop: bool) -> tuple[str | None, Instruction | None]:
+    """On a GPU, for an all-gather, reduce-scatter or all-reduce, what can hide it, or
+    None where nothing an expert would change does: ``pipeline`` where XLA's collective
+    pipeliner would act (XLA's flags: a loop's all-gather of a slice of loop-invariant
+    state, a loop's reduce-scatter or all-reduce whose result is written into a slice of
+    the loop's output: FSDP's scan over layers), ``matmul`` outside loops where one matmul
+    reads what it gathers or makes what it reduces in the forward pass (a collective
+    matmul).  Elsewhere (a loop's accumulation, a gradient reduced after the step's
+    last compute, weights of several layers gathered in one combined collective) XLA's
+    scheduler already overlaps what it can and the flags change nothing.  Other
+    platforms and collectives: ``other`` (the generic advice)."""
+    if ctx.platform != "gpu" or what not in _PIPELINED:
+        return "other", None
+    if in_loop:
+        return ("pipeline" if _pipelinable(comp, inst, done, what) else None), None
+    if "transpose(" in inst.metadata.op_name or not inst.operands:
+        return None, None
+    if what == "all-gather":
+        near = _through(done.users if done is not None else inst.users, users=True)
+    else:
+        near = _through(inst.operands, users=False)
+    if len(near) == 1 and _matmul(near[0]) and "transpose(" not in near[0].metadata.op_name \
+            and (what != "all-gather" or _gathers_free_axis(inst, done, near[0])):
+        # (A gradient's matmul, reduced after it, is the backward pass's: a gradient is
+        # reduced once it is made, and XLA already overlaps what follows.)
+        return "matmul", near[0]
+    return None, None
+
+
+def _gathers_free_axis(ag: Instruction, done: Instruction | None, reader: Instruction) -> bool:
+    """Whether the matmul `reader` keeps the all-gather's gathered axis (sequence
+    parallelism: rows gathered, each chunk of rows multiplied on its own: a collective
+    matmul) rather than contracting over it (FSDP's weights gathered along the
+    contraction: prefetching the next layer's weights is the fix, HS116's)."""
+    result = done if done is not None else ag
+    gathered = ag.dimensions
+    if len(gathered) != 1:
+        return False
+    dot, value = reader, result
+    if reader.opcode == "fusion" and reader.called_computations:
+        params = {i.parameter_number: i for i in reader.called_computations[0].instructions
+                  if i.opcode == "parameter"}
+        hits = [params.get(n) for n, o in enumerate(reader.operands)
+                if o is result or result in _through((o,), users=False) or o in
+                _through(result.users, users=True) or _reaches(result, o)]
+        inner = [d for p in hits if p is not None
+                 for d in _through(p.users, users=True) if d.opcode == "dot"]
+        if len(inner) != 1 or hits[0] is None:
+            return False
+        dot, value = inner[0], hits[0]
+    if dot.opcode != "dot":
+        return False
+    for side, key in ((0, "lhs_contracting_dims"), (1, "rhs_contracting_dims")):
+        o = dot.operands[side] if side < len(dot.operands) else None
+        if o is None or not (o is value or _reaches(value, o)):
+            continue
+        if o.shape.dims != result.shape.dims:
+            return False  # reshaped on the way: the axes do not line up
+        contracting = {int(x) for x in re.findall(r"\d+", dot.attr(key) or "")}
+        return gathered[0] not in contracting
+    return False
+
+
+def _reaches(src: Instruction, dst: Instruction) -> bool:
+    """Whether `dst` is `src` seen through moves (bitcasts, copies, converts)."""
+    while dst is not src and dst.opcode in _MOVE and dst.operands:
+        dst = dst.operands[0]
+    return dst is src
+
+
+_MOVE = frozenset({"bitcast", "copy", "convert", "reshape", "transpose", "get-tuple-element"})
+
+
+def _through(start: tuple[Instruction, ...], users: bool) -> list[Instruction]:
+    """The instructions `start` leads to (its users', or its operands' way) past moves."""
+    out: list[Instruction] = []
+    stack = list(start)
+    seen: set[int] = set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if not users and i.opcode == "get-tuple-element" and i.operands:
+            # Through a tuple (or an optimization barrier's) to the element it takes.
+            t, k = i.operands[0], gte_index(i)
+            while t.opcode == "opt-barrier" and t.operands:
+                t = t.operands[0]
+            stack.append(t.operands[k] if t.opcode == "tuple" and 0 <= k < len(t.operands)
+                         else t)
+        elif i.opcode in _MOVE:
+            stack.extend(i.users if users else i.operands)
+        else:
+            out.append(i)
+    return out
+
+
+def _matmul(inst: Instruction) -> bool:
+    if inst.opcode in ("dot", "convolution"):
+        return True
+    if inst.opcode == "custom-call":
+        t = inst.custom_call_target.lower()
+        return "gemm" in t or "matmul" in t or "conv" in t
+    return inst.opcode == "fusion" and any(
+        i.opcode in ("dot", "convolution") for c in inst.called_computations
+        for i in c.instructions)
+
+
+def _fused_ops(inst: Instruction) -> set[str]:
+    if inst.opcode != "fusion":
+        return {inst.opcode}
+    return {i.opcode for c in inst.called_computations for i in c.instructions}
+
+
+def _pipelinable(comp: Computation, inst: Instruction, done: Instruction | None,
+                 what: str) -> bool:
+    """Whether XLA's collective pipeliner moves this loop's collective to the iteration
+    before (an all-gather of a dynamic slice of loop-invariant state) or after (a
+    reduction whose result is written by a dynamic-update-slice into loop state)."""
+    if what == "all-gather":
+        if "trivially_pipelineable" in inst.attr_text:
+            return True
+        invariant = _loop_invariant_indices(comp)
+        for src in _through(inst.operands, users=False):
+            if "dynamic-slice" in _fused_ops(src) and any(
+                    (n := _param_index(o)) is not None and n in invariant
+                    for o in _through(src.operands, users=False) + list(src.operands)):
+                return True
+        return False
+    return any("dynamic-update-slice" in _fused_ops(u)
+               for u in _through(done.users if done is not None else inst.users,
+                                 users=True))
+
+
+def _body_compute(ctx: AdviceContext, comp: Computation) -> float:
+    """One iteration's kernels' time on the roofline: what can hide a transfer."""
+    return sum(k.roofline_seconds(ctx.device, k.element_type)
+               for k in ctx.graph.kernels_in(comp.name) if k.category != "collective")
+
+
+def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool, fix: str) -> str:
+    """What to try for an exposed collective: in a loop whose collective XLA's pipeliner
+    moves (`fix` ``pipeline``), XLA's flags (the only mechanical fix: checked by
+    compiling); outside loops next to a matmul, a collective matmul; else give XLA
+    independent work to overlap."""
+    if fix == "pipeline":
         return (f"let XLA start the next iteration's {what} during this one: "
                 f"XLA_FLAGS='--xla_gpu_enable_pipelined_{_PIPELINED[what]}=true "
                 "--xla_gpu_enable_while_loop_double_buffering=true' (it holds two "
@@ -146,18 +300,14 @@ def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool) -> str:
                 "hid 57% of the all-gathers and raised the peak by 42%); or unroll the scan "
                 "by 2 (lax.scan(..., unroll=2)) so one layer's compute can hide the next "
                 "one's transfer")
+    if fix == "matmul":
+        return (f"overlap the {what} with the matmul beside it (a collective matmul): "
+                f"split the matmul into chunks along the sharded axis and run each "
+                f"chunk's {what} while the previous chunk multiplies (in shard_map, a "
+                "loop of ppermute and partial matmuls), so the transfer hides behind it")
     if in_loop:
         return ("give XLA compute to hide it behind: unroll the loop by 2 (lax.scan(..., "
                 "unroll=2)) so one iteration's transfer overlaps the other's compute")
-    if ctx.platform == "gpu" and what in _PIPELINED:
-        flag = _PIPELINED[what]
-        return ("with XLA_FLAGS='--xla_gpu_enable_pipelined_" + flag + "=true "
-                "--xla_gpu_enable_while_loop_double_buffering=true', a lax.scan over the "
-                "layers lets XLA gather the next layer's data while this layer computes "
-                "(without those flags a scan alone leaves each layer's " + what + " "
-                "exposed, which is worse; with them the peak grows by a layer's data); or "
-                "reduce gradients as each layer's are ready, or split a tensor-parallel "
-                "matmul so its reduction overlaps the next part (a collective matmul)")
     return ("give XLA independent work to overlap it with: gather the next layer's weights "
             "while this layer computes (a lax.scan over layers lets XLA's scheduler "
             "pipeline them), reduce gradients as each layer's are ready, or split a "
@@ -177,6 +327,11 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
             continue
         m = _SPACE_RE.search(p.shape)
         space = int(m.group(1)) if m else 0
+        if space and not _own_minor_padded(p.shape):
+            # On-chip (VMEM, S(1)) and padded only where XLA's layout put a short
+            # dimension minor (logits laid out {0,1}, a copy transposed for a matmul):
+            # no HBM held, and the program's own minor dimension is not the one padded.
+            continue
         out.append(Finding(
             "HS115", "a TPU tiled layout pads a value far beyond its elements",
             f"{p.value} {p.shape} holds {format_bytes(p.logical_bytes)} of elements in "
@@ -191,6 +346,20 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
                        traffic=2 * p.padding_bytes),
             place_key("", p.source, p.shape)))
     return out
+
+
+_DIMS_RE = re.compile(r"\[([0-9,]*)\]\{([0-9,]*)")
+
+
+def _own_minor_padded(shape: str) -> bool:
+    """Whether the array's last dimension (the program's minor one) is laid out minor
+    and pads to whole 128-lane tiles (an f32[N,3]: 3 of 128 lanes used)."""
+    m = _DIMS_RE.search(shape)
+    if m is None or not m.group(1) or not m.group(2):
+        return True
+    dims = [int(x) for x in m.group(1).split(",")]
+    order = [int(x) for x in m.group(2).split(",")]
+    return order[0] == len(dims) - 1 and dims[-1] % 128 != 0
 
 
 # -- HS114 -----------------------------------------------------------------------------

@@ -9,6 +9,8 @@ the layout next to library calls (HS103), cheap values stored instead of recompu
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 
 from .._hlo._module import Instruction
@@ -164,6 +166,10 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue
         if _space(src) != _space(inst):
             continue  # a move between memory spaces, not a layout change
+        if src.shape.element_type != inst.shape.element_type:
+            continue  # it converts too (XLA's precision for a TPU matmul): not only a layout
+        if _solver(src) or any(_solver(u) for u in inst.users):
+            continue  # a LAPACK/cuSOLVER call's column-major layout: JAX's, not the user's
         if not k.op_name or ("transpose(" in k.op_name
                              and k.op_name.rsplit("/", 1)[-1] != "transpose"):
             # XLA's own (no trace to the user's code), or autodiff's layout for the
@@ -207,6 +213,19 @@ def _moves_data(inst: Instruction, src: Instruction) -> bool:
     return False
 
 
+_SOLVER_RE = re.compile(r"lapack|cusolver|hipsolver|solver|trsm|getrf|potrf|geqrf|syevd|gesvd",
+                        re.IGNORECASE)
+
+
+def _solver(inst: Instruction) -> bool:
+    """Whether `inst` (seen through bitcasts and get-tuple-elements) is a linear-algebra
+    library call whose operands' layouts the library fixes (column-major LAPACK)."""
+    while inst.opcode in ("bitcast", "get-tuple-element") and inst.operands:
+        inst = inst.operands[0]
+    return inst.opcode in ("triangular-solve", "cholesky") or (
+        inst.opcode == "custom-call" and bool(_SOLVER_RE.search(inst.custom_call_target)))
+
+
 def _space(inst: Instruction) -> int:
     layout = inst.shape.layout
     return layout.memory_space if layout is not None else 0
@@ -232,9 +251,12 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
                               or _is_library(r) for name in readers):
             continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
-        if any(r.group != k.group for name in readers if (r := ctx.kernel(name))):
-            # Read inside a loop: the code builds it there (a mask from iota inside the
-            # layer) and XLA hoisted it out; building it anywhere else changes nothing.
+        if any(r.group != k.group for name in readers if (r := ctx.kernel(name))) \
+                and _hoisted(ctx.inst(k)):
+            # Read inside a loop, and the code builds it there (a mask from iota inside
+            # the layer: its iotas' op_names are the loop body's) and XLA hoisted it out;
+            # building it anywhere else changes nothing.  Built before the loop by the
+            # code (its iotas outside the body), it is the user's to move in.
             continue
         runs = ctx.runs(k.group)
         live = any(e.live_at_peak for e in consumers)
@@ -254,6 +276,15 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
+def _hoisted(inst: Instruction | None) -> bool:
+    """Whether every iota of fused kernel `inst` comes from a loop body's code (op_name
+    under ``while/body``): XLA moved it out of the loop, the code did not."""
+    if inst is None:
+        return True
+    iotas = [i.metadata.op_name for i in fused_instructions(inst) if i.opcode == "iota"]
+    return not iotas or all("while/body" in n or not n for n in iotas)
+
+
 # -- HS105 -----------------------------------------------------------------------------
 
 def loop_state(ctx: AdviceContext) -> list[Finding]:
@@ -266,7 +297,8 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
             continue
         caller = _caller(ctx, g)
         n = trip_count(caller) if caller is not None else 1
-        kernels = ctx.graph.kernels_in(g.name)
+        # (Not the loop counter's scalar add, a kernel of its own on a TPU.)
+        kernels = [k for k in ctx.graph.kernels_in(g.name) if k.bytes_out > 64]
         if n < 2 or n > SHORT_LOOP or not kernels \
                 or any(k.category != "fusion" or _is_library(k) for k in kernels):
             continue

@@ -66,7 +66,8 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
     # into the result one chain after another, two of them are alive at a time.
     chosen: list = []
     for v in big:
-        if all(v.inst.name not in reach.get(c.inst.name, set())
+        # A multi-output kernel's results (a sort's keys and indices) are one chain's.
+        if all(v.inst.name != c.inst.name and v.inst.name not in reach.get(c.inst.name, set())
                and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
             chosen.append(v)
     if len(chosen) < 3:
@@ -405,11 +406,20 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         return []
     residuals = []
     seen: set[int] = set()
+    collectives = {c.name for c in ctx.graph.collectives}
+    bodies = {c.name for c in ctx.df.computations} - {ctx.module.entry.name}
     for v in ctx.lr.peak_values:
         buf = ctx.df.buffer_of[v.id]
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
+        if v.inst.name in collectives or v.inst.opcode.startswith("all-gather"):
+            continue  # weights gathered for the layers: HS116's (gathered-weights)
+        if "rematted_computation" in v.inst.metadata.op_name \
+                and _computation_of(ctx, v.inst) in bodies \
+                and all(w.inst.computation is v.inst.computation
+                        and w.inst.opcode not in ("parameter", "while") for w in buf.values):
+            continue  # one step's recompute, used within the step: the checkpoint works
         if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
                 _backward(u.metadata.op_name)
                 for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
@@ -662,7 +672,7 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
     if inst is None:
         return False
     for i in fused_instructions(inst):
-        if i.opcode not in ("dot", "convolution"):
+        if i.opcode not in ("dot", "convolution") and not _library_matmul(i):
             continue
         for o in i.operands:
             if o.shape.element_type != "f32":
@@ -677,6 +687,13 @@ def _f32_matmul(ctx: AdviceContext, k, source: str) -> bool:  # type: ignore[no-
             if o.name == source:
                 return True
     return False
+
+
+def _library_matmul(inst: Instruction) -> bool:
+    """A matmul or convolution XLA hands to a library (cuDNN's convolutions, cuBLAS's
+    GEMMs: custom-calls), whose operands are the values it multiplies."""
+    t = inst.custom_call_target.lower() if inst.opcode == "custom-call" else ""
+    return "conv" in t or "gemm" in t or "matmul" in t
 
 
 def _size(inst: Instruction) -> int:

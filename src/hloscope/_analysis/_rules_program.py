@@ -8,6 +8,7 @@ many kernels too small to pay for their launch on a GPU (HS121).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from .._hlo._module import Computation, Instruction, Module
@@ -105,7 +106,9 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
              + (", ..." if len(lines) > 3 else "")) if lines else ""
     return [Finding(
         "HS117", "a Python loop is unrolled into many copies of one body",
-        f"{held:,} of the program's {ctx.module.instruction_count:,} instructions"
+        # (Calls counted with their computation's instructions, once per call: more
+        # than the module's own count in a module JAX lowered, which calls helpers.)
+        f"{held:,} of the program's {max(held, ctx.module.instruction_count):,} instructions"
         + (f" ({kernels:,} of its kernels)" if kernels else "")
         + f" are copies of {len(body)} instruction(s), each repeated "
         + (f"{copies} times" if copies == most else f"{copies} to {most} times")
@@ -184,14 +187,15 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
         per_element = (sum(x.transcendentals for x in build) + fused_in) / n
         needed = 1 if reader else TRANSCENDENTALS
-        if not work and per_element < needed:
+        if not work and per_element < needed and not _matrix_from_indices(ctx, build, reader):
             continue
         work = work or [x for x in build if x.transcendentals] or build
         claimed.update(x.name for x in build)
         runs = ctx.runs(k.group)
         seconds = sum(x.roofline_seconds(ctx.device, x.element_type) for x in build) * runs
         ops = sorted({op for x in work for op, _ in x.fused if op in _WORK | _TRANSCENDENTAL}
-                     | ({x.opcode for x in work} & (_WORK | _TRANSCENDENTAL)))
+                     | ({x.opcode for x in work} & (_WORK | _TRANSCENDENTAL))) or sorted(
+            {op for x in build for op, _ in x.fused if op not in _PLAIN})
         out.append(Finding(
             "HS118", "a large array is rebuilt from constants on every call",
             f"{k.name} builds {format_bytes(k.bytes_out)} ({k.shape}) from indices and "
@@ -226,6 +230,52 @@ def _multiplier(ctx: AdviceContext, k: Kernel) -> Kernel | None:
     return None
 
 
+_PLAIN = frozenset({"iota", "broadcast", "constant", "convert", "bitcast", "copy", "reshape",
+                    "parameter"})
+
+
+def _matrix_from_indices(ctx: AdviceContext, build: list[Kernel], reader: Kernel | None) -> bool:
+    """Whether a matmul (or convolution, FFT) multiplies by an array the build computes
+    from its indices (a Hadamard matrix from popcounts, a Toeplitz or circulant matrix
+    from index differences): a fixed matrix, whatever the per-element cost.  Not a bare
+    iota, nor one the reader compares with something (a one-hot: HS119's)."""
+    if reader is None or any(op == "compare" for op, _ in reader.fused):
+        return False
+    if not any(op not in _PLAIN for x in build for op, _ in x.fused):
+        return False
+    return _multiplied(ctx, reader, build[0])
+
+
+def _multiplied(ctx: AdviceContext, reader: Kernel, k: Kernel) -> bool:
+    """Whether the matmul in `reader`'s kernel multiplies by `k`'s array (its operand,
+    through elementwise work), not only adds it to the product (a bias the GEMM's
+    epilogue applies: HS104's, to build inside the layer)."""
+    r, a = ctx.inst(reader), ctx.inst(k)
+    if r is None or a is None:
+        return False
+    mine = [n for n, o in enumerate(r.operands) if _moved_from(o) is a]
+    if r.opcode != "fusion" or not r.called_computations:
+        return bool(mine)
+    params = [i for i in r.called_computations[0].instructions
+              if i.opcode == "parameter" and i.parameter_number in mine]
+    stack, seen = list(params), set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        if i.opcode in ("dot", "convolution"):
+            return True
+        stack.extend(i.users)
+    return False
+
+
+def _moved_from(inst: Instruction) -> Instruction:
+    while inst.opcode in ("bitcast", "copy", "get-tuple-element") and inst.operands:
+        inst = inst.operands[0]
+    return inst
+
+
 def _does_work(k: Kernel) -> bool:
     """A matmul, a convolution, an FFT or a reduction: more than elementwise."""
     return k.opcode in _WORK or k.category in ("fft", "matmul", "convolution") \
@@ -257,11 +307,11 @@ def onehot_gather(ctx: AdviceContext) -> list[Finding]:
     by zeros, and the one-hot (or its iota) is written to memory."""
     out = []
     insts = [i for c in ctx.module.computations for i in c.instructions
-             if i.opcode in ("dot", "compare")]
+             if i.opcode in ("dot", "compare") or _matmul_convolution(i)]
     if not any(i.opcode == "compare" and len(i.shape.dims) >= 2
                and "direction=EQ" in i.attr_text for i in insts):
         return []  # no one-hot anywhere
-    dots = [i for i in insts if i.opcode == "dot"]
+    dots = [i for i in insts if i.opcode != "compare"]
     for dot in dots:
         hit = _onehot_operand(ctx, dot)
         k = _kernel_of(ctx, dot) if hit is not None else None
@@ -313,7 +363,7 @@ def _onehot_operand(ctx: AdviceContext,
     """(operand number, classes, the array stored for it) where an operand of `dot` is a
     one-hot contracted over its classes."""
     for side, key in ((0, "lhs_contracting_dims"), (1, "rhs_contracting_dims")):
-        dims = _ints(dot.attr(key))
+        dims = _contracting(dot, side) if dot.opcode == "convolution" else _ints(dot.attr(key))
         if len(dims) != 1 or side >= len(dot.operand_names):
             continue
         vocab = dot.operands[side].shape.dims[dims[0]]
@@ -334,6 +384,26 @@ def _onehot_operand(ctx: AdviceContext,
     return None
 
 
+def _matmul_convolution(inst: Instruction) -> bool:
+    """A convolution with a window of one element everywhere: a matmul (what XLA's TPU
+    backend makes of a dot: ``dim_labels=0bf_io0->0bf``, ``window={size=1}``)."""
+    if inst.opcode != "convolution" or "->" not in (inst.attr("dim_labels") or ""):
+        return False
+    window = inst.attr("window") or ""
+    sizes = re.search(r"size=([0-9x]+)", window)
+    return sizes is None or all(n == "1" for n in sizes.group(1).split("x"))
+
+
+def _contracting(conv: Instruction, side: int) -> tuple[int, ...]:
+    """The dimension a matmul-convolution contracts on operand `side`: the input's
+    feature dimension (``f``), the kernel's input feature dimension (``i``)."""
+    labels = (conv.attr("dim_labels") or "").split("->")[0].split("_")
+    if len(labels) != 2:
+        return ()
+    d = labels[side].find("f" if side == 0 else "i")
+    return (d,) if d >= 0 else ()
+
+
 def _trace(ctx: AdviceContext, inst: Instruction, stored: list[Instruction],
            through: frozenset[str]) -> Instruction:
     """Where `inst`'s value comes from, through the opcodes `through`, into fusions and
@@ -350,7 +420,7 @@ def _trace(ctx: AdviceContext, inst: Instruction, stored: list[Instruction],
             if not stored and inst.opcode not in _NO_WORK:
                 stored.append(inst)
         elif inst.opcode == "fusion" and inst.called_computations:
-            if not stored:
+            if not stored and ctx.kernel(inst.name) is not None:  # not one fused inside
                 stored.append(inst)
             inst = inst.called_computations[0].root
         else:

@@ -99,8 +99,9 @@ def gathered_weights(ctx: AdviceContext) -> list[Finding]:
 def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
     """An all-reduce or reduce-scatter in a loop body whose result is only added into
     the loop's state (gradient accumulation over microbatches reducing every
-    microbatch's gradient): reduced once after the loop, the sum is the same."""
-    out = []
+    microbatch's gradient): reduced once after the loop, the sum is the same.  Also
+    all-reduced values only added together outside loops (`summed_collectives`)."""
+    out = summed_collectives(ctx)
     moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
     for g in ctx.graph.groups:
         if g.kind != "while body":
@@ -136,6 +137,118 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                 (ev_inst(inst, "collective"),),
                 ctx.saving(link_bytes=nbytes * (n - 1) * ctx.runs(g.parent)),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
+    return out
+
+
+def summed_collectives(ctx: AdviceContext) -> list[Finding]:
+    """Two or more all-reduce results (of one combined all-reduce or several) that a
+    kernel only adds together: the all-reduce of the sum is the same, one reduction
+    instead of several (a Python loop over microbatches that psums each gradient before
+    adding it: the unrolled form of what `accumulated_collective` finds in a loop)."""
+    # result -> (collective, its bytes, what it reduced)
+    sources: dict[str, tuple[Instruction, int, Instruction]] = {}
+    moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            if _collective(inst) != "all-reduce" or inst.opcode.endswith("-done") \
+                    or inst.opcode == "async-done" or not moved.get(inst.name):
+                continue
+            result = done_of(inst) if is_collective_start(inst) or \
+                inst.opcode == "async-start" else inst
+            if result is None:
+                continue
+            leaves = [u for u in result.users if u.opcode == "get-tuple-element"] \
+                if result.shape.is_tuple else [result]
+            total = sum(x.shape.total_byte_size for x in leaves) or 1
+            for x in leaves:
+                k = gte_index(x) if x is not result else 0
+                if 0 <= k < len(inst.operands):
+                    sources[x.name] = (inst, moved[inst.name] * x.shape.total_byte_size
+                                       // total, _past(inst.operands[k]))
+    if len(sources) < 2:
+        return []
+    out = []
+    seen: set[str] = set()
+    for comp in ctx.module.computations:
+        for inst in comp.instructions:
+            if inst.opcode not in ("add", "fusion") or inst.name in seen:
+                continue
+            read = [(n, o) for n, o in enumerate(inst.operands)
+                    if (src := _source_of(o)) is not None and src.name in sources]
+            if len(read) < 2 or not _only_summed(inst, [n for n, _ in read]):
+                continue
+            seen.add(inst.name)
+            parts = [sources[_source_of(o).name] for _, o in read]  # type: ignore[union-attr]
+            # Copies of one computation (a microbatch's gradient, unrolled), not two
+            # different values that happen to be reduced and added.
+            made = [m for _, _, m in parts]
+            if len({id(m) for m in made}) < len(made) or len(
+                    {(m.opcode, m.metadata.op_name, str(m.source or "")) for m in made}) > 1:
+                continue
+            wasted = sum(b for _, b, _ in parts) - max(b for _, b, _ in parts)
+            first = parts[0][0]
+            out.append(Finding(
+                "HS122", "a collective reduces every iteration what is only summed",
+                f"{inst.name} adds {len(read)} all-reduced values together "
+                f"({', '.join(dict.fromkeys(c.name for c, _, _ in parts))}): the all-reduce "
+                f"of their sum is the same, with {format_bytes(wasted)} per device less "
+                "over the links",
+                "add first and reduce once: accumulate the microbatches' gradients "
+                "locally (a lax.scan or a Python loop adding them) and psum the sum",
+                (ev_inst(first, "collective"),),
+                ctx.saving(link_bytes=wasted * ctx.runs(comp.name)),
+                place_key(first.metadata.op_name, str(first.source or ""),
+                          str(inst.shape))))
+    return out
+
+
+def _source_of(inst: Instruction) -> Instruction | None:
+    while inst.opcode in _THROUGH and inst.operand_names:
+        inst = inst.operands[0]
+    return inst if inst.opcode in ("get-tuple-element", "all-reduce", "all-reduce-done",
+                                   "async-done") else None
+
+
+def _only_summed(inst: Instruction, operands: list[int]) -> bool:
+    """Whether operands `operands` of `inst` (an add, or a fusion) are only added to
+    one another: each one's readers, past moves, are additions of such values."""
+    if inst.opcode == "add":
+        return True
+    if not inst.called_computations:
+        return False
+    params = {i.parameter_number: i for i in inst.called_computations[0].instructions
+              if i.opcode == "parameter"}
+    summed: set[int] = {id(params[n]) for n in operands if n in params}
+    if len(summed) < 2:
+        return False
+    changed = True
+    while changed:  # adds of summed values are summed values too
+        changed = False
+        for i in inst.called_computations[0].instructions:
+            if id(i) in summed:
+                continue
+            if (i.opcode == "add" and all(id(_past(o)) in summed for o in i.operands)) \
+                    or (i.opcode in _THROUGH and i.operands and id(i.operands[0]) in summed):
+                summed.add(id(i))
+                changed = True
+    for n in operands:
+        p = params.get(n)
+        if p is None or any(u.opcode not in _THROUGH and not (
+                u.opcode == "add" and id(u) in summed) for u in _users_past(p)):
+            return False
+    return True
+
+
+def _past(inst: Instruction) -> Instruction:
+    while inst.opcode in _THROUGH and inst.operands:
+        inst = inst.operands[0]
+    return inst
+
+
+def _users_past(inst: Instruction) -> list[Instruction]:
+    out = []
+    for u in inst.users:
+        out.extend(_users_past(u) if u.opcode in _THROUGH else [u])
     return out
 
 

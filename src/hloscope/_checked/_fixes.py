@@ -43,9 +43,12 @@ ESTIMATED = {
     "HS110": "from the updated outputs' bytes",
     "HS111": "from the saved values' bytes at the peak",
     "HS112": "from the f32 copy's traffic and the matmul's flops at the f32 rate",
-    "HS113": "from the exposed bytes at the link bandwidth",
+    "HS113": "from the exposed bytes at the link bandwidth (with XLA's flags, at most one "
+             "loop iteration's compute; for a collective matmul, at most the matmul's time)",
     "HS114": "from the second collective's bytes at the link bandwidth",
     "HS115": "from the padding's bytes",
+    "HS123": "from the triangular solves' flops for the identity's right-hand sides",
+    "HS124": "from the sorted outputs' bytes written and read back",
 }
 NOT_MECHANICAL = "the fix is a change to the program's code"
 

@@ -139,6 +139,7 @@ class Report:
                 self.module, graph=self.kernels, df=df, lr=lr, device=dev,
                 device_label=target_label(self.target, dev) if dev else None,
                 min_share=None if times is None else 0)
+            advice = self._unrolled(advice)
             check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
             if check is not None:
                 advice = check(advice)
@@ -148,6 +149,20 @@ class Report:
                 advice = rank_measured(advice, times)
             self._cache["advice"] = advice
         return self._cache["advice"]
+
+    def _unrolled(self, advice):  # type: ignore[no-untyped-def]
+        """HS117 read on the module JAX gave XLA too, where the optimized one hides the
+        copies (`unrolled_before_optimization`)."""
+        if not self.hlo_before or any(g.rule == "HS117" for g in advice.groups):
+            return advice
+        from .._analysis._advisor import unrolled_before_optimization
+        from .._sources._reader import parse
+
+        try:
+            lowered = parse(self.hlo_before)
+        except Exception:  # noqa: BLE001  (the text JAX gave: advice without it)
+            return advice
+        return unrolled_before_optimization(advice, lowered)
 
     @property
     def findings(self):  # type: ignore[no-untyped-def]
