@@ -160,7 +160,7 @@ class Report:
 
         try:
             lowered = parse(self.hlo_before)
-        except Exception:  # noqa: BLE001  (the text JAX gave: advice without it)
+        except HloscopeError:  # text this parser refuses: the advice without it
             return advice
         return unrolled_before_optimization(advice, lowered)
 
