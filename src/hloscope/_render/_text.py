@@ -37,7 +37,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
     whole.
     """
     heads = [safe(str(h)) for h in headers]
-    cells = [[safe(str(c)) for c in row] for row in rows]
+    cells = [_safe_row(row) for row in rows]
     if width is not None:  # source columns: the package's path or the project's (--wide: whole)
         cwd = os.getcwd()
         for k in (k for k, h in enumerate(heads) if h in _PATH_COLUMNS):
@@ -45,9 +45,13 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
                 if k < len(row):
                     row[k] = short_paths(row[k], cwd)
     natural = [len(h) for h in heads]
-    for row in cells:
-        for k, c in enumerate(row):
-            natural[k] = max(natural[k], len(c))
+    if all(len(row) == len(heads) for row in cells):
+        for k, column in enumerate(zip(*cells)):
+            natural[k] = max(natural[k], max(map(len, column)))
+    else:
+        for row in cells:
+            for k, c in enumerate(row):
+                natural[k] = max(natural[k], len(c))
     sources = {k for k, h in enumerate(heads) if h == "source"}  # cut at the start
     keep, widths = list(range(len(heads))), natural
     if width is not None:
@@ -78,6 +82,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
 
     rule = (indent + "  ".join("-" * w for w in widths)).rstrip()
     return "\n".join([line(heads), rule] + [line(r) for r in cells])
+
+
+def _safe_row(row: Sequence[Any]) -> list[str]:
+    """The cells of `row` as text, each `safe` (one test for a row that needs nothing)."""
+    vals = [c if type(c) is str else str(c) for c in row]
+    if "".join(vals).isprintable():
+        return vals
+    return [safe(v) for v in vals]
 
 
 _FORMAT_NAMES = {"hlo": "HLO text", "markdown": "Markdown report", "glog": "glog log",
