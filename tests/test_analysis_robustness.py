@@ -324,7 +324,7 @@ VALID_CALL = SHARED["called twice from the entry"]
 
 def _set_attrs(inst: hloscope.Instruction, text: str) -> None:
     inst.attr_text = text
-    inst._attrs = None
+    inst._attrs = inst._calls = None
 
 
 def _set_operands(inst: hloscope.Instruction, *names: str) -> None:

@@ -154,6 +154,7 @@ class Instruction:
     __slots__ = (
         "name", "shape", "opcode", "operand_names", "attr_text", "is_root", "line",
         "computation", "literal", "parameter_number", "_attrs", "sugar", "implicit_calls",
+        "_calls",
     )
 
     def __init__(self, name: str, shape: Shape, opcode: str, operand_names: tuple[str, ...],
@@ -172,6 +173,10 @@ class Instruction:
         self._attrs: Mapping[str, str] | None = None
         self.sugar = ""
         self.implicit_calls: tuple[str, ...] = ()
+        # `called_computation_names`, decoded on first use; whoever rewrites attr_text,
+        # sugar or implicit_calls afterwards (the parser, while it builds the model)
+        # sets it back to None.
+        self._calls: tuple[str, ...] | None = None
 
     def __repr__(self) -> str:
         return clip(f"<Instruction {self.name} = {self.shape} {self.sugar or self.opcode}>")
@@ -263,6 +268,12 @@ class Instruction:
     @property
     def called_computation_names(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls, in attribute order."""
+        calls = self._calls
+        if calls is None:
+            calls = self._calls = self._called_names()
+        return calls
+
+    def _called_names(self) -> tuple[str, ...]:
         if self.sugar or not _MAY_CALL_RE.search(self.attr_text):
             # Most instructions name no computation; the async shorthand calls only the
             # wrapper it stands for (the wrapped op carries the attributes).

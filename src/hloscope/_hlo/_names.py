@@ -21,10 +21,16 @@ _NOT_ALLOWED_RE = re.compile(r"[^a-zA-Z0-9_.\-]")
 _TYPE_NAMES = frozenset(PRIMITIVE_BITS) | {"token", "opaque"}
 
 
+# A name `sanitize` leaves as it is (most are), but for the checks on whole names below.
+_PLAIN_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.\-]*")
+
+
 def sanitize(name: str) -> str:
     """XLA's ``NameUniquer::GetSanitizedName``."""
     if not name:
         return ""
+    if _PLAIN_RE.fullmatch(name) and not name.startswith("__") and name not in _TYPE_NAMES:
+        return name
     first = name[0]
     if not (first.isascii() and (first.isalpha() or first == "_")):
         name = "_" + name[1:]

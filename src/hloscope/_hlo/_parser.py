@@ -18,6 +18,7 @@ every statement goes through the token grammar and XLA's per-opcode checks.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -153,6 +154,9 @@ class _ModuleReader:
         self.checked: set[str] = set()  # computations whose instructions were checked as read
         self._g: Grammar | None = None
         self._starts: list[int] = []
+        # One string object per distinct short attribute text (``index=0``, ``kind=kLoop,
+        # calls=%f``: they repeat across a module), for this parse only.
+        self._texts: dict[str, str] = {}
         # The token grammar sees the text up to the next line that looks like a module
         # header; a statement that runs past it (a header inside a string) widens it.
         self.limit = limit if limit is not None else self._next_header(start + 1)
@@ -481,12 +485,19 @@ class _ModuleReader:
         slashes = self.src.slashes
         hashes = self.src.hashes
         params = body.parameter_numbers
+        # The model shares strings rather than holding a copy per instruction: one per
+        # opcode, the defining instruction's name for each operand, one per short
+        # attribute text.
+        intern = sys.intern
+        same_text = self._texts.setdefault
+        name_of = by_name.get
         while i < stop:
             line = lines[i]
             m = match(line)
             if m is None:
                 return i
             root, name, shape_text, opcode, operand_text, attr_text = m.groups()
+            opcode = intern(opcode)
             if opcode not in known and split_async_sugar(opcode) is not None or \
                     opcode in _ASYNC_TAIL:
                 return i  # the async shorthand (the grammar desugars it), async chains
@@ -497,11 +508,14 @@ class _ModuleReader:
             elif not attr_text or attr_text[-1] == "," or slashes and (
                     "//" in attr_text or "/*" in attr_text):
                 return i
-            elif attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
-                try:
-                    check_balanced(attr_text)
-                except AttributeSyntaxError:
-                    return i  # continued on the next line, or cut off: the grammar decides
+            else:
+                if attr_text.count("{") != attr_text.count("}") or attr_text.count('"') & 1:
+                    try:
+                        check_balanced(attr_text)
+                    except AttributeSyntaxError:
+                        return i  # continued on the next line, or cut off: the grammar decides
+                if len(attr_text) < 96:
+                    attr_text = same_text(attr_text, attr_text)
             shape = shape_cache.get(shape_text)
             if shape is None:
                 try:
@@ -517,7 +531,8 @@ class _ModuleReader:
                 operands = ()
                 literal = operand_text
             elif "%" in operand_text:
-                operands = tuple(sigil_findall(operand_text))
+                operands = tuple([o.name if (o := name_of(n)) is not None else n
+                                  for n in sigil_findall(operand_text)])
             else:
                 try:
                     operands, literal, pnum = _decode_operands(opcode, operand_text)
@@ -810,7 +825,7 @@ def _unique_names(module: Module) -> None:
                         ("%" if x.strip().startswith("%") else "")
                         + renamed.get(x.strip().lstrip("%"), x.strip().lstrip("%"))
                         for x in m.group(1).split(",")) + "}", inst.attr_text)
-                inst._attrs = None
+                inst._attrs = inst._calls = None
         c.by_name.clear()
         c.by_name.update((i.name, i) for i in c.instructions)
         c._users = None

@@ -720,6 +720,7 @@ class Grammar:
         async_op, wrapped = sugar
         inst.sugar = inst.opcode
         inst.opcode = async_op
+        inst._calls = None  # decoded again from the new sugar and implicit_calls
         if async_op != "async-start":
             inst.implicit_calls = (chain,) if chain else ()
             return

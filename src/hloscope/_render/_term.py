@@ -106,6 +106,8 @@ def short_paths(text: str, cwd: str | None = None) -> str:
     ``/venv/lib/python3.11/site-packages/torch/...``) and a path under `cwd` (default:
     the working directory) relative to it, so that a table cut to the terminal's width
     keeps the part that says where."""
+    if "/" not in text and "\\" not in text:
+        return text  # no path in it ("-", a name)
     out = _PACKAGES_RE.sub("", text)
     if out == text:
         here = (cwd if cwd is not None else os.getcwd()).rstrip("/\\") + os.sep

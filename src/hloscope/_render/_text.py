@@ -7,6 +7,7 @@ so the same input gives byte-identical output for golden tests.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -36,16 +37,21 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
     whole.
     """
     heads = [safe(str(h)) for h in headers]
-    cells = [[safe(str(c)) for c in row] for row in rows]
+    cells = [_safe_row(row) for row in rows]
     if width is not None:  # source columns: the package's path or the project's (--wide: whole)
+        cwd = os.getcwd()
         for k in (k for k, h in enumerate(heads) if h in _PATH_COLUMNS):
             for row in cells:
                 if k < len(row):
-                    row[k] = short_paths(row[k])
+                    row[k] = short_paths(row[k], cwd)
     natural = [len(h) for h in heads]
-    for row in cells:
-        for k, c in enumerate(row):
-            natural[k] = max(natural[k], len(c))
+    if all(len(row) == len(heads) for row in cells):
+        for k, column in enumerate(zip(*cells)):
+            natural[k] = max(natural[k], max(map(len, column)))
+    else:
+        for row in cells:
+            for k, c in enumerate(row):
+                natural[k] = max(natural[k], len(c))
     sources = {k for k, h in enumerate(heads) if h == "source"}  # cut at the start
     keep, widths = list(range(len(heads))), natural
     if width is not None:
@@ -65,15 +71,25 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
         keep, widths = fit_columns(heads, natural, room, fixed=set(right),
                                    drop=[heads.index(d) for d in drop if d in heads])
 
+    # Per column kept: its index, width, how a long cell is cut and how it is aligned.
+    columns = [(k, w, tail if k in sources else middle, str.rjust if k in right else str.ljust)
+               for k, w in zip(keep, widths)]
+
     def line(vals: Sequence[str]) -> str:
-        out = []
-        for k, w in zip(keep, widths):
-            v = tail(vals[k], w) if k in sources else middle(vals[k], w)
-            out.append(v.rjust(w) if k in right else v.ljust(w))
-        return (indent + "  ".join(out)).rstrip()
+        return (indent + "  ".join([
+            align(v if len(v := vals[k]) <= w else cut(v, w), w)
+            for k, w, cut, align in columns])).rstrip()
 
     rule = (indent + "  ".join("-" * w for w in widths)).rstrip()
     return "\n".join([line(heads), rule] + [line(r) for r in cells])
+
+
+def _safe_row(row: Sequence[Any]) -> list[str]:
+    """The cells of `row` as text, each `safe` (one test for a row that needs nothing)."""
+    vals = [c if type(c) is str else str(c) for c in row]
+    if "".join(vals).isprintable():
+        return vals
+    return [safe(v) for v in vals]
 
 
 _FORMAT_NAMES = {"hlo": "HLO text", "markdown": "Markdown report", "glog": "glog log",

@@ -369,7 +369,7 @@ def _add_unique(out: Inputs, found: list[tuple[Module, str, XlaMemoryFiles | Non
     for m, phase, figs, file, order, prefix in found:
         # Each module of a dump is its own compilation; in a file, the same graph saved
         # again (under another name, IrToHlo.12 then IrToHlo.17) is a copy.
-        key = prefix or _fingerprint(m, phase)
+        key = prefix or (_fingerprint(m, phase) if len(found) > 1 else "")
         if key in seen:
             seen[key].copies += 1
             continue
