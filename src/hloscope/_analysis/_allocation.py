@@ -602,25 +602,27 @@ class _Fit:
 def _post_order(comp: Computation) -> list[Instruction]:
     """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
     out: list[Instruction] = []
-    done: set[int] = set()
+    done: dict[int, bool] = {}  # by id: False while on the path, True once out
     by_name = comp.by_name
     for start in comp.instructions:
         if id(start) in done or start.users:
             continue
-        on_path = {id(start)}
+        done[id(start)] = False
         stack = [(start, iter(start.operand_names))]
         while stack:
             inst, names = stack[-1]
             for name in names:
                 op = by_name.get(name)
-                if op is not None and id(op) not in done and id(op) not in on_path:
-                    on_path.add(id(op))
-                    stack.append((op, iter(op.operand_names)))
-                    break
+                if op is not None and id(op) not in done:
+                    if op.operand_names:
+                        done[id(op)] = False
+                        stack.append((op, iter(op.operand_names)))
+                        break
+                    done[id(op)] = True  # a leaf: out at once
+                    out.append(op)
             else:
                 stack.pop()
-                on_path.discard(id(inst))
-                done.add(id(inst))
+                done[id(inst)] = True
                 out.append(inst)
     for inst in comp.instructions:  # cycles or dangling names: keep every instruction
         if id(inst) not in done:
