@@ -279,9 +279,13 @@ class _FreeTree:
         i >>= 1
         first, last, gap = self.first, self.last, self.gap
         while i:
-            first[i] = max(first[2 * i], first[2 * i + 1])
-            last[i] = min(last[2 * i], last[2 * i + 1])
-            gap[i] = max(gap[2 * i], gap[2 * i + 1])
+            left, right = 2 * i, 2 * i + 1
+            f = first[left] if first[left] > first[right] else first[right]
+            la = last[left] if last[left] < last[right] else last[right]
+            g = gap[left] if gap[left] > gap[right] else gap[right]
+            if f == first[i] and la == last[i] and g == gap[i]:
+                break  # the nodes above are made of these: unchanged too
+            first[i], last[i], gap[i] = f, la, g
             i >>= 1
 
     def search(self, lo: int, hi: int, low_index: int) -> Iterator[int]:
