@@ -20,9 +20,9 @@ and colocates in ways not visible in the HLO text.
 from __future__ import annotations
 
 import bisect
-from itertools import chain
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from .._hlo._module import Instruction
 from ._allocation import assign_allocations
@@ -333,7 +333,7 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                 lo >>= 1
                 hi >>= 1
         if len(parts) == 1:
-            busy = zip(parts[0].starts, parts[0].ends)
+            busy: Iterable[tuple[int, int]] = zip(parts[0].starts, parts[0].ends)
         else:
             busy = sorted(chain.from_iterable(zip(r.starts, r.ends) for r in parts))
         best_off = -1
