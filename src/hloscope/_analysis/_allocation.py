@@ -279,9 +279,13 @@ class _FreeTree:
         i >>= 1
         first, last, gap = self.first, self.last, self.gap
         while i:
-            first[i] = max(first[2 * i], first[2 * i + 1])
-            last[i] = min(last[2 * i], last[2 * i + 1])
-            gap[i] = max(gap[2 * i], gap[2 * i + 1])
+            left, right = 2 * i, 2 * i + 1
+            f = first[left] if first[left] > first[right] else first[right]
+            la = last[left] if last[left] < last[right] else last[right]
+            g = gap[left] if gap[left] > gap[right] else gap[right]
+            if f == first[i] and la == last[i] and g == gap[i]:
+                break  # the nodes above are made of these: unchanged too
+            first[i], last[i], gap[i] = f, la, g
             i >>= 1
 
     def search(self, lo: int, hi: int, low_index: int) -> Iterator[int]:
@@ -602,25 +606,27 @@ class _Fit:
 def _post_order(comp: Computation) -> list[Instruction]:
     """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
     out: list[Instruction] = []
-    done: set[int] = set()
+    done: dict[int, bool] = {}  # by id: False while on the path, True once out
     by_name = comp.by_name
     for start in comp.instructions:
         if id(start) in done or start.users:
             continue
-        on_path = {id(start)}
+        done[id(start)] = False
         stack = [(start, iter(start.operand_names))]
         while stack:
             inst, names = stack[-1]
             for name in names:
                 op = by_name.get(name)
-                if op is not None and id(op) not in done and id(op) not in on_path:
-                    on_path.add(id(op))
-                    stack.append((op, iter(op.operand_names)))
-                    break
+                if op is not None and id(op) not in done:
+                    if op.operand_names:
+                        done[id(op)] = False
+                        stack.append((op, iter(op.operand_names)))
+                        break
+                    done[id(op)] = True  # a leaf: out at once
+                    out.append(op)
             else:
                 stack.pop()
-                on_path.discard(id(inst))
-                done.add(id(inst))
+                done[id(inst)] = True
                 out.append(inst)
     for inst in comp.instructions:  # cycles or dangling names: keep every instruction
         if id(inst) not in done:

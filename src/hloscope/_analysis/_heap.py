@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from .._hlo._module import Instruction
 from ._allocation import assign_allocations
@@ -266,11 +267,17 @@ class _Ranges:
         starts, ends = self.starts, self.ends
         j = bisect.bisect_left(ends, lo)      # first range ending at or after lo
         k = bisect.bisect_right(starts, hi)   # ranges starting at or before hi
-        if j < k:
-            lo = min(lo, starts[j])
-            hi = max(hi, ends[k - 1])
-        starts[j:k] = [lo]
-        ends[j:k] = [hi]
+        if j == k:  # meets none: a new range (no list made for a slice, the usual cases)
+            starts.insert(j, lo)
+            ends.insert(j, hi)
+        elif k == j + 1:  # meets one: it grows
+            if lo < starts[j]:
+                starts[j] = lo
+            if hi > ends[j]:
+                ends[j] = hi
+        else:
+            starts[j:k] = [min(lo, starts[j])]
+            ends[j:k] = [max(hi, ends[k - 1])]
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -301,12 +308,6 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     offsets: dict[int, int] = {}
     heap_size = 0
 
-    def put(tree: list[_Ranges | None], i: int, lo: int, hi: int) -> None:
-        r = tree[i]
-        if r is None:
-            r = tree[i] = _Ranges()
-        r.add(lo, hi)
-
     for g, size, start, end in items:
         own = (spans or {}).get(g) or ((start, end),)
         parts: list[_Ranges] = []
@@ -332,9 +333,9 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                 lo >>= 1
                 hi >>= 1
         if len(parts) == 1:
-            busy = list(zip(parts[0].starts, parts[0].ends))
+            busy: Iterable[tuple[int, int]] = zip(parts[0].starts, parts[0].ends)
         else:
-            busy = sorted(pair for r in parts for pair in zip(r.starts, r.ends))
+            busy = sorted(chain.from_iterable(zip(r.starts, r.ends) for r in parts))
         best_off = -1
         best_gap = -1
         cur = 0
@@ -361,15 +362,24 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
             lo, hi = s_lo + n, s_hi + n + 1
             while lo < hi:
                 if lo & 1:
-                    put(alive, lo, best_off, top)
+                    r = alive[lo]
+                    if r is None:
+                        r = alive[lo] = _Ranges()
+                    r.add(best_off, top)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    put(alive, hi, best_off, top)
+                    r = alive[hi]
+                    if r is None:
+                        r = alive[hi] = _Ranges()
+                    r.add(best_off, top)
                 lo >>= 1
                 hi >>= 1
             i = s_lo + n
             while i:
-                put(born, i, best_off, top)
+                r = born[i]
+                if r is None:
+                    r = born[i] = _Ranges()
+                r.add(best_off, top)
                 i >>= 1
     return heap_size, offsets

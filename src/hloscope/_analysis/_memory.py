@@ -21,7 +21,7 @@ The figures:
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -48,6 +48,7 @@ __all__ = [
     "MemoryReport",
     "ShardedRow",
     "ShardedView",
+    "ValueSpans",
     "XlaFigures",
     "analyze_memory",
     "xla_figures",
@@ -240,6 +241,7 @@ class MemoryReport:
     timeline: tuple[int, ...]
     timeline_labels: Sequence[str]    # the instruction of each step (made on access)
     largest: Sequence[BufferInfo]     # the `top` largest values (made on access)
+    spans: ValueSpans                 # every value's kind, live range and bytes, unranked
     sharded: ShardedView | None
     xla: XlaFigures | None
     comparisons: tuple[Comparison, ...]
@@ -423,9 +425,11 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
         return _info(v, kinds[buffer_of[v.id].id], ranges[v.id])
 
     peak_values = tuple(info(v) for v in lr.peak_values)
-    largest = _Largest([v for v in df.values if v.id in ranges], top,
+    live = [v for v in df.values if v.id in ranges]
+    largest = _Largest(live, top,
                        key=lambda v: (-v.size, ranges[v.id][0], v.inst.name, v.index),
                        make=info)
+    spans = ValueSpans(live, kinds, buffer_of, ranges)
     argument_bytes = sum(p.shape.total_byte_size for p in entry.parameters)
     output_bytes = entry.root.shape.total_byte_size
     alias_bytes = sum(entry.root.shape.subshape(o).total_byte_size if o else
@@ -473,9 +477,49 @@ def _report(module: Module, df: Dataflow, lr: LiveRanges, kinds: Sequence[str], 
         argument_bytes=argument_bytes, output_bytes=output_bytes,
         alias_bytes=alias_bytes, constant_bytes=constant_bytes, temp_estimate_bytes=temp,
         timeline=timeline, timeline_labels=labels,
-        largest=largest, sharded=sharded, xla=xla,
+        largest=largest, spans=spans, sharded=sharded, xla=xla,
         comparisons=tuple(comparisons), optimized=optimized, figures=figures,
     )
+
+
+class ValueSpans:
+    """Every value with a live range, in value order (not ranked): its kind, first and last
+    step and bytes, and on request the op_name that explains it; what a whole-program sum
+    over the values reads (the report's stacked timeline) without a `BufferInfo` each."""
+
+    __slots__ = ("_buffer_of", "_kinds", "_ranges", "_values")
+
+    def __init__(self, values: list[Value], kinds: Sequence[str], buffer_of: Mapping[int, Any],
+                 ranges: Mapping[int, tuple[int, int]]) -> None:
+        self._values = values
+        self._kinds = kinds
+        self._buffer_of = buffer_of
+        self._ranges = ranges
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[tuple[str, int, int, int]]:
+        """(kind, start, end, bytes) of each value."""
+        kinds, buffer_of, ranges = self._kinds, self._buffer_of, self._ranges
+        for v in self._values:
+            s, e = ranges[v.id]
+            yield kinds[buffer_of[v.id].id], s, e, v.size
+
+    def op_names(self) -> Iterator[str]:
+        """Each value's op_name (that of `BufferInfo.op_name`), in the same order."""
+        for v in self._values:
+            yield _origin(v.inst).metadata.op_name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ValueSpans):
+            return NotImplemented
+        return list(self) == list(other) and list(self.op_names()) == list(other.op_names())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ValueSpans({len(self)} values)"
 
 
 class _Lazy(Sequence[T]):

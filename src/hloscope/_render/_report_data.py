@@ -383,28 +383,29 @@ def _stacks(memory: MemoryReport) -> dict[str, Any]:
     for b in range(m):
         lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
         steps.append(max(range(lo, hi), key=lambda t: tl[t]))
-    values = list(memory.largest) if n else []
     at_peak: dict[str, int] = {}
     for v in memory.peak_values:
         at_peak[_top_scope(v.op_name)] = at_peak.get(_top_scope(v.op_name), 0) + v.bytes
     scopes = [s for s, _ in sorted(at_peak.items(), key=lambda kv: (-kv[1], kv[0]))
               if s][:MAX_SCOPES]
+    spans = memory.spans if n else None
     out: dict[str, Any] = {}
-    for way, names, key in (
-            ("kind", list(KINDS), lambda v: v.kind),
-            ("scope", scopes, lambda v: _top_scope(v.op_name))):
+    for way, names in (("kind", list(KINDS)), ("scope", scopes)):
         col = {name: i for i, name in enumerate(names)}
         other = len(names)
         # Per series, the differences between consecutive sampled steps (a value counts
         # at the steps of `steps` within its live range), summed up after.
         diff = [[0] * (m + 1) for _ in range(other + 1)]
-        for v in values:
-            row = diff[col.get(key(v), other)]
-            lo = bisect_left(steps, max(0, v.start))
-            hi = bisect_right(steps, min(n - 1, v.end))
-            if lo < hi:
-                row[lo] += v.bytes
-                row[hi] -= v.bytes
+        if spans is not None and names:  # with no names, "other" is what remains below
+            rows = iter(spans) if way == "kind" else \
+                ((_top_scope(o), s, e, b) for o, (_k, s, e, b) in zip(spans.op_names(), spans))
+            for key, start, end, size in rows:
+                row = diff[col.get(key, other)]
+                lo = bisect_left(steps, max(0, start))
+                hi = bisect_right(steps, min(n - 1, end))
+                if lo < hi:
+                    row[lo] += size
+                    row[hi] -= size
         series = [list(accumulate(row[:m])) for row in diff]
         # What the listed values leave out of the timeline (values not listed, aliasing).
         series[other] = [max(0, tl[t] - sum(s[j] for s in series[:other]))
