@@ -103,25 +103,26 @@ def _computation_of(ctx: AdviceContext, inst: Instruction) -> str:
 def _reachability(ctx: AdviceContext, starts: list[str]) -> dict[str, set[str]]:
     """What each of `starts` reaches through the edges (one walk each), an optimization
     barrier ordering everything it takes before everything that reads it."""
-    succ: dict[str, set[str]] = {}
-    for e in ctx.graph.edges:
-        succ.setdefault(e.src, set()).add(e.dst)
+    barrier: dict[str, set[str]] = {}  # kernel -> what a barrier orders after it
     for comp in ctx.module.computations:
         for inst in comp.instructions:
             if inst.opcode == "opt-barrier":
                 after = _kernels_near(ctx, inst, after=True)
                 for k in _kernels_near(ctx, inst, after=False):
-                    succ.setdefault(k, set()).update(after)
+                    barrier.setdefault(k, set()).update(after)
+    edges_from = ctx.edges_from
     out: dict[str, set[str]] = {}
     for n in dict.fromkeys(starts):
         acc: set[str] = set()
-        stack = list(succ.get(n, ()))
+        stack = [e.dst for e in edges_from.get(n, ())]
+        stack.extend(barrier.get(n, ()))
         while stack:
             m = stack.pop()
             if m in acc:
                 continue
             acc.add(m)
-            stack.extend(succ.get(m, ()))
+            stack.extend(e.dst for e in edges_from.get(m, ()))
+            stack.extend(barrier.get(m, ()))
         out[n] = acc
     return out
 

@@ -129,18 +129,21 @@ def _key(inst: Instruction) -> tuple[object, ...]:
 def _chain(module: Module, keys: list[tuple[object, ...]]) -> dict[tuple[object, ...], int]:
     """Per key, the most instructions of that key on one path of data dependencies (in
     one computation of the control flow): a loop's length where its copies form a chain."""
-    best = dict.fromkeys(keys, 0)
+    index = {key: j for j, key in enumerate(keys)}
+    zero = (0,) * len(keys)
+    most = list(zero)
     for comp in control_flow_computations(module):
         depth: dict[int, tuple[int, ...]] = {}
         for inst in comp.instructions:
-            ins = [depth[id(o)] for o in inst.operands if id(o) in depth]
-            k = _key(inst) if inst.opcode not in _NO_WORK else None
-            d = tuple(max((x[j] for x in ins), default=0) + (k == key)
-                      for j, key in enumerate(keys))
+            ins = [d for o in inst.operands if (d := depth.get(id(o))) is not None]
+            d = (zero if not ins else ins[0] if len(ins) == 1
+                 else tuple(map(max, *ins)))
+            j = index.get(_key(inst)) if inst.opcode not in _NO_WORK else None
+            if j is not None:
+                d = (*d[:j], d[j] + 1, *d[j + 1:])
+                most[j] = max(most[j], d[j])
             depth[id(inst)] = d
-            for j, key in enumerate(keys):
-                best[key] = max(best[key], d[j])
-    return best
+    return dict(zip(keys, most))
 
 
 def _comparable(key: tuple[object, ...]) -> tuple[object, ...]:
