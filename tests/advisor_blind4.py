@@ -136,10 +136,10 @@ def _denoiser_args():
 
 @case(["remat"], "Training step of a 12-block residual MLP noise predictor (diffusion on "
       "latent vectors) on the CPU, batch 8192, width 512, hidden 2048, blocks in a "
-      "lax.scan without checkpointing: the scan saves two f32[8192,2048] GELU inputs and "
-      "outputs per block (~64 MiB x 12 stacked, about 0.75 GiB) for the backward pass, "
-      "the bulk of XLA's peak; jax.checkpoint on the block keeps only the f32[8192,512] "
-      "block inputs (16 MiB each).")
+      "lax.scan without checkpointing: the scan saves the f32[8192,2048] GELU inputs and "
+      "outputs of every block (64 MiB each, stacked over 12 blocks) for the backward "
+      "pass: XLA's temporaries are 6.2 GB, against 0.53 GB with jax.checkpoint on the "
+      "block (which keeps only the f32[8192,512] block inputs, 16 MiB each).")
 def diffusion_mlp_denoiser_no_remat() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(jax.grad(lambda p, x, t: _denoiser_loss(p, x, t, False))),
@@ -233,10 +233,11 @@ def unet_bottleneck_conv_upcast_h100() -> Program:
 
 @case(["layout-copy"], "Mixture-of-experts dispatch on the CPU written with explicit "
       "transposes: tokens gathered per expert as f32[2048 tokens, 8 experts, 512] are "
-      "transposed to [8,2048,512] (materialized copy, 32 MiB) before the per-expert "
-      "matmuls, and the f32[8,2048,2048] hidden output is transposed back to token-major "
-      "(128 MiB copy) before the second matmul; einsum with the expert axis in place "
-      "needs neither copy.")
+      "transposed to [8,2048,512] (a materialized 32 MiB transpose copy) before the "
+      "per-expert matmuls, and the hidden output's transpose back to token-major comes "
+      "out as a second 32 MiB transpose copy of the f32[8,2048,512] result (XLA moves it "
+      "past the second matmul); einsum with the expert axis in place needs neither "
+      "copy.")
 def moe_dispatch_transposes() -> Program:
     jax, jnp = _jax()
 
@@ -505,8 +506,9 @@ def _fsdp_denoiser(scanned):
       "denoiser, width 2048) on 8 CPU devices with jit shardings: the stacked weights are "
       "row-sharded, and a Python loop first constrains every layer's f32[2048,2048] "
       "weight (16 MiB) to replicated, so XLA all-gathers all 8 layers (128 MiB per device, "
-      "against 8 MiB of shards) and keeps them alive through forward and backward; a scan "
-      "gathering one layer per step holds one or two.")
+      "against 16 MiB of shards) and keeps them alive through forward and backward: "
+      "XLA's temporaries are 252 MB per device, against 88 MB for a scan gathering one "
+      "layer per step in a checkpointed body.")
 def fsdp_denoiser_gather_all_cpu8() -> Program:
     return _fsdp_denoiser(False)
 
