@@ -1,5 +1,5 @@
-"""The three blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py,
-tests/advisor_blind3.py) and a few of their CPU programs compiling.
+"""The four blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py,
+tests/advisor_blind3.py, tests/advisor_blind4.py) and a few of their CPU programs compiling.
 
 Only the sets are checked here: their figures against the advisor live in benchmarks/.
 """
@@ -9,11 +9,12 @@ import pytest
 import advisor_blind
 import advisor_blind2
 import advisor_blind3
+import advisor_blind4
 
 pytest.importorskip("jax")
 
 SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2,
-        "advisor_blind3": advisor_blind3}
+        "advisor_blind3": advisor_blind3, "advisor_blind4": advisor_blind4}
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
@@ -44,7 +45,8 @@ def test_the_sets_share_no_program() -> None:
     ("advisor_blind2", "fft_middle_axis_filter"), ("advisor_blind2", "burgers_spectral_fori"),
     ("advisor_blind2", "chebyshev_basis_rebuilt"),
     ("advisor_blind3", "gaussian_blur_matrix_rebuilt"),
-    ("advisor_blind3", "replay_buffer_insert_not_donated")])
+    ("advisor_blind3", "replay_buffer_insert_not_donated"),
+    ("advisor_blind4", "embedding_adagrad_not_donated")])
 def test_builds_and_compiles(name: str, case: str) -> None:
     import hloscope
 
