@@ -1463,3 +1463,51 @@ def allreduce_per_microbatch_unrolled():
 @case((), "the four gradients added first and psummed once")
 def allreduce_after_unrolled_accumulation():
     return _accumulate_unrolled(False)
+
+
+def _prefix_mean(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x):
+        t = x.shape[0]
+        total = (jnp.cumsum(x, 0) if fixed
+                 else jnp.tril(jnp.ones((t, t), jnp.float32)) @ x)
+        return total / jnp.arange(1, t + 1, dtype=jnp.float32)[:, None]
+    return _compiled(f, jnp.ones((2048, 256)))
+
+
+@case((), "a running mean as tril(ones) @ x: the 16 MiB triangular mask is one compare per "
+      "element, a mask and not a matrix worth passing in (HS118 quiet; the expert's fix, "
+      "a cumsum, has no rule: the third blind set's running_mean_triangular_matmul_h100)")
+def prefix_mean_triangular_matmul():
+    return _prefix_mean(False)
+
+
+@case((), "the same running mean with jnp.cumsum")
+def prefix_mean_cumsum():
+    return _prefix_mean(True)
+
+
+def _kde(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(q, data):
+        d2 = (jnp.sum(q * q, 1)[:, None] - 2 * q @ data.T
+              + jnp.sum(data * data, 1)[None, :])
+        return jnp.log(jnp.exp(-0.5 * d2).mean(1))
+    if fixed:
+        return _compiled(f, jnp.ones((2048, 8)), jnp.ones((4096, 8)))
+    return _compiled(jax.jit(lambda qs, data: jnp.concatenate([f(q, data) for q in qs])),
+                     [jnp.ones((2048, 8))] * 2, jnp.ones((4096, 8)))
+
+
+@case((), "a kernel density estimate whose Gaussian kernel comes from the arguments: the "
+      "only array built from constants is a broadcast scalar the fused matmul reads, not a "
+      "matrix rebuilt (HS118 quiet: the third blind set's kde_blocks_concatenated)")
+def kde_two_query_blocks():
+    return _kde(False)
+
+
+@case((), "the same density estimate for one query block")
+def kde_one_query_block():
+    return _kde(True)

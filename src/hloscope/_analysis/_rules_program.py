@@ -186,6 +186,8 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
         # GEMM); a table added to activations (a position encoding) costs about what
         # writing it does.
+        if _splat(build) or _two_valued(ctx.inst(k)):
+            continue
         reader = _multiplier(ctx, k)
         fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
         per_element = (sum(x.transcendentals for x in build) + fused_in) / n
@@ -277,6 +279,38 @@ def _moved_from(inst: Instruction) -> Instruction:
     while inst.opcode in ("bitcast", "copy", "get-tuple-element") and inst.operands:
         inst = inst.operands[0]
     return inst
+
+
+def _splat(build: list[Kernel]) -> bool:
+    """Whether the build only broadcasts constants (no iota: every element alike): XLA
+    splats it into its readers' memory for the cost of writing it, whatever a reader then
+    computes from it (a scalar a fused matmul's epilogue scales by)."""
+    splat = _PLAIN - {"iota"}
+    return all(x.opcode in splat or x.opcode == "fusion" and all(op in splat for op, _ in x.fused)
+               for x in build)
+
+
+def _two_valued(inst: Instruction | None) -> bool:
+    """Whether the array holds one of two constants chosen by comparing indices (a one-hot,
+    a triangular or band mask): one compare per element, as cheap to build as to read;
+    where a matmul multiplies by it the expert's fix is a gather (HS119) or a cumulative
+    sum, not passing the mask in."""
+    if inst is None:
+        return False
+    if inst.opcode == "fusion" and inst.called_computations:
+        inst = inst.called_computations[0].root
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode == "compare":
+        return True
+    return inst.opcode == "select" and all(
+        _moved_to_constant(o) for o in inst.operands[1:])
+
+
+def _moved_to_constant(inst: Instruction) -> bool:
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    return inst.opcode == "constant"
 
 
 def _does_work(k: Kernel) -> bool:
