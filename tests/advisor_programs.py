@@ -1511,3 +1511,38 @@ def kde_two_query_blocks():
 @case((), "the same density estimate for one query block")
 def kde_one_query_block():
     return _kde(True)
+
+
+
+def _conjugate_gradient(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(i, state):  # type: ignore[no-untyped-def]
+        x, r, p, rr = state
+        ap = 4 * p - sum(jnp.roll(p, s, a) for s in (1, -1) for a in (0, 1))
+        alpha = rr / jnp.sum(p * ap)
+        r = r - alpha * ap
+        rr_new = jnp.sum(r * r)
+        return x + alpha * p, r, r + (rr_new / rr) * p, rr_new
+
+    def f(b):
+        state = (jnp.zeros_like(b), b, b, jnp.sum(b * b))
+        if fixed:
+            return jax.lax.fori_loop(0, 48, step, state)[0]
+        for i in range(48):
+            state = step(i, state)
+        return state[0]
+    return _compiled(f, jnp.ones((1024, 1024)), target="h100")
+
+
+@case(("HS117",), "conjugate gradient as a Python loop of 48 steps on an H100: its dot "
+      "products and scalar updates are hundreds of tiny kernels, but each step waits for "
+      "the one before, so batching cannot remove their launches (HS121 quiet; the loop is "
+      "HS117's: the third blind set's conjugate_gradient_python_loop_h100)", target="gpu")
+def conjugate_gradient_unrolled_gpu():
+    return _conjugate_gradient(False)
+
+
+@case((), "the same conjugate gradient as lax.fori_loop", target="gpu")
+def conjugate_gradient_fori_gpu():
+    return _conjugate_gradient(True)

@@ -335,6 +335,35 @@ def _free_ancestors(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> lis
     return order
 
 
+def _work_kind(k: Kernel) -> tuple[object, ...]:
+    return (tuple(op for op, _ in k.fused) or (k.opcode,), k.op_name, k.source)
+
+
+def _batchable(ctx: AdviceContext, kernels: list[Kernel], small: list[Kernel]) -> int:
+    """How many of the `small` kernels batching could remove: per kind of work, its count
+    less its longest chain of dependencies (the launches left when every independent
+    copy is batched), for the _CHAIN_KEYS commonest kinds; any other kind's copies are
+    taken as independent."""
+    counts = Counter(_work_kind(k) for k in small)
+    top = [kind for kind, n in counts.most_common(_CHAIN_KEYS) if n > 1]
+    index = {kind: j for j, kind in enumerate(top)}
+    is_small = {k.name for k in small}
+    zero = (0,) * len(top)
+    longest = list(zero)
+    depth: dict[str, tuple[int, ...]] = {}
+    for k in kernels:
+        ins = [d for e in ctx.edges_to.get(k.name, ())
+               if e.src_kind == "kernel" and (d := depth.get(e.src)) is not None]
+        d = zero if not ins else ins[0] if len(ins) == 1 else tuple(map(max, *ins))
+        j = index.get(_work_kind(k)) if k.name in is_small else None
+        if j is not None:
+            d = (*d[:j], d[j] + 1, *d[j + 1:])
+            longest[j] = max(longest[j], d[j])
+        depth[k.name] = d
+    return sum(n - (longest[index[kind]] if kind in index else 1)
+               for kind, n in counts.items())
+
+
 # -- HS119 -----------------------------------------------------------------------------
 
 def onehot_gather(ctx: AdviceContext) -> list[Finding]:
@@ -568,11 +597,13 @@ def small_kernels(ctx: AdviceContext) -> list[Finding]:
         work = sum(k.roofline_seconds(ctx.device, k.element_type) for k in small)
         if len(small) * launch <= 2 * work:
             continue
-        kinds = {(tuple(op for op, _ in k.fused) or (k.opcode,), k.op_name, k.source)
-                 for k in small}
-        saved = len(small) - len(kinds)
+        kinds = {_work_kind(k) for k in small}
+        # Kernels of one kind batch into one only where none waits for another's result:
+        # copies along one chain of dependencies (the steps of an iterative solver) stay
+        # one launch per step however they are written.
+        saved = _batchable(ctx, kernels, small)
         if saved < MIN_SMALL_KERNELS // 2:
-            continue  # each does different work: nothing to batch
+            continue  # each does different work, or each waits for the one before
         runs = ctx.runs(g)
         biggest = max(k.bytes_accessed for k in small)
         first = small[0]
