@@ -1546,3 +1546,26 @@ def conjugate_gradient_unrolled_gpu():
 @case((), "the same conjugate gradient as lax.fori_loop", target="gpu")
 def conjugate_gradient_fori_gpu():
     return _conjugate_gradient(True)
+
+
+def _sinkhorn(unroll: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(_, p):  # type: ignore[no-untyped-def]
+        p = p / jnp.sum(p, 1, keepdims=True)
+        return p / jnp.sum(p, 0, keepdims=True)
+    return _compiled(lambda p: jax.lax.fori_loop(0, 6, step, p, unroll=unroll),
+                     jnp.ones((1024, 1024)))
+
+
+@case((), "six Sinkhorn normalizations in a short fori_loop: each iteration's row and "
+      "column sums need the whole matrix the one before made, so unrolled XLA still ends "
+      "a kernel at each reduction (HS105 quiet: the third blind set's "
+      "mcmc_chain_thinned_outputs)")
+def sinkhorn_short_loop():
+    return _sinkhorn(False)
+
+
+@case((), "the same loop unrolled")
+def sinkhorn_unrolled():
+    return _sinkhorn(True)

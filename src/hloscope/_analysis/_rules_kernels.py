@@ -302,6 +302,10 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
         if n < 2 or n > SHORT_LOOP or not kernels \
                 or any(k.category != "fusion" or _is_library(k) for k in kernels):
             continue
+        if any(op == "reduce" for k in kernels for op, _ in k.fused):
+            # A reduction (a row's log-density, a norm) needs the whole of what the
+            # iteration before made: unrolled, XLA still ends a kernel at each one.
+            continue
         state = [e for e in ctx.edges_into_group(g.name) if e.src_kind == "loop state"]
         values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))
         total = sum(b for _, b, _ in values)
