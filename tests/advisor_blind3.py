@@ -60,6 +60,9 @@ TUNED: dict[str, str] = {
     "mcmc_chain_thinned_outputs": "HS105 skips a short loop whose body reduces (a row's "
     "log-density): unrolled, XLA still ends a kernel at each reduction, so the state "
     "still goes to memory; it no longer fires on the inner thinning scan",
+    "forcing_meshgrid_outside_loop_h100": "HS104 follows a build of cheap kernels from "
+    "indices through several kernels (a linspace kernel broadcast into a grid by another), "
+    "not only one kernel with no inputs; it now fires here",
 }
 
 

@@ -1569,3 +1569,34 @@ def sinkhorn_short_loop():
 @case((), "the same loop unrolled")
 def sinkhorn_unrolled():
     return _sinkhorn(True)
+
+
+def _forcing(inside: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(u):
+        n = u.shape[0]
+
+        def grid():  # type: ignore[no-untyped-def]
+            xs = jnp.linspace(0, 2 * jnp.pi, n)
+            return jnp.meshgrid(xs, xs, indexing="ij")
+        x, y = grid()
+
+        def step(t, u):  # type: ignore[no-untyped-def]
+            gx, gy = grid() if inside else (x, y)
+            return 0.9 * u + 0.01 * jnp.sin(gx) * jnp.cos(gy + 0.1 * t)
+        return jax.lax.fori_loop(0, 20, step, u)
+    return _compiled(jax.jit(f, donate_argnums=(0,)), jnp.ones((4096, 4096)), target="h100")
+
+
+@case(("HS104",), "coordinate grids from meshgrid(linspace) built before a fori_loop on an "
+      "H100 and read from memory every step: a linspace kernel broadcast into two 64 MiB "
+      "grids by a second kernel, all from indices (the third blind set's "
+      "forcing_meshgrid_outside_loop_h100)", target="gpu")
+def forcing_grid_outside_loop():
+    return _forcing(False)
+
+
+@case((), "the grids built inside the step, where they fuse into the update", target="gpu")
+def forcing_grid_inside_loop():
+    return _forcing(True)
