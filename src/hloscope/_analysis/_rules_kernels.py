@@ -234,9 +234,10 @@ def _space(inst: Instruction) -> int:
 # -- HS104 -----------------------------------------------------------------------------
 
 def recompute(ctx: AdviceContext) -> list[Finding]:
-    """A fused kernel computes a large array from indices and constants alone (no
-    argument, no other kernel's result) with cheap operations, and other fused kernels
-    read it from memory: computing it inside each of them costs no memory at all."""
+    """Fused kernels compute a large array from indices and constants alone (no argument,
+    no other kernel's result but another such kernel's: a linspace broadcast into a grid)
+    with cheap operations, and other fused kernels read it from memory: computing it
+    inside each of them costs no memory at all."""
     out = []
     # Kernels of cheap operations on indices and constants alone (or on what other such
     # kernels made: a linspace broadcast into a grid), in the graph's order.

@@ -160,7 +160,7 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
     or more per element, one where a matmul reads it): the program rebuilds it on every
     call, where computing it once outside and passing it in costs nothing per call.
-    Cheap ones are HS104's."""
+    Cheap ones are HS104's; a broadcast constant, a one-hot or a mask is no build."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
@@ -181,13 +181,13 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
         n = max(1, elements(inst.shape)) if inst is not None else 1
+        if _splat(build) or _two_valued(inst):
+            continue  # a broadcast constant, a one-hot or a mask: nothing worth keeping
         # A matrix the program multiplies by (a kernel matrix, a basis) is worth building
         # once from one transcendental per element up (counting those the matmul's
         # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
         # GEMM); a table added to activations (a position encoding) costs about what
         # writing it does.
-        if _splat(build) or _two_valued(ctx.inst(k)):
-            continue
         reader = _multiplier(ctx, k)
         fused_in = reader.transcendentals if reader and reader.transcendentals >= n else 0
         per_element = (sum(x.transcendentals for x in build) + fused_in) / n
@@ -286,7 +286,8 @@ def _splat(build: list[Kernel]) -> bool:
     splats it into its readers' memory for the cost of writing it, whatever a reader then
     computes from it (a scalar a fused matmul's epilogue scales by)."""
     splat = _PLAIN - {"iota"}
-    return all(x.opcode in splat or x.opcode == "fusion" and all(op in splat for op, _ in x.fused)
+    return all(x.opcode in splat
+               or (x.opcode == "fusion" and all(op in splat for op, _ in x.fused))
                for x in build)
 
 
