@@ -1463,3 +1463,166 @@ def allreduce_per_microbatch_unrolled():
 @case((), "the four gradients added first and psummed once")
 def allreduce_after_unrolled_accumulation():
     return _accumulate_unrolled(False)
+
+
+def _prefix_mean(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x):
+        t = x.shape[0]
+        total = (jnp.cumsum(x, 0) if fixed
+                 else jnp.tril(jnp.ones((t, t), jnp.float32)) @ x)
+        return total / jnp.arange(1, t + 1, dtype=jnp.float32)[:, None]
+    return _compiled(f, jnp.ones((2048, 256)))
+
+
+@case((), "a running mean as tril(ones) @ x: the 16 MiB triangular mask is one compare per "
+      "element, a mask and not a matrix worth passing in (HS118 quiet; the expert's fix, "
+      "a cumsum, has no rule: the third blind set's running_mean_triangular_matmul_h100)")
+def prefix_mean_triangular_matmul():
+    return _prefix_mean(False)
+
+
+@case((), "the same running mean with jnp.cumsum")
+def prefix_mean_cumsum():
+    return _prefix_mean(True)
+
+
+def _kde(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(q, data):
+        d2 = (jnp.sum(q * q, 1)[:, None] - 2 * q @ data.T
+              + jnp.sum(data * data, 1)[None, :])
+        return jnp.log(jnp.exp(-0.5 * d2).mean(1))
+    if fixed:
+        return _compiled(f, jnp.ones((2048, 8)), jnp.ones((4096, 8)))
+    return _compiled(jax.jit(lambda qs, data: jnp.concatenate([f(q, data) for q in qs])),
+                     [jnp.ones((2048, 8))] * 2, jnp.ones((4096, 8)))
+
+
+@case((), "a kernel density estimate whose Gaussian kernel comes from the arguments: the "
+      "only array built from constants is a broadcast scalar the fused matmul reads, not a "
+      "matrix rebuilt (HS118 quiet: the third blind set's kde_blocks_concatenated)")
+def kde_two_query_blocks():
+    return _kde(False)
+
+
+@case((), "the same density estimate for one query block")
+def kde_one_query_block():
+    return _kde(True)
+
+
+
+def _conjugate_gradient(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(i, state):  # type: ignore[no-untyped-def]
+        x, r, p, rr = state
+        ap = 4 * p - sum(jnp.roll(p, s, a) for s in (1, -1) for a in (0, 1))
+        alpha = rr / jnp.sum(p * ap)
+        r = r - alpha * ap
+        rr_new = jnp.sum(r * r)
+        return x + alpha * p, r, r + (rr_new / rr) * p, rr_new
+
+    def f(b):
+        state = (jnp.zeros_like(b), b, b, jnp.sum(b * b))
+        if fixed:
+            return jax.lax.fori_loop(0, 48, step, state)[0]
+        for i in range(48):
+            state = step(i, state)
+        return state[0]
+    return _compiled(f, jnp.ones((1024, 1024)), target="h100")
+
+
+@case(("HS117",), "conjugate gradient as a Python loop of 48 steps on an H100: its dot "
+      "products and scalar updates are hundreds of tiny kernels, but each step waits for "
+      "the one before, so batching cannot remove their launches (HS121 quiet; the loop is "
+      "HS117's: the third blind set's conjugate_gradient_python_loop_h100)", target="gpu")
+def conjugate_gradient_unrolled_gpu():
+    return _conjugate_gradient(False)
+
+
+@case((), "the same conjugate gradient as lax.fori_loop", target="gpu")
+def conjugate_gradient_fori_gpu():
+    return _conjugate_gradient(True)
+
+
+def _sinkhorn(unroll: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(_, p):  # type: ignore[no-untyped-def]
+        p = p / jnp.sum(p, 1, keepdims=True)
+        return p / jnp.sum(p, 0, keepdims=True)
+    return _compiled(lambda p: jax.lax.fori_loop(0, 6, step, p, unroll=unroll),
+                     jnp.ones((1024, 1024)))
+
+
+@case((), "six Sinkhorn normalizations in a short fori_loop: each iteration's row and "
+      "column sums need the whole matrix the one before made, so unrolled XLA still ends "
+      "a kernel at each reduction (HS105 quiet: the third blind set's "
+      "mcmc_chain_thinned_outputs)")
+def sinkhorn_short_loop():
+    return _sinkhorn(False)
+
+
+@case((), "the same loop unrolled")
+def sinkhorn_unrolled():
+    return _sinkhorn(True)
+
+
+def _forcing(inside: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(u):
+        n = u.shape[0]
+
+        def grid():  # type: ignore[no-untyped-def]
+            xs = jnp.linspace(0, 2 * jnp.pi, n)
+            return jnp.meshgrid(xs, xs, indexing="ij")
+        x, y = grid()
+
+        def step(t, u):  # type: ignore[no-untyped-def]
+            gx, gy = grid() if inside else (x, y)
+            return 0.9 * u + 0.01 * jnp.sin(gx) * jnp.cos(gy + 0.1 * t)
+        return jax.lax.fori_loop(0, 20, step, u)
+    return _compiled(jax.jit(f, donate_argnums=(0,)), jnp.ones((4096, 4096)), target="h100")
+
+
+@case(("HS104",), "coordinate grids from meshgrid(linspace) built before a fori_loop on an "
+      "H100 and read from memory every step: a linspace kernel broadcast into two 64 MiB "
+      "grids by a second kernel, all from indices (the third blind set's "
+      "forcing_meshgrid_outside_loop_h100)", target="gpu")
+def forcing_grid_outside_loop():
+    return _forcing(False)
+
+
+@case((), "the grids built inside the step, where they fuse into the update", target="gpu")
+def forcing_grid_inside_loop():
+    return _forcing(True)
+
+
+def _bf16_mlp_f32_loss(f32_loss: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def loss(ws, x):  # type: ignore[no-untyped-def]
+        h = x
+        for w in ws:
+            h = h + jax.nn.gelu(jnp.dot(h, w, preferred_element_type=jnp.float32)
+                                ).astype(x.dtype)
+        return jnp.mean((h.astype(jnp.float32) if f32_loss else h) ** 2).astype(jnp.float32)
+    ws = [jnp.ones((2048, 2048), jnp.bfloat16)] * 2
+    return _compiled(jax.grad(loss), ws, jnp.ones((4096, 2048), jnp.bfloat16), target="h100")
+
+
+@case((), "a bf16 residual MLP on an H100 whose loss upcasts its output to f32 for the "
+      "mean of squares: the loss's f32 gradient reaches the backward pass's matmuls, "
+      "autodiff's doing, not an upcast for a matmul (HS112 quiet: the third blind set's "
+      "fsdp_residual_mlp_unscanned_h100x8)", target="gpu")
+def bf16_mlp_f32_loss_gpu():
+    return _bf16_mlp_f32_loss(True)
+
+
+@case((), "the same MLP with the loss in bf16", target="gpu")
+def bf16_mlp_bf16_loss_gpu():
+    return _bf16_mlp_f32_loss(False)

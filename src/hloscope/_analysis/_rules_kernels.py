@@ -234,25 +234,36 @@ def _space(inst: Instruction) -> int:
 # -- HS104 -----------------------------------------------------------------------------
 
 def recompute(ctx: AdviceContext) -> list[Finding]:
-    """A fused kernel computes a large array from indices and constants alone (no
-    argument, no other kernel's result) with cheap operations, and other fused kernels
-    read it from memory: computing it inside each of them costs no memory at all."""
+    """Fused kernels compute a large array from indices and constants alone (no argument,
+    no other kernel's result but another such kernel's: a linspace broadcast into a grid)
+    with cheap operations, and other fused kernels read it from memory: computing it
+    inside each of them costs no memory at all."""
     out = []
+    # Kernels of cheap operations on indices and constants alone (or on what other such
+    # kernels made: a linspace broadcast into a grid), in the graph's order.
+    free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
-        if k.category != "fusion" or k.transcendentals:
-            continue
         fused = set(dict(k.fused))
-        if not fused or not fused <= _CHEAP_OPS or not fused & {"iota"}:
-            continue
-        if ctx.edges_to.get(k.name):
+        free[k.name] = (k.category == "fusion" and not k.transcendentals and bool(fused)
+                        and fused <= _CHEAP_OPS and all(
+                            e.src_kind == "constant" or e.src_kind == "kernel"
+                            and free.get(e.src, False) for e in ctx.edges_to.get(k.name, ())))
+    for k in ctx.graph.kernels:
+        if not free[k.name]:
             continue  # reads arguments or other kernels' results: not free to redo
         consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.dst != "result"]
         readers = list(dict.fromkeys(e.dst for e in consumers))
+        if any(free.get(name, False) for name in readers):
+            continue  # not the last step of the build
+        build = _free_build(ctx, k, free)
+        fused = {op for x in build for op, _ in x.fused}
+        if "iota" not in fused:
+            continue
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
                               or _is_library(r) for name in readers):
             continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
         if any(r.group != k.group for name in readers if (r := ctx.kernel(name))) \
-                and _hoisted(ctx.inst(k)):
+                and all(_hoisted(ctx.inst(x)) for x in build):
             # Read inside a loop, and the code builds it there (a mask from iota inside
             # the layer: its iotas' op_names are the loop body's) and XLA hoisted it out;
             # building it anywhere else changes nothing.  Built before the loop by the
@@ -274,6 +285,20 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
                        traffic=k.bytes_out * (1 + len(consumers)) * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _free_build(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> list[Kernel]:
+    """`k` and the free kernels it is built from."""
+    build, stack, seen = [], [k], {k.name}
+    while stack:
+        x = stack.pop()
+        build.append(x)
+        for e in ctx.edges_to.get(x.name, ()):
+            if e.src_kind == "kernel" and e.src not in seen and free.get(e.src, False) \
+                    and (p := ctx.kernel(e.src)) is not None:
+                seen.add(e.src)
+                stack.append(p)
+    return build
 
 
 def _hoisted(inst: Instruction | None) -> bool:
@@ -301,6 +326,10 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
         kernels = [k for k in ctx.graph.kernels_in(g.name) if k.bytes_out > 64]
         if n < 2 or n > SHORT_LOOP or not kernels \
                 or any(k.category != "fusion" or _is_library(k) for k in kernels):
+            continue
+        if any(op == "reduce" for k in kernels for op, _ in k.fused):
+            # A reduction (a row's log-density, a norm) needs the whole of what the
+            # iteration before made: unrolled, XLA still ends a kernel at each one.
             continue
         state = [e for e in ctx.edges_into_group(g.name) if e.src_kind == "loop state"]
         values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))

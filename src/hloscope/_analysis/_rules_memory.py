@@ -644,11 +644,34 @@ def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
                           and any(o.name in upcast or _from_upcast(o, upcast)
                                   for o in i.operands) for i in inner)
         heavy_next = []
-        if not matmul_here and k.element_type == "f32":
+        if not matmul_here and k.element_type == "f32" and _leaves_wide(inst, ups):
             readers = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
             heavy_next = [r for r in readers if r is not None and _f32_matmul(ctx, r, k.name)]
         if matmul_here or heavy_next:
             yield k, ups, matmul_here, heavy_next
+
+
+def _leaves_wide(inst: Instruction, ups: list[Instruction]) -> bool:
+    """Whether an upcast value leaves fused kernel `inst` in f32 as the forward pass's: some
+    path from it to the kernel's result that no convert narrows again and no backward-pass
+    operation (op_name under ``transpose(``) takes over.  (The f32 a loss upcast for its
+    reduction feeds into the backward pass's matmuls is autodiff's, not an upcast for a
+    matmul.)"""
+    if inst.opcode != "fusion" or not inst.called_computations:
+        return True
+    root = inst.called_computations[0].root
+    stack, seen = list(ups), set()
+    while stack:
+        i = stack.pop()
+        if i is root:
+            return True
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        stack.extend(u for u in i.users
+                     if not (u.opcode == "convert" and u.shape.element_type in _NARROW)
+                     and "transpose(" not in u.metadata.op_name)
+    return False
 
 
 def _from_upcast(inst: Instruction, upcast: set[str], depth: int = 3) -> bool:

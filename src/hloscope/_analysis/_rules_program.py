@@ -160,7 +160,7 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     state) by kernels that do real work (a matmul, a reduction, an FFT, or TRANSCENDENTALS
     or more per element, one where a matmul reads it): the program rebuilds it on every
     call, where computing it once outside and passing it in costs nothing per call.
-    Cheap ones are HS104's."""
+    Cheap ones are HS104's; a broadcast constant, a one-hot or a mask is no build."""
     free: dict[str, bool] = {}
     for k in ctx.graph.kernels:
         ins = ctx.edges_to.get(k.name, ())
@@ -181,6 +181,8 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
         n = max(1, elements(inst.shape)) if inst is not None else 1
+        if _splat(build) or _two_valued(inst):
+            continue  # a broadcast constant, a one-hot or a mask: nothing worth keeping
         # A matrix the program multiplies by (a kernel matrix, a basis) is worth building
         # once from one transcendental per element up (counting those the matmul's
         # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
@@ -279,6 +281,39 @@ def _moved_from(inst: Instruction) -> Instruction:
     return inst
 
 
+def _splat(build: list[Kernel]) -> bool:
+    """Whether the build only broadcasts constants (no iota: every element alike): XLA
+    splats it into its readers' memory for the cost of writing it, whatever a reader then
+    computes from it (a scalar a fused matmul's epilogue scales by)."""
+    splat = _PLAIN - {"iota"}
+    return all(x.opcode in splat
+               or (x.opcode == "fusion" and all(op in splat for op, _ in x.fused))
+               for x in build)
+
+
+def _two_valued(inst: Instruction | None) -> bool:
+    """Whether the array holds one of two constants chosen by comparing indices (a one-hot,
+    a triangular or band mask): one compare per element, as cheap to build as to read;
+    where a matmul multiplies by it the expert's fix is a gather (HS119) or a cumulative
+    sum, not passing the mask in."""
+    if inst is None:
+        return False
+    if inst.opcode == "fusion" and inst.called_computations:
+        inst = inst.called_computations[0].root
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode == "compare":
+        return True
+    return inst.opcode == "select" and all(
+        _moved_to_constant(o) for o in inst.operands[1:])
+
+
+def _moved_to_constant(inst: Instruction) -> bool:
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    return inst.opcode == "constant"
+
+
 def _does_work(k: Kernel) -> bool:
     """A matmul, a convolution, an FFT or a reduction: more than elementwise."""
     return k.opcode in _WORK or k.category in ("fft", "matmul", "convolution") \
@@ -299,6 +334,35 @@ def _free_ancestors(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> lis
                     order.append(p)
                     stack.append(p)
     return order
+
+
+def _work_kind(k: Kernel) -> tuple[object, ...]:
+    return (tuple(op for op, _ in k.fused) or (k.opcode,), k.op_name, k.source)
+
+
+def _batchable(ctx: AdviceContext, kernels: list[Kernel], small: list[Kernel]) -> int:
+    """How many of the `small` kernels batching could remove: per kind of work, its count
+    less its longest chain of dependencies (the launches left when every independent
+    copy is batched), for the _CHAIN_KEYS commonest kinds; any other kind's copies are
+    taken as independent."""
+    counts = Counter(_work_kind(k) for k in small)
+    top = [kind for kind, n in counts.most_common(_CHAIN_KEYS) if n > 1]
+    index = {kind: j for j, kind in enumerate(top)}
+    is_small = {k.name for k in small}
+    zero = (0,) * len(top)
+    longest = list(zero)
+    depth: dict[str, tuple[int, ...]] = {}
+    for k in kernels:
+        ins = [d for e in ctx.edges_to.get(k.name, ())
+               if e.src_kind == "kernel" and (d := depth.get(e.src)) is not None]
+        d = zero if not ins else ins[0] if len(ins) == 1 else tuple(map(max, *ins))
+        j = index.get(_work_kind(k)) if k.name in is_small else None
+        if j is not None:
+            d = (*d[:j], d[j] + 1, *d[j + 1:])
+            longest[j] = max(longest[j], d[j])
+        depth[k.name] = d
+    return sum(n - (longest[index[kind]] if kind in index else 1)
+               for kind, n in counts.items())
 
 
 # -- HS119 -----------------------------------------------------------------------------
@@ -534,11 +598,13 @@ def small_kernels(ctx: AdviceContext) -> list[Finding]:
         work = sum(k.roofline_seconds(ctx.device, k.element_type) for k in small)
         if len(small) * launch <= 2 * work:
             continue
-        kinds = {(tuple(op for op, _ in k.fused) or (k.opcode,), k.op_name, k.source)
-                 for k in small}
-        saved = len(small) - len(kinds)
+        kinds = {_work_kind(k) for k in small}
+        # Kernels of one kind batch into one only where none waits for another's result:
+        # copies along one chain of dependencies (the steps of an iterative solver) stay
+        # one launch per step however they are written.
+        saved = _batchable(ctx, kernels, small)
         if saved < MIN_SMALL_KERNELS // 2:
-            continue  # each does different work: nothing to batch
+            continue  # each does different work, or each waits for the one before
         runs = ctx.runs(g)
         biggest = max(k.bytes_accessed for k in small)
         first = small[0]
