@@ -813,6 +813,7 @@ class _Builder:
                             self.deleted.add(v.id)
                         merged[new_id] = self.values[new_id]
                     vs[index] = sorted(merged.values(), key=lambda v: v.id)
+        self.phis.release()
 
     def finish(self) -> Dataflow:
         """Drop folded values, record every value's positions and build the buffers."""

@@ -128,6 +128,17 @@ class PhiGraph:
         n = self.by_id.get(vid)
         return vid if n is None else n.value_id
 
+    def release(self) -> None:
+        """Drop the graph once `find` has been read: its nodes point at each other (operands
+        and users), a cycle that only a full collection frees, which would keep a large
+        module's graph (hundreds of MB) alive through every later analysis."""
+        for n in self.nodes:
+            n.operands = n.users = []
+            n.operand_at = n.user_at = None
+        self.nodes = []
+        self.by_id = {}
+        self._several = set()
+
     def _replace(self, node: _Node, by: _Node) -> None:
         if node.dead:
             return
