@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .._errors import HloModelError
 from .._hlo._module import Instruction, Module
+from .._hlo._numbers import ascii_int
 from ._dataflow import Dataflow
 from ._devices import DEVICES, Device, link_bandwidth
 from ._findings import Evidence, Finding, Saving
@@ -268,10 +269,7 @@ def trip_count(inst: Instruction) -> int:
                 return max(1, int(n.get("n", 1)))
             except (TypeError, ValueError):
                 return 1
-    try:
-        return _counted(inst) or 1
-    except Exception:  # noqa: BLE001  (a loop of another form: its count is unknown)
-        return 1
+    return _counted(inst) or 1
 
 
 def _constant(inst: Instruction) -> int | None:
@@ -280,7 +278,18 @@ def _constant(inst: Instruction) -> int | None:
     if inst.opcode != "constant" or inst.shape.dims or inst.literal is None:
         return None
     try:
-        return int(inst.literal)
+        return ascii_int(inst.literal)
+    except ValueError:
+        return None
+
+
+def _index(gte: Instruction) -> int | None:
+    """The tuple index a get-tuple-element of a parameter reads, else None."""
+    if gte.opcode != "get-tuple-element" or not gte.operands \
+            or gte.operands[0].opcode != "parameter":
+        return None
+    try:
+        return ascii_int(gte.attr("index") or "")
     except ValueError:
         return None
 
@@ -295,11 +304,9 @@ def _counted(loop: Instruction) -> int | None:
     if cmp.opcode != "compare" or cmp.attr("direction") != "LT" or len(cmp.operands) != 2:
         return None
     counter, bound = cmp.operands
-    limit = _constant(bound)
-    if counter.opcode != "get-tuple-element" or limit is None \
-            or counter.operands[0].opcode != "parameter":
+    limit, i = _constant(bound), _index(counter)
+    if limit is None or i is None:
         return None
-    i = int(counter.attr("index") or -1)
     init = loop.operands[0]
     if init.opcode != "tuple" or not 0 <= i < len(init.operands) \
             or body.root.opcode != "tuple" or not 0 <= i < len(body.root.operands):
@@ -309,8 +316,7 @@ def _counted(loop: Instruction) -> int | None:
     if start is None or step.opcode != "add" or len(step.operands) != 2:
         return None
     a, b = step.operands
-    one = _constant(b) if a.opcode == "get-tuple-element" else _constant(a)
-    src = a if a.opcode == "get-tuple-element" else b
-    if one != 1 or src.operands[0].opcode != "parameter" or int(src.attr("index") or -1) != i:
+    src, one = (a, b) if a.opcode == "get-tuple-element" else (b, a)
+    if _constant(one) != 1 or _index(src) != i:
         return None
     return max(0, limit - start) or None

@@ -39,7 +39,6 @@ frozen data (JSON schema ``hloscope.kernels/1``, docs/json.md).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -344,7 +343,6 @@ def _fused_collective(inst: Instruction) -> Instruction | None:
     return None
 
 
-_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::(-?\d+))?\]")
 
 
 def _is_memcpy_fusion(inst: Instruction) -> bool:
@@ -369,8 +367,8 @@ def _is_memcpy_fusion(inst: Instruction) -> bool:
             else tuple(range(len(out.dims) - 1, -1, -1))) != order:
         return False
     if root.opcode == "slice":
-        bounds = _SLICE.findall(root.attr("slice") or "")
-        if len(bounds) != len(arg.dims) or any(st not in ("", "1") for _, _, st in bounds):
+        bounds = root.slice_bounds
+        if len(bounds) != len(arg.dims) or any(st != 1 for _, _, st in bounds):
             return False
     # Contiguous: whole dimensions from the most minor up to one partial one, then size 1.
     partial = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .._hlo._module import Computation, Instruction, Module
+from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst
 from ._findings import Finding, place_key
@@ -26,7 +26,6 @@ TOP_K_SHARE = 1 / 16
 _TRSM = re.compile(r"trsm|triangularsolve|triangular_solve", re.IGNORECASE)
 _MATMUL = re.compile(r"gemm|matmul|dot", re.IGNORECASE)
 _THROUGH = frozenset({"bitcast", "copy", "transpose", "get-tuple-element", "reshape"})
-_SLICE = re.compile(r"\[(-?\d+):(-?\d+)(?::\d+)?\]")
 
 
 # -- HS123 -----------------------------------------------------------------------------
@@ -134,7 +133,6 @@ def sort_for_top_k(ctx: AdviceContext) -> list[Finding]:
     [..., :k]`` or ``jnp.sort(x)[..., :k]``.  ``jax.lax.top_k`` finds them without
     sorting the rest and without writing the whole sorted array (and its indices) to
     memory.  Not XLA's own lowering of ``top_k`` (op_name ``top_k``)."""
-    callers = _fusion_callers(ctx.module)
     out = []
     for comp in ctx.module.computations:
         for inst in comp.instructions:
@@ -147,10 +145,10 @@ def sort_for_top_k(ctx: AdviceContext) -> list[Finding]:
             d, n = dims[0], shape.dims[dims[0]]
             if n < MIN_SORTED:
                 continue
-            kept = _kept(inst, d, callers, 0)
+            kept = _kept(inst, d, 0)
             if kept is None or kept > n * TOP_K_SHARE:
                 continue
-            outer = _outermost(inst, comp, callers)
+            outer = _outermost(inst, comp)
             size = outer.shape.total_byte_size
             at_peak = sum(v.size for v in ctx.lr.peak_values if v.inst is outer)
             out.append(Finding(
@@ -167,25 +165,21 @@ def sort_for_top_k(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
-def _fusion_callers(module: Module) -> dict[str, Instruction]:
-    out: dict[str, Instruction] = {}
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if inst.opcode == "fusion":
-                for c in inst.called_computations:
-                    out[c.name] = inst
-    return out
+def _fusion_of(comp: Computation) -> Instruction | None:
+    """The fusion instruction that runs `comp`, where one does."""
+    module = comp.module
+    if module is None:
+        return None
+    return next((c for c in module.callers(comp) if c.opcode == "fusion"), None)
 
 
-def _outermost(inst: Instruction, comp: Computation,
-               callers: dict[str, Instruction]) -> Instruction:
-    while comp.name in callers:
-        inst = callers[comp.name]
-        comp = inst.computation
+def _outermost(inst: Instruction, comp: Computation) -> Instruction:
+    while (f := _fusion_of(comp)) is not None and f.computation is not None:
+        inst, comp = f, f.computation
     return inst
 
 
-def _kept(inst: Instruction, d: int, callers: dict[str, Instruction], depth: int) -> int | None:
+def _kept(inst: Instruction, d: int, depth: int) -> int | None:
     """How many leading elements along axis `d` the readers of `inst` keep (the most any
     of them keeps), or None where one reads more than a leading slice (or reads it in a
     way not followed here)."""
@@ -194,8 +188,8 @@ def _kept(inst: Instruction, d: int, callers: dict[str, Instruction], depth: int
     kept = 0
     users = list(inst.users)
     comp = inst.computation
-    if comp.root is inst and comp.name in callers:
-        users += list(callers[comp.name].users)  # a fusion's result: its readers outside
+    if comp is not None and comp.root is inst and (f := _fusion_of(comp)) is not None:
+        users += list(f.users)  # a fusion's result: its readers outside
     if not users:
         return None
     for u in users:
@@ -203,14 +197,14 @@ def _kept(inst: Instruction, d: int, callers: dict[str, Instruction], depth: int
             k = _leading(u, d)
         elif u.opcode in ("get-tuple-element", "tuple", "bitcast", "copy") and \
                 (u.opcode != "bitcast" or u.shape.dims == inst.shape.dims):
-            k = _kept(u, d, callers, depth + 1)
+            k = _kept(u, d, depth + 1)
         elif u.opcode == "fusion":
             k = 0
             for n, o in enumerate(u.operands):
                 if o is not inst:
                     continue
                 p = _parameter(u, n)
-                pk = _kept(p, d, callers, depth + 1) if p is not None else None
+                pk = _kept(p, d, depth + 1) if p is not None else None
                 if pk is None:
                     return None
                 k = max(k, pk)
@@ -223,10 +217,10 @@ def _kept(inst: Instruction, d: int, callers: dict[str, Instruction], depth: int
 
 
 def _leading(s: Instruction, d: int) -> int | None:
-    bounds = _SLICE.findall(s.attr("slice") or "")
+    bounds = s.slice_bounds
     if d >= len(bounds):
         return None
-    start, limit = int(bounds[d][0]), int(bounds[d][1])
+    start, limit, _ = bounds[d]
     return limit if start == 0 else None
 
 

@@ -55,6 +55,7 @@ CALLED_COMPUTATION_KEYS = (
 _EMPTY_METADATA = OpMetadata()
 # Whether an attribute text may name a called computation (a match inside a quoted
 # string only sends the instruction down the full decoding path).
+_SLICE_RE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
 _MAY_CALL_RE = re.compile(r"(?:^|[\s,])(?:" + "|".join(CALLED_COMPUTATION_KEYS) + r")=")
 
 
@@ -264,6 +265,13 @@ class Instruction:
             raise HloModelError(
                 f"{self.name}: dimensions={clip(v, 60)} is not a list of integers",
                 hint="the module text is damaged here; re-export it from XLA") from None
+
+    @property
+    def slice_bounds(self) -> tuple[tuple[int, int, int], ...]:
+        """A slice's (start, limit, stride) per dimension, from ``slice={[0:4], ...}``
+        (stride 1 where none is printed); empty where there is none."""
+        return tuple((int(a), int(b), int(c) if c else 1)
+                     for a, b, c in _SLICE_RE.findall(self.attr("slice") or ""))
 
     @property
     def called_computation_names(self) -> tuple[str, ...]:
