@@ -203,8 +203,7 @@ def summed_collectives(ctx: AdviceContext) -> list[Finding]:
 
 
 def _source_of(inst: Instruction) -> Instruction | None:
-    while inst.opcode in _THROUGH and inst.operand_names:
-        inst = inst.operands[0]
+    inst = _past(inst)
     return inst if inst.opcode in ("get-tuple-element", "all-reduce", "all-reduce-done",
                                    "async-done") else None
 
@@ -234,7 +233,7 @@ def _only_summed(inst: Instruction, operands: list[int]) -> bool:
     for n in operands:
         p = params.get(n)
         if p is None or any(u.opcode not in _THROUGH and not (
-                u.opcode == "add" and id(u) in summed) for u in _users_past(p)):
+                u.opcode == "add" and id(u) in summed) for u in _through(p)):
             return False
     return True
 
@@ -243,13 +242,6 @@ def _past(inst: Instruction) -> Instruction:
     while inst.opcode in _THROUGH and inst.operands:
         inst = inst.operands[0]
     return inst
-
-
-def _users_past(inst: Instruction) -> list[Instruction]:
-    out = []
-    for u in inst.users:
-        out.extend(_users_past(u) if u.opcode in _THROUGH else [u])
-    return out
 
 
 def _reads_state_only(inst: Instruction) -> bool:
