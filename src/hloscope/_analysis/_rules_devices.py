@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from .._hlo._attrs import parse_int_list
 from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, trip_count
@@ -205,7 +206,10 @@ def _gathers_free_axis(ag: Instruction, done: Instruction | None, reader: Instru
             continue
         if o.shape.dims != result.shape.dims:
             return False  # reshaped on the way: the axes do not line up
-        contracting = {int(x) for x in re.findall(r"\d+", dot.attr(key) or "")}
+        try:
+            contracting = parse_int_list(dot.attr(key) or "")
+        except ValueError:
+            return False
         return gathered[0] not in contracting
     return False
 
