@@ -21,10 +21,9 @@ from __future__ import annotations
 import operator
 import statistics
 from collections import defaultdict
-from typing import Any
 
 from .._analysis._devices import DEVICES, Device
-from .._analysis._kernels import KernelGraph
+from .._analysis._kernels import Kernel, KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
 from ._read import Trace, TraceEvent
@@ -109,7 +108,7 @@ def _runs(trace: Trace, events: list[TraceEvent],
     return merged
 
 
-def _waits(module: Module, kernels: dict[str, Any]) -> dict[str, str]:
+def _waits(module: Module, kernels: dict[str, Kernel]) -> dict[str, str]:
     """Each ``-done`` of an async pair whose start is a kernel, with that start's name (on
     a TPU the done is an op of its own: the device waiting for the copy or collective its
     start began)."""
@@ -118,10 +117,9 @@ def _waits(module: Module, kernels: dict[str, Any]) -> dict[str, str]:
         by_name = {i.name: i for i in c.instructions}
         for i in c.instructions:
             start = i
-            while start.opcode.endswith(("-done", "-update")) and start.operand_names:
-                start = by_name.get(start.operand_names[0], i)
-                if start is i:
-                    break
+            while (start.opcode.endswith(("-done", "-update")) and start.operand_names
+                   and start.operand_names[0] in by_name):
+                start = by_name[start.operand_names[0]]
             if start is not i and start.opcode.endswith("-start") and start.name in kernels:
                 out[i.name] = start.name
     return out
