@@ -277,3 +277,28 @@ def test_real_xla_gpu_profile():
     assert t.device == "h100 (assumed; the profile ran on AMD's GPUs)"
     with pytest.raises(hloscope.HloscopeError, match="another compile"):
         hloscope.read_profile(os.path.join(DATA, "mi300x_conv_jax08"), module)
+
+
+def test_real_tpu_profile():
+    """A real TPU profile (openxla/xprof's test data: JAX on 4 TPU v6e chips, 100 runs of
+    jit_f, tests/data/profiles/tpu_v6e): its ``XLA Ops`` events, named after the whole
+    instruction text, joined to the module its metadata plane held; each copy-done's wait
+    is its copy-start's time; runs counted per device (XLA's run ids differ between them);
+    the chip's own peak figures for the estimates; and another module refused."""
+    folder = os.path.join(DATA, "tpu_v6e")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    assert (t.module, t.platform, t.runs, t.devices) == ("jit_f", "tpu", 100, 4)
+    assert t.matched_share == 1.0 and not t.unmatched and not t.not_run
+    assert {k.name: k.calls for k in t.kernels} == {
+        **{f"copy-start{s}": 1 for s in ("", ".1", ".2", ".3", ".4", ".5")},
+        **{f"broadcast_add_fusion{s}": 1 for s in ("", ".1", ".2")}}
+    assert 7e-3 < t.seconds("broadcast_add_fusion") < 9e-3
+    assert 0.15 < t.seconds("copy-start") < 0.25  # its copy-done: the wait for 5 GiB
+    assert abs(t.gaps.explained - t.step) <= 1e-6 * t.step
+    assert t.device.startswith("TPU v6 Lite (the profile's figures: 918 TFLOP/s")
+    psum = hloscope.read_profile(folder, os.path.join(folder, "psum.hlo"))
+    assert (psum.runs, psum.devices) == (3, 4)
+    assert [k.name for k in psum.collectives] == ["all-reduce"]
+    with pytest.raises(hloscope.HloscopeError, match="another module: it ran jit_f.*"
+                                                     "jit_forward_3d_conv"):
+        hloscope.read_profile(folder, os.path.join(DATA, "mi300x_conv", "module.hlo"))

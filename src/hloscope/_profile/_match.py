@@ -23,7 +23,7 @@ import statistics
 from collections import defaultdict
 
 from .._analysis._devices import DEVICES, Device
-from .._analysis._kernels import KernelGraph
+from .._analysis._kernels import Kernel, KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
 from ._read import Trace, TraceEvent
@@ -37,14 +37,22 @@ _START = operator.itemgetter(2)  # TraceEvent.start
 _CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-done"})
 
 
-def default_device(platform: str, vendor: str | None = None) -> tuple[Device, str]:
+def default_device(platform: str, vendor: str | None = None,
+                   peak: tuple[float, float] | None = None) -> tuple[Device, str]:
     """The device the estimates are for, and how to name it, for a profile's platform (and
-    the vendor its GPU planes name, said beside)."""
+    the vendor or TPU type its device planes name, said beside; a TPU's own peak figures
+    where its profile states them)."""
     if platform == "gpu":
         ran = f"; the profile ran on {vendor}'s GPUs" if vendor else ""
         return DEVICES["h100"], f"h100 (assumed{ran})"
+    if platform == "tpu" and peak is not None:
+        name = vendor or "tpu"
+        return (Device(name, {"*": peak[0]}, peak[1], "the peak figures its profile states"),
+                f"{name} (the profile's figures: {peak[0] / 1e12:g} TFLOP/s, "
+                f"{peak[1] / 1e9:.0f} GB/s)")
     if platform == "tpu":
-        return DEVICES["tpu-v5e"], "tpu-v5e (assumed)"
+        ran = f"; the profile ran on {vendor}" if vendor else ""
+        return DEVICES["tpu-v5e"], f"tpu-v5e (assumed{ran})"
     return CPU_ROOFLINE, "cpu (nominal 100 GFLOP/s, 20 GB/s)"
 
 
@@ -88,6 +96,8 @@ def _runs(trace: Trace, events: list[TraceEvent],
             by_id[e.run].append(e)
     spans = sorted(((min(e.start for e in es), max(e.start + e.duration for e in es), es)
                     for es in by_id.values()), key=lambda r: r[:2])
+    if trace.platform == "tpu":  # each device's k-th run of the module is run k already
+        return spans
     merged: list[tuple[float, float, list[TraceEvent]]] = []
     for a, b, es in spans:  # one run on several devices: run ids that overlap in time
         if merged and a < merged[-1][1]:
@@ -96,6 +106,23 @@ def _runs(trace: Trace, events: list[TraceEvent],
         else:
             merged.append((a, b, list(es)))
     return merged
+
+
+def _waits(module: Module, kernels: dict[str, Kernel]) -> dict[str, str]:
+    """Each ``-done`` of an async pair whose start is a kernel, with that start's name (on
+    a TPU the done is an op of its own: the device waiting for the copy or collective its
+    start began)."""
+    out: dict[str, str] = {}
+    for c in module.computations:
+        by_name = {i.name: i for i in c.instructions}
+        for i in c.instructions:
+            start = i
+            while (start.opcode.endswith(("-done", "-update")) and start.operand_names
+                   and start.operand_names[0] in by_name):
+                start = by_name[start.operand_names[0]]
+            if start is not i and start.opcode.endswith("-start") and start.name in kernels:
+                out[i.name] = start.name
+    return out
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
@@ -128,8 +155,9 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     kernels = {k.name: k for k in graph.kernels}
     insts = {i.name: i.opcode for c in module.computations for i in c.instructions}
     events = [e for e in trace.events if e.module == name and insts.get(e.op) not in _CONTAINERS]
+    waits = _waits(module, kernels)  # a -done's time is its start's; not another call
     total = sum(e.duration for e in events)
-    matched = sum(e.duration for e in events if e.op in kernels)
+    matched = sum(e.duration for e in events if e.op in kernels or e.op in waits)
     share = matched / total if total else 0.0
     foreign = {e.op for e in events if e.op not in insts}
     # Another compile of the same function (same module name): its kernels' names differ
@@ -149,7 +177,7 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
         raise HloscopeError(f"the profile {trace.path} holds no run of {name}",
                             hint="profile at least one run after the first (compile) run")
     if device is None:
-        device, device_label = default_device(trace.platform, trace.vendor)
+        device, device_label = default_device(trace.platform, trace.vendor, trace.peak)
     per_kernel: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
     other: dict[str, list[float]] = defaultdict(list)
@@ -174,8 +202,8 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                                    w1 - last)):
                 parts[x] += v
             for e in devs:
-                sums[e.op] += e.duration
-                counts[e.op] += 1
+                sums[waits.get(e.op, e.op)] += e.duration
+                counts[e.op] += e.op not in waits
         steps.append((w1 - w0) * 1e-9)
         run_parts.append(tuple(v / n * 1e-9 for v in parts))
         for op in kernels:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,6 +31,8 @@ __all__ = ["RUN_ANNOTATION", "Trace", "TraceEvent", "find_profile_files", "read_
 RUN_ANNOTATION = "hloscope.run"
 _SKIP = ("ThreadpoolListener", "end: ", "ThunkExecutor", "$")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
+_SKIP_LINES = frozenset({"XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
+                         "Framework Name Scope", "Source code", "Async XLA Ops"})
 
 
 class TraceEvent(NamedTuple):
@@ -48,13 +51,17 @@ class TraceEvent(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Trace:
     """The kernel events of a profile, the runs hloscope's capture marked, and the vendor
-    its device planes name (their ``device_vendor`` stat: "Nvidia", "AMD"; None if none)."""
+    its device planes name (their ``device_vendor`` stat: "Nvidia", "AMD"; on a TPU its
+    ``device_type_string``: "TPU v6 Lite"; None if none), and the peak FLOP/s and memory
+    bytes/s a TPU's planes state (``peak_teraflops_per_second``,
+    ``peak_hbm_bw_gigabytes_per_second``; None if not)."""
 
     path: str
     platform: str
     events: tuple[TraceEvent, ...]
     windows: tuple[tuple[float, float], ...]
     vendor: str | None = None
+    peak: tuple[float, float] | None = None
 
     @property
     def modules(self) -> dict[str, float]:
@@ -102,7 +109,7 @@ def read_trace(path: str) -> Trace:
                                      "TensorBoard's profiler wrote, whole") from None
     events: list[TraceEvent] = []
     windows: list[tuple[float, float]] = []
-    platform, vendor = "cpu", None
+    platform, vendor, peak = "cpu", None, None
     for with_runs in (False, True):
         events.clear()
         for file, data in loaded:
@@ -114,7 +121,12 @@ def read_trace(path: str) -> Trace:
                 elif name.startswith("/device:TPU"):
                     platform = "tpu"
                 if name.startswith("/device:"):
-                    vendor = vendor or dict(plane.stats).get("device_vendor")
+                    st = dict(plane.stats)
+                    vendor = vendor or st.get("device_vendor") or st.get("device_type_string")
+                    flops = st.get("peak_teraflops_per_second")
+                    hbm = st.get("peak_hbm_bw_gigabytes_per_second")
+                    if peak is None and flops and hbm:
+                        peak = (float(flops) * 1e12, float(hbm) * 1e9)
                     _device_plane(plane, f"{host}{name}", events)
                 elif name.startswith("/host:CPU"):
                     _host_plane(plane, host, events, windows, with_runs)
@@ -127,7 +139,7 @@ def read_trace(path: str) -> Trace:
     if platform != "cpu":  # the device's own events; the host's launches are not kernels
         events = [e for e in events if "/device:" in e.device]
     return Trace(path, platform, tuple(events), tuple(sorted(windows)),
-                 str(vendor) if vendor else None)
+                 str(vendor) if vendor else None, peak)
 
 
 def _host_plane(plane: Any, host: str, events: list[TraceEvent],
@@ -168,19 +180,20 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
     lines = list(plane.lines)
     modules: list[tuple[float, float, str, int]] = []
     for line in lines:
-        if line.name == "XLA Modules":
-            for i, e in enumerate(line.events):
-                modules.append((e.start_ns, e.start_ns + e.duration_ns,
-                                _PROGRAM_ID.sub("", e.name), i))
+        if line.name == "XLA Modules":  # each run's event; its run is the module's k-th here
+            seen: dict[str, int] = defaultdict(int)
+            for e in line.events:
+                module = _PROGRAM_ID.sub("", e.name)
+                modules.append((e.start_ns, e.start_ns + e.duration_ns, module, seen[module]))
+                seen[module] += 1
     modules.sort()
     for line in lines:
-        if line.name in ("XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
-                         "Framework Name Scope", "Source code"):
+        if line.name in _SKIP_LINES:
             continue
-        ops_line = line.name in ("XLA Ops", "Async XLA Ops")
+        ops_line = line.name == "XLA Ops"
         for e in line.events:
             st = dict(e.stats)
-            op = st.get("hlo_op") or (e.name if ops_line else None)
+            op = st.get("hlo_op") or (_op_name(e.name) if ops_line else None)
             if not op:
                 continue
             module = st.get("hlo_module")
@@ -195,6 +208,13 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
                 continue
             events.append(TraceEvent(_PROGRAM_ID.sub("", str(module)), str(op), e.start_ns,
                                      e.duration_ns, device, run))
+
+
+def _op_name(name: str) -> str:
+    """The instruction an ``XLA Ops`` event names: its name, or the name in its whole text
+    (``%fusion.1 = f32[8]{0} fusion(...)``, as TPU profilers write it)."""
+    head, eq, _ = name.partition(" = ")
+    return head.removeprefix("%") if eq else name
 
 
 def _around(modules: list[tuple[float, float, str, int]],
