@@ -20,10 +20,14 @@ point clouds, segmentation heads and GNN/R-GCN message passing, sharded programs
 data parallel with accumulation, FSDP, tensor and pipeline parallel) on CPU meshes, H100s and
 TPUs, neural ODEs, beam search, Gaussian processes, Legendre transforms, masked LMs and
 node2vec, PPO rollouts, image augmentation, sphere tracing, option pricing (Monte Carlo,
-implied volatility), k-means, DCN-v2 and split-step spectral solvers. The labels below were written and
-committed BEFORE the advisor ran on them. Only the optimized HLO (``Report.hlo_after``) and
-XLA's memory figures (``Report.memory_analysis``) were looked at, to confirm that each
-labelled pattern is really in the compiled program and to size it.
+implied volatility), k-means, DCN-v2 and split-step spectral solvers.
+The labels below were written and committed BEFORE the advisor ran on them. Only the
+optimized HLO (``Report.hlo_after``) and XLA's memory figures (``Report.memory_analysis``)
+were looked at, to confirm that each labelled pattern is really in the compiled program and
+to size it. Several first guesses were corrected that way before committing (3-D convolutions
+run channels-first in XLA's H100 compile, so the NDHWC variant is the one with transposes; a
+cost volume's transpose and a point cloud's minor 3 vanish in the compiled program; a TPU's
+f32 matmul is single-pass bf16 by default, so an f32 score einsum there is not labelled).
 
 Vocabulary and the meaning of a label: as in tests/advisor_blind.py (``KINDS``, plus
 ``other:<short-name>`` for a real issue outside it). A label means the pattern is present in
