@@ -1399,7 +1399,8 @@ def implied_vol_newton_unrolled_h100() -> Program:
       "once: XLA fuses the draws, cumulative sum and exponential but still holds the whole "
       "[1M, 252] f32 path array (1 GiB; XLA's peak 1.1 GiB) for a result of two scalars, "
       "although the paths are independent; lax.map over path blocks (or a scan over days "
-      "with a running average) runs them one after another with a fraction of the memory.", target="gpu")
+      "with a running average) runs them one after another with a fraction of the memory.",
+      target="gpu")
 def asian_option_all_paths_h100() -> Program:
     jax, jnp = _jax()
 
