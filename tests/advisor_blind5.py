@@ -562,9 +562,9 @@ def _dqn_accum(psum_inside, mesh):
             h = jax.nn.relu(h @ w)
         q = h @ params[-1]
         qa = jnp.take_along_axis(q, act[:, None], axis=1)[:, 0]
-        return jnp.mean(optax_huber(qa - target))
+        return jnp.mean(huber(qa - target))
 
-    def optax_huber(x):
+    def huber(x):
         a = jnp.abs(x)
         return jnp.where(a < 1.0, 0.5 * x * x, a - 0.5)
 
@@ -877,7 +877,7 @@ def neural_ode_rk4_fori() -> Program:
 def _beam_step(params, state):
     jax, jnp = _jax()
     emb, U, W = params
-    h, scores, toks = state  # h [B*K, d], scores [B, K]
+    h, scores, _ = state  # h [B*K, d], scores [B, K]
     B, K = scores.shape
     logp = jax.nn.log_softmax((h @ W).astype(jnp.float32), -1)  # [B*K, V]
     V = logp.shape[-1]
