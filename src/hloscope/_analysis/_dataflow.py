@@ -908,9 +908,12 @@ def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                     if opnum < len(inst.operand_names):
                         union(v, df.values_at(operand(inst, opnum), opidx))
         if loop_operands and any(id(p) in loop_operands for p, _idx in positions):
-            for user, _opnum, opidx in df.uses_of(v):
-                if user.opcode == "while":
-                    union(v, df.values_at(user, opidx))
+            # The loops among the value's uses (a while reads the whole of its one operand:
+            # its uses are its operand's positions, at their indices).
+            for p, index in positions:
+                for user in p.users:
+                    if user.opcode == "while":
+                        union(v, df.values_at(user, index))
         if v.inst.opcode == "parameter":
             for call in loops.get(v.inst.computation.name, ()):
                 union(v, df.values_at(call, v.index))

@@ -254,30 +254,29 @@ def _passes_to(inst: Instruction, source: Instruction) -> bool:
     return inst is source
 
 
-class _Ranges:
-    """Disjoint occupied offset ranges [start, end), kept merged and sorted."""
+def _occupy(r: list[int], lo: int, hi: int) -> None:
+    """Add the offsets [lo, hi) to `r`, disjoint occupied ranges kept merged and sorted as
+    one flat list ``[start0, end0, start1, end1, ...]`` (strictly increasing: ranges that
+    touch are merged), so that one bisection finds both ends.  A flat list, not an object
+    with a list of starts and one of ends: a million-step heap has millions of tree nodes,
+    most holding one range."""
+    j = bisect.bisect_left(r, lo) >> 1          # first range ending at or after lo
+    k = (bisect.bisect_right(r, hi) + 1) >> 1   # ranges starting at or before hi
+    if j == k:  # meets none: a new range
+        r[2 * j:2 * j] = (lo, hi)
+    elif k == j + 1:  # meets one: it grows
+        if lo < r[2 * j]:
+            r[2 * j] = lo
+        if hi > r[2 * j + 1]:
+            r[2 * j + 1] = hi
+    else:
+        r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
 
-    __slots__ = ("ends", "starts")
 
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def add(self, lo: int, hi: int) -> None:
-        starts, ends = self.starts, self.ends
-        j = bisect.bisect_left(ends, lo)      # first range ending at or after lo
-        k = bisect.bisect_right(starts, hi)   # ranges starting at or before hi
-        if j == k:  # meets none: a new range (no list made for a slice, the usual cases)
-            starts.insert(j, lo)
-            ends.insert(j, hi)
-        elif k == j + 1:  # meets one: it grows
-            if lo < starts[j]:
-                starts[j] = lo
-            if hi > ends[j]:
-                ends[j] = hi
-        else:
-            starts[j:k] = [min(lo, starts[j])]
-            ends[j:k] = [max(hi, ends[k - 1])]
+def _pairs(r: list[int]) -> Iterable[tuple[int, int]]:
+    """The (start, end) ranges of a flat list made by `_occupy`."""
+    it = iter(r)
+    return zip(it, it)
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -303,14 +302,14 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     n = 1
     while n < end_time + 2:
         n *= 2
-    alive: list[_Ranges | None] = [None] * (2 * n)
-    born: list[_Ranges | None] = [None] * (2 * n)
+    alive: list[list[int] | None] = [None] * (2 * n)
+    born: list[list[int] | None] = [None] * (2 * n)
     offsets: dict[int, int] = {}
     heap_size = 0
 
     for g, size, start, end in items:
         own = (spans or {}).get(g) or ((start, end),)
-        parts: list[_Ranges] = []
+        parts: list[list[int]] = []
         for s_lo, s_hi in own:
             i = s_lo + n
             while i:
@@ -333,9 +332,9 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                 lo >>= 1
                 hi >>= 1
         if len(parts) == 1:
-            busy: Iterable[tuple[int, int]] = zip(parts[0].starts, parts[0].ends)
+            busy: Iterable[tuple[int, int]] = _pairs(parts[0])
         else:
-            busy = sorted(chain.from_iterable(zip(r.starts, r.ends) for r in parts))
+            busy = sorted(chain.from_iterable(_pairs(r) for r in parts))
         best_off = -1
         best_gap = -1
         cur = 0
@@ -364,22 +363,25 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                 if lo & 1:
                     r = alive[lo]
                     if r is None:
-                        r = alive[lo] = _Ranges()
-                    r.add(best_off, top)
+                        alive[lo] = [best_off, top]
+                    else:
+                        _occupy(r, best_off, top)
                     lo += 1
                 if hi & 1:
                     hi -= 1
                     r = alive[hi]
                     if r is None:
-                        r = alive[hi] = _Ranges()
-                    r.add(best_off, top)
+                        alive[hi] = [best_off, top]
+                    else:
+                        _occupy(r, best_off, top)
                 lo >>= 1
                 hi >>= 1
             i = s_lo + n
             while i:
                 r = born[i]
                 if r is None:
-                    r = born[i] = _Ranges()
-                r.add(best_off, top)
+                    born[i] = [best_off, top]
+                else:
+                    _occupy(r, best_off, top)
                 i >>= 1
     return heap_size, offsets
