@@ -513,6 +513,11 @@ class _Builder:
                         and vals[0].index == index:
                     self.phis.register(vals[0], [self.values[i]
                                                  for i in plan.counts.get(index, {})])
+        # Propagation is over: what fed the parameters (a snapshot of every call site's
+        # values) is dropped before the phis are folded, the analysis's largest moment.
+        self.plans = {}
+        self.fed = {}
+        self.callees = {}
 
     # -- definitions -------------------------------------------------------------
     def initialize(self) -> None:

@@ -23,6 +23,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import sub
 
 from .._hlo._module import Instruction
 from ._allocation import assign_allocations
@@ -273,10 +274,20 @@ def _occupy(r: list[int], lo: int, hi: int) -> None:
         r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
 
 
-def _pairs(r: list[int]) -> Iterable[tuple[int, int]]:
-    """The (start, end) ranges of a flat list made by `_occupy`."""
-    it = iter(r)
-    return zip(it, it)
+def _occupy_nodes(tree: list[list[int] | None], nodes: list[int], lo: int, hi: int) -> None:
+    """`_occupy` [lo, hi) at each of the tree's `nodes`; the usual cases (a node's first
+    range, a range above all others or meeting the highest) without a call."""
+    for i in nodes:
+        r = tree[i]
+        if r is None:
+            tree[i] = [lo, hi]
+        elif r[-1] < lo:
+            r.append(lo)
+            r.append(hi)
+        elif r[-1] == lo:
+            r[-1] = hi
+        else:
+            _occupy(r, lo, hi)
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -331,19 +342,20 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                         parts.append(r)
                 lo >>= 1
                 hi >>= 1
+        # The free gaps between the occupied ranges: with the starts and the ends sorted
+        # apart, the room below the k-th start is free where it is above the (k-1)-th end
+        # (between two ranges that overlap, the difference is not positive).  Sorting ints
+        # and a few passes in C, not a Python loop over every range.
         if len(parts) == 1:
-            busy: Iterable[tuple[int, int]] = _pairs(parts[0])
+            starts, ends = parts[0][0::2], parts[0][1::2]
         else:
-            busy = sorted(chain.from_iterable(_pairs(r) for r in parts))
-        best_off = -1
-        best_gap = -1
-        cur = 0
-        for off, stop in busy:
-            gap = off - cur
-            if gap >= size and (best_gap < 0 or gap < best_gap):
-                best_gap, best_off = gap, cur
-            if stop > cur:
-                cur = -(-stop // align) * align
+            starts = sorted(chain.from_iterable(r[0::2] for r in parts))
+            ends = sorted(chain.from_iterable(r[1::2] for r in parts))
+        below = [0, *ends]
+        gaps = list(map(sub, starts, below))
+        best_gap = min(filter(size.__le__, gaps), default=-1)  # the first smallest that fits
+        best_off = below[gaps.index(best_gap)] if best_gap >= 0 else -1
+        cur = below[-1]  # offsets are aligned: so is every end (each chunk's top)
         # The room above the last chunk, up to the heap's present size, is a gap too:
         # XLA's best fit takes it where it is the smallest that fits (openxla/xla
         # heap_simulator.cc, GlobalDecreasingSizeBestFitHeap::FindChunkCandidate: the last
@@ -359,29 +371,21 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         top = -(-(best_off + size) // align) * align
         for s_lo, s_hi in own:
             lo, hi = s_lo + n, s_hi + n + 1
+            cover = []
             while lo < hi:
                 if lo & 1:
-                    r = alive[lo]
-                    if r is None:
-                        alive[lo] = [best_off, top]
-                    else:
-                        _occupy(r, best_off, top)
+                    cover.append(lo)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    r = alive[hi]
-                    if r is None:
-                        alive[hi] = [best_off, top]
-                    else:
-                        _occupy(r, best_off, top)
+                    cover.append(hi)
                 lo >>= 1
                 hi >>= 1
+            _occupy_nodes(alive, cover, best_off, top)
             i = s_lo + n
+            above = []
             while i:
-                r = born[i]
-                if r is None:
-                    born[i] = [best_off, top]
-                else:
-                    _occupy(r, best_off, top)
+                above.append(i)
                 i >>= 1
+            _occupy_nodes(born, above, best_off, top)
     return heap_size, offsets

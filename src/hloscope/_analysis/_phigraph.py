@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["PhiGraph"]
 
 
+# The operands of every node that is not a phi (never changed in place: a phi gets a list
+# of its own).
+_NO_OPERANDS: list[_Node] = []
+
+
 class _Node:
     __slots__ = ("dead", "ids", "is_phi", "operand_at", "operands", "user_at", "users",
                  "value_id")
@@ -29,9 +34,9 @@ class _Node:
         self.value_id = value_id
         self.is_phi = False
         self.dead = False
-        self.operands: list[_Node] = []
+        self.operands: list[_Node] = _NO_OPERANDS  # a phi's own list (`register`)
         self.users: list[_Node] = []
-        self.ids = [value_id]
+        self.ids: list[int] | None = None  # the values it stands for: None is its own only
         # id(node) -> where it sits in `operands` / `users`, for long lists only (built by
         # `optimize`; a short list is searched instead).
         self.operand_at: dict[int, int | list[int]] | None = None
@@ -148,9 +153,12 @@ class PhiGraph:
             _swap(u.operands, u.operand_at, node, by)
         for o in node.operands:
             _swap(o.users, o.user_at, node, by)
-        for vid in node.ids:
+        ids = node.ids if node.ids is not None else [node.value_id]
+        for vid in ids:
             self.by_id[vid] = by
-        by.ids.extend(node.ids)
+        if by.ids is None:
+            by.ids = [by.value_id]
+        by.ids.extend(ids)
         node.ids = []
         node.dead = True
 
