@@ -348,7 +348,8 @@ class _Plan:
         self.sources: dict[int, Instruction] = {}
         self.mult: dict[int, int] = {}
         self.dirty: dict[int, Instruction] = {}
-        self.snapshot: dict[int, dict[Index, list[Value]]] = {}
+        # Each source's values when last folded in, by position in the parameter's indices.
+        self.snapshot: dict[int, list[list[Value]]] = {}
         self.counts: dict[Index, dict[int, int]] = {}
         self.totals: dict[Index, int] = {}
 
@@ -361,16 +362,18 @@ class _Plan:
         self.mult[k] += 1
 
     def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-               indices: Iterable[Index]) -> list[Index]:
+               indices: Sequence[Index] | dict[Index, list[Value]]) -> list[Index]:
         """Fold the dirty sources' current values into the counts; the indices that changed."""
         touched: dict[Index, None] = {}
         for k, src in self.dirty.items():
             src_sets = _as_dict(sets.get(src))
-            snap = self.snapshot.setdefault(k, {})
+            snap = self.snapshot.get(k)
+            if snap is None:
+                snap = self.snapshot[k] = [_NO_VALUES] * len(indices)
             m = self.mult[k]
-            for index in indices:
+            for i, index in enumerate(indices):
                 new = src_sets.get(index, _NO_VALUES)
-                old = snap.get(index, _NO_VALUES)
+                old = snap[i]
                 if new is old:
                     continue
                 counts = self.counts.setdefault(index, {})
@@ -383,7 +386,7 @@ class _Plan:
                 for v in new:
                     counts[v.id] = counts.get(v.id, 0) + m
                 self.totals[index] = self.totals.get(index, 0) + m * (len(new) - len(old))
-                snap[index] = new
+                snap[i] = new
                 touched[index] = None
         self.dirty = {}
         return list(touched)
@@ -744,39 +747,45 @@ class _Builder:
 
         Raises `HloModelError` if the sets keep changing far longer than any module needs
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
-        prio: dict[int, int] = {}  # only instructions that take values from others
-        step = 0
+        # The instructions that take values from others, in the order they run (their rank
+        # there is their priority); the worklist is a heap of ranks and a flag per rank.
+        rank: dict[int, int] = {}
+        order: list[Instruction] = []
+        steps = 0
         passing = self.passing
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
-                    prio.setdefault(id(inst), step)
-                step += 1
+                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                        and id(inst) not in rank:
+                    rank[id(inst)] = len(order)
+                    order.append(inst)
+                steps += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
-                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
-                    prio.setdefault(id(inst), step)
-                step += 1
-        budget = 64 * (step + len(self.values)) + 10_000
-        heap: list[tuple[int, int]] = []
-        inset: set[int] = set()
-        by_key: dict[int, Instruction] = {}
+                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                        and id(inst) not in rank:
+                    rank[id(inst)] = len(order)
+                    order.append(inst)
+                steps += 1
+        budget = 64 * (steps + len(self.values)) + 10_000
+        sets = self.sets
+        heap = [r for r, inst in enumerate(order) if inst in sets]  # sorted: a heap
+        queued = bytearray(len(order))
+        for r in heap:
+            queued[r] = 1
 
         def add(inst: Instruction) -> None:
-            k = id(inst)
-            if (inst.opcode in _FORWARDING_OPCODES or k in passing) and inst in self.sets \
-                    and k not in inset:
-                inset.add(k)
-                by_key[k] = inst
-                heapq.heappush(heap, (prio.get(k, 0), k))
+            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst in sets:
+                r = rank[id(inst)]
+                if not queued[r]:
+                    queued[r] = 1
+                    heapq.heappush(heap, r)
 
-        for comp in self.comps:
-            for inst in comp.instructions:
-                add(inst)
         while heap:
-            _, k = heapq.heappop(heap)
-            inset.discard(k)
-            inst = by_key[k]
+            r = heapq.heappop(heap)
+            queued[r] = 0
+            inst = order[r]
+            k = id(inst)
             budget -= 1
             if budget < 0:
                 raise HloModelError(f"the dataflow of module {self.module.name} does not "
