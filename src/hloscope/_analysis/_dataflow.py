@@ -38,6 +38,7 @@ structure is kept that the later analyses do not read.
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -862,13 +863,16 @@ def control_flow_computations(module: Module) -> list[Computation]:
 
 def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                    in_place: InPlacePairs, deleted: set[int]) -> None:
-    """Group the values into buffers (see the module docstring).  A union-find keeps only
-    the values that share with another; every other value is a buffer of its own."""
-    parent: dict[int, int] = {}
+    """Group the values into buffers (see the module docstring): a union-find over value
+    ids in flat arrays, `joined` marking the values that share with another (every other
+    value is a buffer of its own)."""
+    size = df.values[-1].id + 1 if df.values else 0  # a larger id is a deleted value's
+    parent = array("q", range(size))
+    joined = bytearray(size)
 
     def find(a: int) -> int:
         root = a
-        while parent.get(root, root) != root:
+        while parent[root] != root:
             root = parent[root]
         while a != root:  # path compression
             parent[a], a = root, parent[a]
@@ -881,10 +885,10 @@ def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 continue
             rb = find(b.id)
             if rb != ra:
-                lo, hi = (ra, rb) if ra < rb else (rb, ra)
-                parent[hi] = lo
-                parent.setdefault(lo, lo)
-                ra = lo
+                if rb < ra:
+                    ra, rb = rb, ra
+                parent[rb] = ra
+                joined[ra] = joined[rb] = 1
 
     module = df.module
     entry = module.entry
@@ -934,10 +938,10 @@ def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
     # Buffers in the order of their first (lowest-id) value, which is the union's root.
     members: dict[int, list[Value]] = {}
     for v in df.values:
-        if v.id in parent:
+        if joined[v.id]:
             members.setdefault(find(v.id), []).append(v)
     for v in df.values:
-        if v.id not in parent:
+        if not joined[v.id]:
             vals: tuple[Value, ...] = (v,)
         elif v.id in members:
             vals = tuple(members.pop(v.id))
