@@ -750,22 +750,22 @@ class _Builder:
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
         # The instructions that take values from others, in the order they run (their rank
         # there is their priority); the worklist is a heap of ranks and a flag per rank.
-        rank: dict[int, int] = {}
+        rank: dict[Instruction, int] = {}  # by the instruction itself: no id() int objects
         order: list[Instruction] = []
         steps = 0
         passing = self.passing
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
                 if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
-                        and id(inst) not in rank:
-                    rank[id(inst)] = len(order)
+                        and inst not in rank:
+                    rank[inst] = len(order)
                     order.append(inst)
                 steps += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
                 if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
-                        and id(inst) not in rank:
-                    rank[id(inst)] = len(order)
+                        and inst not in rank:
+                    rank[inst] = len(order)
                     order.append(inst)
                 steps += 1
         budget = 64 * (steps + len(self.values)) + 10_000
@@ -777,7 +777,7 @@ class _Builder:
 
         def add(inst: Instruction) -> None:
             if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst in sets:
-                r = rank[id(inst)]
+                r = rank[inst]
                 if not queued[r]:
                     queued[r] = 1
                     heapq.heappush(heap, r)
