@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .._errors import HloModelError
@@ -363,7 +363,7 @@ class _Plan:
         self.mult[k] += 1
 
     def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-               indices: Sequence[Index] | dict[Index, list[Value]]) -> list[Index]:
+               indices: Collection[Index]) -> list[Index]:
         """Fold the dirty sources' current values into the counts; the indices that changed."""
         touched: dict[Index, None] = {}
         for k, src in self.dirty.items():
@@ -752,21 +752,21 @@ class _Builder:
         # there is their priority); the worklist is a heap of ranks and a flag per rank.
         rank: dict[Instruction, int] = {}  # by the instruction itself: no id() int objects
         order: list[Instruction] = []
-        steps = 0
         passing = self.passing
+
+        def number(inst: Instruction) -> None:
+            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst not in rank:
+                rank[inst] = len(order)
+                order.append(inst)
+
+        steps = 0
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
-                        and inst not in rank:
-                    rank[inst] = len(order)
-                    order.append(inst)
+                number(inst)  # type: ignore[arg-type]
                 steps += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
-                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
-                        and inst not in rank:
-                    rank[inst] = len(order)
-                    order.append(inst)
+                number(inst)
                 steps += 1
         budget = 64 * (steps + len(self.values)) + 10_000
         sets = self.sets
