@@ -351,6 +351,10 @@ class _Reusable:
     def __bool__(self) -> bool:
         return bool(self.allocs)
 
+    def can_hold(self, size: int) -> bool:
+        """Whether one of the allocations is as large as `size` (the first is the largest)."""
+        return bool(self.neg_sizes) and -self.neg_sizes[0] >= size
+
     def add(self, a: _Allocation) -> None:
         a.index = len(self.allocs)
         self.allocs.append(a)
@@ -454,6 +458,8 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
                 reusable.add(a)
             continue
         live_out = kind == "output"
+        if not live_out and not reusable.can_hold(buf.size):
+            continue  # only reusable allocations (writable, none smaller) can take it
         if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
             continue
         if not live_out and any(v.memory_space for v in vals):

@@ -38,7 +38,8 @@ structure is kept that the later analyses do not read.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from array import array
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .._errors import HloModelError
@@ -348,7 +349,8 @@ class _Plan:
         self.sources: dict[int, Instruction] = {}
         self.mult: dict[int, int] = {}
         self.dirty: dict[int, Instruction] = {}
-        self.snapshot: dict[int, dict[Index, list[Value]]] = {}
+        # Each source's values when last folded in, by position in the parameter's indices.
+        self.snapshot: dict[int, list[list[Value]]] = {}
         self.counts: dict[Index, dict[int, int]] = {}
         self.totals: dict[Index, int] = {}
 
@@ -361,16 +363,18 @@ class _Plan:
         self.mult[k] += 1
 
     def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-               indices: Iterable[Index]) -> list[Index]:
+               indices: Collection[Index]) -> list[Index]:
         """Fold the dirty sources' current values into the counts; the indices that changed."""
         touched: dict[Index, None] = {}
         for k, src in self.dirty.items():
             src_sets = _as_dict(sets.get(src))
-            snap = self.snapshot.setdefault(k, {})
+            snap = self.snapshot.get(k)
+            if snap is None:
+                snap = self.snapshot[k] = [_NO_VALUES] * len(indices)
             m = self.mult[k]
-            for index in indices:
+            for i, index in enumerate(indices):
                 new = src_sets.get(index, _NO_VALUES)
-                old = snap.get(index, _NO_VALUES)
+                old = snap[i]
                 if new is old:
                     continue
                 counts = self.counts.setdefault(index, {})
@@ -383,7 +387,7 @@ class _Plan:
                 for v in new:
                     counts[v.id] = counts.get(v.id, 0) + m
                 self.totals[index] = self.totals.get(index, 0) + m * (len(new) - len(old))
-                snap[index] = new
+                snap[i] = new
                 touched[index] = None
         self.dirty = {}
         return list(touched)
@@ -513,6 +517,11 @@ class _Builder:
                         and vals[0].index == index:
                     self.phis.register(vals[0], [self.values[i]
                                                  for i in plan.counts.get(index, {})])
+        # Propagation is over: what fed the parameters (a snapshot of every call site's
+        # values) is dropped before the phis are folded, the analysis's largest moment.
+        self.plans = {}
+        self.fed = {}
+        self.callees = {}
 
     # -- definitions -------------------------------------------------------------
     def initialize(self) -> None:
@@ -739,39 +748,45 @@ class _Builder:
 
         Raises `HloModelError` if the sets keep changing far longer than any module needs
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
-        prio: dict[int, int] = {}  # only instructions that take values from others
-        step = 0
+        # The instructions that take values from others, in the order they run (their rank
+        # there is their priority); the worklist is a heap of ranks and a flag per rank.
+        rank: dict[Instruction, int] = {}  # by the instruction itself: no id() int objects
+        order: list[Instruction] = []
         passing = self.passing
+
+        def number(inst: Instruction) -> None:
+            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst not in rank:
+                rank[inst] = len(order)
+                order.append(inst)
+
+        steps = 0
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
-                    prio.setdefault(id(inst), step)
-                step += 1
+                number(inst)  # type: ignore[arg-type]
+                steps += 1
         for comp in self.comps:  # computations not reached from the entry
             for inst in comp.instructions:
-                if inst.opcode in _FORWARDING_OPCODES or id(inst) in passing:
-                    prio.setdefault(id(inst), step)
-                step += 1
-        budget = 64 * (step + len(self.values)) + 10_000
-        heap: list[tuple[int, int]] = []
-        inset: set[int] = set()
-        by_key: dict[int, Instruction] = {}
+                number(inst)
+                steps += 1
+        budget = 64 * (steps + len(self.values)) + 10_000
+        sets = self.sets
+        heap = [r for r, inst in enumerate(order) if inst in sets]  # sorted: a heap
+        queued = bytearray(len(order))
+        for r in heap:
+            queued[r] = 1
 
         def add(inst: Instruction) -> None:
-            k = id(inst)
-            if (inst.opcode in _FORWARDING_OPCODES or k in passing) and inst in self.sets \
-                    and k not in inset:
-                inset.add(k)
-                by_key[k] = inst
-                heapq.heappush(heap, (prio.get(k, 0), k))
+            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst in sets:
+                r = rank[inst]
+                if not queued[r]:
+                    queued[r] = 1
+                    heapq.heappush(heap, r)
 
-        for comp in self.comps:
-            for inst in comp.instructions:
-                add(inst)
         while heap:
-            _, k = heapq.heappop(heap)
-            inset.discard(k)
-            inst = by_key[k]
+            r = heapq.heappop(heap)
+            queued[r] = 0
+            inst = order[r]
+            k = id(inst)
             budget -= 1
             if budget < 0:
                 raise HloModelError(f"the dataflow of module {self.module.name} does not "
@@ -848,13 +863,16 @@ def control_flow_computations(module: Module) -> list[Computation]:
 
 def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                    in_place: InPlacePairs, deleted: set[int]) -> None:
-    """Group the values into buffers (see the module docstring).  A union-find keeps only
-    the values that share with another; every other value is a buffer of its own."""
-    parent: dict[int, int] = {}
+    """Group the values into buffers (see the module docstring): a union-find over value
+    ids in flat arrays, `joined` marking the values that share with another (every other
+    value is a buffer of its own)."""
+    size = df.values[-1].id + 1 if df.values else 0  # a larger id is a deleted value's
+    parent = array("q", range(size))
+    joined = bytearray(size)
 
     def find(a: int) -> int:
         root = a
-        while parent.get(root, root) != root:
+        while parent[root] != root:
             root = parent[root]
         while a != root:  # path compression
             parent[a], a = root, parent[a]
@@ -867,10 +885,10 @@ def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 continue
             rb = find(b.id)
             if rb != ra:
-                lo, hi = (ra, rb) if ra < rb else (rb, ra)
-                parent[hi] = lo
-                parent.setdefault(lo, lo)
-                ra = lo
+                if rb < ra:
+                    ra, rb = rb, ra
+                parent[rb] = ra
+                joined[ra] = joined[rb] = 1
 
     module = df.module
     entry = module.entry
@@ -908,19 +926,22 @@ def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                     if opnum < len(inst.operand_names):
                         union(v, df.values_at(operand(inst, opnum), opidx))
         if loop_operands and any(id(p) in loop_operands for p, _idx in positions):
-            for user, _opnum, opidx in df.uses_of(v):
-                if user.opcode == "while":
-                    union(v, df.values_at(user, opidx))
+            # The loops among the value's uses (a while reads the whole of its one operand:
+            # its uses are its operand's positions, at their indices).
+            for p, index in positions:
+                for user in p.users:
+                    if user.opcode == "while":
+                        union(v, df.values_at(user, index))
         if v.inst.opcode == "parameter":
             for call in loops.get(v.inst.computation.name, ()):
                 union(v, df.values_at(call, v.index))
     # Buffers in the order of their first (lowest-id) value, which is the union's root.
     members: dict[int, list[Value]] = {}
     for v in df.values:
-        if v.id in parent:
+        if joined[v.id]:
             members.setdefault(find(v.id), []).append(v)
     for v in df.values:
-        if v.id not in parent:
+        if not joined[v.id]:
             vals: tuple[Value, ...] = (v,)
         elif v.id in members:
             vals = tuple(members.pop(v.id))

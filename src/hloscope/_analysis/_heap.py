@@ -23,6 +23,7 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from operator import sub
 
 from .._hlo._module import Instruction
 from ._allocation import assign_allocations
@@ -254,30 +255,39 @@ def _passes_to(inst: Instruction, source: Instruction) -> bool:
     return inst is source
 
 
-class _Ranges:
-    """Disjoint occupied offset ranges [start, end), kept merged and sorted."""
+def _occupy(r: list[int], lo: int, hi: int) -> None:
+    """Add the offsets [lo, hi) to `r`, disjoint occupied ranges kept merged and sorted as
+    one flat list ``[start0, end0, start1, end1, ...]`` (strictly increasing: ranges that
+    touch are merged), so that one bisection finds both ends.  A flat list, not an object
+    with a list of starts and one of ends: a million-step heap has millions of tree nodes,
+    most holding one range."""
+    j = bisect.bisect_left(r, lo) >> 1          # first range ending at or after lo
+    k = (bisect.bisect_right(r, hi) + 1) >> 1   # ranges starting at or before hi
+    if j == k:  # meets none: a new range
+        r[2 * j:2 * j] = (lo, hi)
+    elif k == j + 1:  # meets one: it grows
+        if lo < r[2 * j]:
+            r[2 * j] = lo
+        if hi > r[2 * j + 1]:
+            r[2 * j + 1] = hi
+    else:
+        r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
 
-    __slots__ = ("ends", "starts")
 
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-
-    def add(self, lo: int, hi: int) -> None:
-        starts, ends = self.starts, self.ends
-        j = bisect.bisect_left(ends, lo)      # first range ending at or after lo
-        k = bisect.bisect_right(starts, hi)   # ranges starting at or before hi
-        if j == k:  # meets none: a new range (no list made for a slice, the usual cases)
-            starts.insert(j, lo)
-            ends.insert(j, hi)
-        elif k == j + 1:  # meets one: it grows
-            if lo < starts[j]:
-                starts[j] = lo
-            if hi > ends[j]:
-                ends[j] = hi
+def _occupy_nodes(tree: list[list[int] | None], nodes: list[int], lo: int, hi: int) -> None:
+    """`_occupy` [lo, hi) at each of the tree's `nodes`; the usual cases (a node's first
+    range, a range above all others or meeting the highest) without a call."""
+    for i in nodes:
+        r = tree[i]
+        if r is None:
+            tree[i] = [lo, hi]
+        elif r[-1] < lo:
+            r.append(lo)
+            r.append(hi)
+        elif r[-1] == lo:
+            r[-1] = hi
         else:
-            starts[j:k] = [min(lo, starts[j])]
-            ends[j:k] = [max(hi, ends[k - 1])]
+            _occupy(r, lo, hi)
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -303,14 +313,14 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     n = 1
     while n < end_time + 2:
         n *= 2
-    alive: list[_Ranges | None] = [None] * (2 * n)
-    born: list[_Ranges | None] = [None] * (2 * n)
+    alive: list[list[int] | None] = [None] * (2 * n)
+    born: list[list[int] | None] = [None] * (2 * n)
     offsets: dict[int, int] = {}
     heap_size = 0
 
     for g, size, start, end in items:
         own = (spans or {}).get(g) or ((start, end),)
-        parts: list[_Ranges] = []
+        parts: list[list[int]] = []
         for s_lo, s_hi in own:
             i = s_lo + n
             while i:
@@ -332,19 +342,20 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                         parts.append(r)
                 lo >>= 1
                 hi >>= 1
+        # The free gaps between the occupied ranges: with the starts and the ends sorted
+        # apart, the room below the k-th start is free where it is above the (k-1)-th end
+        # (between two ranges that overlap, the difference is not positive).  Sorting ints
+        # and a few passes in C, not a Python loop over every range.
         if len(parts) == 1:
-            busy: Iterable[tuple[int, int]] = zip(parts[0].starts, parts[0].ends)
+            starts, ends = parts[0][0::2], parts[0][1::2]
         else:
-            busy = sorted(chain.from_iterable(zip(r.starts, r.ends) for r in parts))
-        best_off = -1
-        best_gap = -1
-        cur = 0
-        for off, stop in busy:
-            gap = off - cur
-            if gap >= size and (best_gap < 0 or gap < best_gap):
-                best_gap, best_off = gap, cur
-            if stop > cur:
-                cur = -(-stop // align) * align
+            starts = sorted(chain.from_iterable(r[0::2] for r in parts))
+            ends = sorted(chain.from_iterable(r[1::2] for r in parts))
+        below = [0, *ends]
+        gaps = list(map(sub, starts, below))
+        best_gap = min(filter(size.__le__, gaps), default=-1)  # the first smallest that fits
+        best_off = below[gaps.index(best_gap)] if best_gap >= 0 else -1
+        cur = below[-1]  # offsets are aligned: so is every end (each chunk's top)
         # The room above the last chunk, up to the heap's present size, is a gap too:
         # XLA's best fit takes it where it is the smallest that fits (openxla/xla
         # heap_simulator.cc, GlobalDecreasingSizeBestFitHeap::FindChunkCandidate: the last
@@ -360,26 +371,21 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         top = -(-(best_off + size) // align) * align
         for s_lo, s_hi in own:
             lo, hi = s_lo + n, s_hi + n + 1
+            cover = []
             while lo < hi:
                 if lo & 1:
-                    r = alive[lo]
-                    if r is None:
-                        r = alive[lo] = _Ranges()
-                    r.add(best_off, top)
+                    cover.append(lo)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    r = alive[hi]
-                    if r is None:
-                        r = alive[hi] = _Ranges()
-                    r.add(best_off, top)
+                    cover.append(hi)
                 lo >>= 1
                 hi >>= 1
+            _occupy_nodes(alive, cover, best_off, top)
             i = s_lo + n
+            above = []
             while i:
-                r = born[i]
-                if r is None:
-                    r = born[i] = _Ranges()
-                r.add(best_off, top)
+                above.append(i)
                 i >>= 1
+            _occupy_nodes(born, above, best_off, top)
     return heap_size, offsets

@@ -21,17 +21,27 @@ if TYPE_CHECKING:
 __all__ = ["PhiGraph"]
 
 
+# The operands of every node that is not a phi, and the users of every node until `optimize`
+# (never changed in place: a node gets a list of its own).
+_NO_NODES: list[_Node] = []
+
+
 class _Node:
-    __slots__ = ("dead", "ids", "is_phi", "operand_at", "operands", "user_at", "users",
-                 "value_id")
+    __slots__ = ("checked", "dead", "ids", "is_phi", "operand_at", "operands", "several",
+                 "user_at", "users", "value_id")
 
     def __init__(self, value_id: int) -> None:
         self.value_id = value_id
         self.is_phi = False
         self.dead = False
-        self.operands: list[_Node] = []
-        self.users: list[_Node] = []
-        self.ids = [value_id]
+        # Flags of `PhiGraph.optimize` (on the node, not in sets of ids: a million phis'
+        # ids in sets were the dataflow's largest moment): the last pass that walked it, and
+        # whether it is known to reach two or more non-phis.
+        self.checked = -1
+        self.several = False
+        self.operands: list[_Node] = _NO_NODES  # a phi's own list (`register`)
+        self.users: list[_Node] = _NO_NODES  # made by `optimize`
+        self.ids: list[int] | None = None  # the values it stands for: None is its own only
         # id(node) -> where it sits in `operands` / `users`, for long lists only (built by
         # `optimize`; a short list is searched instead).
         self.operand_at: dict[int, int | list[int]] | None = None
@@ -104,7 +114,6 @@ class PhiGraph:
     def __init__(self) -> None:
         self.nodes: list[_Node] = []
         self.by_id: dict[int, _Node] = {}
-        self._several: set[int] = set()  # nodes that reach two or more non-phis
 
     def node(self, vid: int) -> _Node:
         n = self.by_id.get(vid)
@@ -133,11 +142,10 @@ class PhiGraph:
         and users), a cycle that only a full collection frees, which would keep a large
         module's graph (hundreds of MB) alive through every later analysis."""
         for n in self.nodes:
-            n.operands = n.users = []
+            n.operands = n.users = _NO_NODES
             n.operand_at = n.user_at = None
         self.nodes = []
         self.by_id = {}
-        self._several = set()
 
     def _replace(self, node: _Node, by: _Node) -> None:
         if node.dead:
@@ -148,13 +156,16 @@ class PhiGraph:
             _swap(u.operands, u.operand_at, node, by)
         for o in node.operands:
             _swap(o.users, o.user_at, node, by)
-        for vid in node.ids:
+        ids = node.ids if node.ids is not None else [node.value_id]
+        for vid in ids:
             self.by_id[vid] = by
-        by.ids.extend(node.ids)
+        if by.ids is None:
+            by.ids = [by.value_id]
+        by.ids.extend(ids)
         node.ids = []
         node.dead = True
 
-    def _closure(self, start: _Node, checked: set[int]) -> tuple[_Node | None, list[_Node]]:
+    def _closure(self, start: _Node, mark: int) -> tuple[_Node | None, list[_Node]]:
         """The phis reachable from `start` through operands and the one non-phi that feeds
         them all (None when there are several).
 
@@ -170,15 +181,15 @@ class PhiGraph:
             t = work.popleft()
             if id(t) in seen:
                 continue
-            checked.add(id(t))
+            t.checked = mark
             seen[id(t)] = t
-            if id(t) in self._several:
-                self._several.add(id(start))
+            if t.several:
+                start.several = True
                 return None, []
             work.extend(t.operands)
             if not t.is_phi:
                 if non_phi is not None and non_phi is not t:
-                    self._several.add(id(start))
+                    start.several = True
                     return None, []
                 non_phi = t
         return non_phi, list(seen.values())
@@ -187,14 +198,18 @@ class PhiGraph:
         """Fold phis to a fixed point (see the module docstring)."""
         for n in self.nodes:
             for o in n.operands:
-                o.users.append(n)
+                if o.users is _NO_NODES:
+                    o.users = [n]
+                else:
+                    o.users.append(n)
         for n in self.nodes:
             n.operand_at = _positions(n.operands)
             n.user_at = _positions(n.users)
         changed = True
+        mark = -1  # the pass number
         while changed:
             changed = False
-            checked: set[int] = set()
+            mark += 1
             for n in self.nodes:
                 if not n.is_phi or n.dead:
                     continue
@@ -207,10 +222,10 @@ class PhiGraph:
                     self._replace(n, first)
                     changed = True
                     continue
-                if id(n) in checked:
+                if n.checked == mark:
                     continue
                 # A closure of phis fed by exactly one non-phi folds into it.
-                non_phi, closure = self._closure(n, checked)
+                non_phi, closure = self._closure(n, mark)
                 if non_phi is not None:
                     for t in closure:
                         if t.is_phi:
