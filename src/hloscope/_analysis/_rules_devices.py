@@ -89,6 +89,8 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
     moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
     view = ctx.hardware
     blocking = set(view.blocking)
+    # Loop bodies, whether or not XLA knows the trip count.
+    bodies = {g.name for g in ctx.graph.groups if g.kind == "while body"}
     out = []
     for comp in ctx.module.computations:
         order = {id(inst): n for n, inst in enumerate(comp.instructions)}
@@ -118,7 +120,8 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
             if what == "async":
                 wrapped = inst.called_computations
                 what = wrapped[0].root.opcode if wrapped and wrapped[0].instructions else what
-            fix, partner = _gpu_fix(ctx, comp, inst, done, what, runs > 1)
+            fix, partner = _gpu_fix(ctx, comp, inst, done, what,
+                                    runs > 1 or comp.name in bodies)
             if fix is None:
                 continue
             if fix == "pipeline":
@@ -159,7 +162,14 @@ def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
     last compute, weights of several layers gathered in one combined collective) XLA's
     scheduler already overlaps what it can and the flags change nothing.  Other
     platforms and collectives: ``other`` (the generic advice)."""
-    if ctx.platform != "gpu" or what not in _PIPELINED:
+    if what not in _PIPELINED or ctx.platform not in ("gpu", "tpu"):
+        return "other", None
+    if ctx.platform == "tpu":
+        # In a loop, a reduction the loop does not write into a slice of its output is
+        # the loop's own use of it (a microbatch's gradient accumulated, a metric):
+        # reducing once after the loop is the fix (HS122's), not hiding it.
+        if in_loop and what != "all-gather" and not _pipelinable(comp, inst, done, what):
+            return None, None
         return "other", None
     if in_loop:
         return ("pipeline" if _pipelinable(comp, inst, done, what) else None), None
@@ -326,8 +336,16 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
         return []
     out = []
     at_peak = {v.label for v in ctx.lr.peak_values}
+    made_by = {v.label: v.inst for v in ctx.df.values}
     for p in ctx.hardware.padded:
         if p.padding_bytes < PADDING_RATIO * p.logical_bytes:
+            continue
+        inst = made_by.get(p.value)
+        if inst is not None and inst.opcode in _MOVED and p.value not in at_peak:
+            # XLA's passing copy of a value into another layout or memory space (an
+            # argument's index array prefetched into on-chip memory, a mask re-laid for a
+            # gather), not held at the peak: only its traffic, in tiles XLA chose.  The
+            # program's own arrays are judged where they are made.
             continue
         m = _SPACE_RE.search(p.shape)
         space = int(m.group(1)) if m else 0
@@ -352,6 +370,7 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
+_MOVED = frozenset({"copy", "copy-start", "copy-done"})
 _DIMS_RE = re.compile(r"\[([0-9,]*)\]\{([0-9,]*)")
 
 
