@@ -70,9 +70,10 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         if all(v.inst.name != c.inst.name and v.inst.name not in reach.get(c.inst.name, set())
                and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
             chosen.append(v)
-    # Results one kernel reads together (attention's q, k and v in one fused kernel, the
-    # two operands of a matmul) are needed at the same moment: one chain's, not chains
-    # that could be folded into the result one after another.
+    # Results one matmul reads together (attention's q, k and v in one fused kernel, the
+    # two operands of a product) are needed at the same moment: one chain's, not chains
+    # that could be folded into the result one after another.  (Results only stacked or
+    # combined elementwise can be.)
     chains = _read_together(ctx, chosen)
     if len(chains) < 3:
         return []
@@ -93,7 +94,8 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
 
 
 def _read_together(ctx: AdviceContext, values: list) -> list[list]:  # type: ignore[type-arg]
-    """`values` in groups: those a kernel reads together are one group."""
+    """`values` in groups: those a matmul's (or convolution's) kernel reads together are
+    one group."""
     root = {v.inst.name: v.inst.name for v in values}
 
     def find(n: str) -> str:
@@ -104,7 +106,13 @@ def _read_together(ctx: AdviceContext, values: list) -> list[list]:  # type: ign
     for v in values:
         for e in ctx.edges_from.get(v.inst.name, ()):
             readers.setdefault(e.dst, []).append(v.inst.name)
-    for read in readers.values():
+    for name, read in readers.items():
+        r = ctx.inst(ctx.kernel(name)) if ctx.kernel(name) is not None else None
+        if r is None or not any(
+                i.opcode in ("dot", "convolution") or i.opcode == "custom-call" and any(
+                    t in i.custom_call_target.lower() for t in ("gemm", "matmul", "conv"))
+                for i in fused_instructions(r)):
+            continue
         for n in read[1:]:
             root[find(n)] = find(read[0])
     out: dict[str, list] = {}  # type: ignore[type-arg]
