@@ -18,11 +18,12 @@ from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Finding, place_key
 from ._kernels import Kernel
+from ._rules_program import _multiplied, _onehot_operand
 from ._summary import COLLECTIVE_OPCODES
 from ._walk import operand
 
-__all__ = ["collective_result", "large_constant", "layout_copy", "layout_source", "loop_state",
-           "recompute", "reduction_split"]
+__all__ = ["collective_result", "large_constant", "layout_copy", "loop_state", "recompute",
+           "reduction_split"]
 
 # HS101: a reduced axis this short can be written out as a sum by hand.
 SHORT_AXIS = 8
@@ -57,7 +58,7 @@ def fused_instructions(inst: Instruction) -> Iterator[Instruction]:
                 yield i
 
 
-def layout_source(inst: Instruction) -> Instruction:
+def _layout_source(inst: Instruction) -> Instruction:
     """`inst` seen back through what only moves or re-lays its elements: bitcasts,
     copies, transposes, reshapes, get-tuple-elements, a fusion of only those (XLA's copy
     of an all-gather's result into the layout a matmul reads)."""
@@ -76,7 +77,7 @@ def layout_source(inst: Instruction) -> Instruction:
 def collective_result(inst: Instruction) -> str:
     """The collective (``all-gather``, ...) whose result `inst` is, or a copy of in another
     layout; ``""`` for none."""
-    src = layout_source(inst)
+    src = _layout_source(inst)
     op = src.opcode.removesuffix("-done").removesuffix("-start")
     if op == "async":
         op = next((c.root.opcode for c in src.called_computations if c.instructions), "")
@@ -184,11 +185,7 @@ def _sums_linearly(inst: Instruction, producer: str) -> bool:
     depend on it (a weighted sum: linear, so a matmul making that value could contract
     the summed axis itself): every path from it reaches an add-reduction through
     `_LINEAR` operations, each product or quotient with one side from it."""
-    def moved(i: Instruction) -> Instruction:
-        while i.opcode in _MOVES and i.operands:
-            i = i.operands[0]
-        return i
-    mine = [n for n, o in enumerate(inst.operands) if moved(o).name == producer]
+    mine = [n for n, o in enumerate(inst.operands) if _moved(o).name == producer]
     if inst.opcode != "fusion" or not inst.called_computations or not mine:
         return False
     comp = inst.called_computations[0]
@@ -224,15 +221,17 @@ _NOT_ELEMENTWISE = frozenset({"scatter", "sort", "dot", "convolution", "fft", "r
 _MOVES = frozenset({"bitcast", "get-tuple-element", "copy", "reshape"})
 
 
+def _moved(inst: Instruction) -> Instruction:
+    while inst.opcode in _MOVES and inst.operands:
+        inst = inst.operands[0]
+    return inst
+
+
 def _reduces_from(inst: Instruction, producer: str) -> bool:
     """Whether kernel `inst` reduces what `producer` made: the producer's value reaches
     the reduction's input (through elementwise work), not only what the kernel does with
     the sum (an array added to it after the reduction splits nothing from it)."""
-    def moved(i: Instruction) -> Instruction:
-        while i.opcode in _MOVES and i.operands:
-            i = i.operands[0]
-        return i
-    mine = [n for n, o in enumerate(inst.operands) if moved(o).name == producer]
+    mine = [n for n, o in enumerate(inst.operands) if _moved(o).name == producer]
     if inst.opcode != "fusion" or not inst.called_computations:
         return 0 in mine
     stack = [i for i in inst.called_computations[0].instructions
@@ -353,8 +352,6 @@ def _operand_of_library(ctx: AdviceContext, reader: Kernel | None, k: Kernel) ->
     """Whether library kernel `reader` multiplies or transforms `k`'s array (its
     matmul's, convolution's or FFT's operand, through elementwise work), not only adds
     it to the result."""
-    from ._rules_program import _multiplied  # (the program rules import this module)
-
     r = ctx.inst(reader) if reader is not None else None
     if r is None or r.opcode != "fusion" or not any(
             i.opcode in ("dot", "convolution") for i in fused_instructions(r)):
@@ -364,8 +361,6 @@ def _operand_of_library(ctx: AdviceContext, reader: Kernel | None, k: Kernel) ->
 
 def _onehot_matmul(ctx: AdviceContext, k: Kernel | None) -> bool:
     """Whether library kernel `k` multiplies by a one-hot array (HS119's pattern)."""
-    from ._rules_program import _onehot_operand  # (the program rules import this module)
-
     inst = ctx.inst(k) if k is not None else None
     if inst is None:
         return False
