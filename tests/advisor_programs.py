@@ -1889,22 +1889,3 @@ def relative_bias_onehot_transposed():
 def relative_bias_gathered_transposed():
     return _relative_bias(False)
 
-
-def _bag_tpu(ids_minor: bool):  # type: ignore[no-untyped-def]
-    jax, jnp, np = _np()
-
-    def f(table, ids, w):
-        idx = ids if ids_minor else ids.T
-        rows = jnp.take(table, idx, axis=0) * (idx >= 0)[..., None]
-        return jax.nn.relu(jnp.dot(rows.sum(1), w, preferred_element_type=jnp.float32))
-    shape = (65536, 8) if ids_minor else (8, 65536)
-    return _compiled(f, jnp.ones((131072, 128), jnp.bfloat16), jnp.zeros(shape, jnp.int32),
-                     jnp.ones((128, 1024), jnp.bfloat16), target="tpu-v5e")
-
-
-@case((), "an embedding bag on a TPU v5e with ids int32[65536,8]: XLA's copies of the ids "
-      "and their mask into its tiles pad 8 to 128 lanes, but they are passing copies (not "
-      "held at the peak) in tiles XLA chose (HS115 quiet: the fourth blind set's "
-      "embedding_bag_psum_tpu_2x4)", target="tpu")
-def tpu_bag_ids_copies():
-    return _bag_tpu(True)

@@ -336,16 +336,8 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
         return []
     out = []
     at_peak = {v.label for v in ctx.lr.peak_values}
-    made_by = {v.label: v.inst for v in ctx.df.values}
     for p in ctx.hardware.padded:
         if p.padding_bytes < PADDING_RATIO * p.logical_bytes:
-            continue
-        inst = made_by.get(p.value)
-        if inst is not None and inst.opcode in _MOVED and p.value not in at_peak:
-            # XLA's passing copy of a value into another layout or memory space (an
-            # argument's index array prefetched into on-chip memory, a mask re-laid for a
-            # gather), not held at the peak: only its traffic, in tiles XLA chose.  The
-            # program's own arrays are judged where they are made.
             continue
         m = _SPACE_RE.search(p.shape)
         space = int(m.group(1)) if m else 0
@@ -370,7 +362,6 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
-_MOVED = frozenset({"copy", "copy-start", "copy-done"})
 _DIMS_RE = re.compile(r"\[([0-9,]*)\]\{([0-9,]*)")
 
 

@@ -19,10 +19,9 @@ from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Finding, place_key
 from ._kernels import Kernel
 from ._rules_program import _multiplied, _onehot_operand
-from ._summary import COLLECTIVE_OPCODES
 from ._walk import operand
 
-__all__ = ["collective_result", "large_constant", "layout_copy", "loop_state", "recompute",
+__all__ = ["gathered_weight", "large_constant", "layout_copy", "loop_state", "recompute",
            "reduction_split"]
 
 # HS101: a reduced axis this short can be written out as a sum by hand.
@@ -58,34 +57,45 @@ def fused_instructions(inst: Instruction) -> Iterator[Instruction]:
                 yield i
 
 
-def _layout_source(inst: Instruction) -> Instruction:
-    """`inst` seen back through what only moves or re-lays its elements: bitcasts,
-    copies, transposes, reshapes, get-tuple-elements, a fusion of only those (XLA's copy
-    of an all-gather's result into the layout a matmul reads)."""
+def _layout_source(inst: Instruction, through: frozenset[str] = _LAYOUT_OPS) -> Instruction:
+    """`inst` seen back through what only moves or re-lays its elements (`through`:
+    bitcasts, copies, transposes, reshapes) and get-tuple-elements, and fusions of only
+    those (XLA's copy of an all-gather's result into the layout a matmul reads)."""
     while inst.operands:
-        if inst.opcode in _LAYOUT_OPS or inst.opcode == "get-tuple-element":
+        if inst.opcode in through or inst.opcode == "get-tuple-element":
             inst = inst.operands[0]
-        elif inst.opcode == "fusion" and len(inst.operands) == 1 and all(
-                i.opcode in _LAYOUT_OPS or i.opcode == "parameter"
+            continue
+        # A fusion of those, of one array (and scalars: a dynamic slice's indices).
+        arrays = [o for o in inst.operands if o.opcode != "constant" and o.shape.dims]
+        if inst.opcode == "fusion" and len(arrays) == 1 and all(
+                i.opcode in through or i.opcode in ("parameter", "constant")
                 for i in fused_instructions(inst)):
-            inst = inst.operands[0]
+            inst = arrays[0]
         else:
             break
     return inst
 
 
-def collective_result(inst: Instruction) -> str:
-    """The collective (``all-gather``, ...) whose result `inst` is, or a copy of in another
-    layout; ``""`` for none."""
+# What a sharded weight passes through on its way to its all-gather: a layer's slice of
+# the stacked weights, moved.
+_SLICES = _LAYOUT_OPS | {"slice", "dynamic-slice"}
+
+
+def gathered_weight(inst: Instruction) -> bool:
+    """Whether `inst` is an all-gather's result, or XLA's copy of one in another layout,
+    of an argument (a sharded weight, or a layer's slice of the stacked weights): FSDP's
+    gathered weight, not an activation gathered for sequence or tensor parallelism."""
     src = _layout_source(inst)
-    op = src.opcode.removesuffix("-done").removesuffix("-start")
-    if op == "async":
-        op = next((c.root.opcode for c in src.called_computations if c.instructions), "")
-    elif src.opcode == "fusion":  # a TPU's collective fusion
-        op = next((i.opcode for i in fused_instructions(src) if i.opcode in COLLECTIVE_OPCODES),
-                  "")
-    op = op.removesuffix("-start")
-    return op if op in COLLECTIVE_OPCODES else ""
+    while src.opcode in ("all-gather-done", "async-done") and src.operands:
+        src = src.operands[0]
+    if src.opcode == "async-start":
+        wrapped = src.called_computations
+        if not wrapped or not wrapped[0].instructions or \
+                wrapped[0].root.opcode != "all-gather":
+            return False
+    elif src.opcode not in ("all-gather", "all-gather-start"):
+        return False
+    return bool(src.operands) and _layout_source(src.operands[0], _SLICES).opcode == "parameter"
 
 
 def _is_library(k: Kernel | None) -> bool:
@@ -312,8 +322,8 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue  # a move between memory spaces, not a layout change
         if src.shape.element_type != inst.shape.element_type:
             continue  # it converts too (XLA's precision for a TPU matmul): not only a layout
-        if collective_result(src):
-            continue  # the layout a collective made (an all-gather's): XLA's, not the code's
+        if gathered_weight(src):
+            continue  # the layout an all-gather made of a sharded weight: XLA's, not the code's
         if _solver(src) or any(_solver(u) for u in inst.users):
             continue  # a LAPACK/cuSOLVER call's column-major layout: JAX's, not the user's
         if not k.op_name or ("transpose(" in k.op_name

@@ -20,7 +20,7 @@ from ._findings import Evidence, Finding, place_key
 from ._dataflow import Value
 from ._kernels import launches_work
 from ._walk import gte_index
-from ._rules_kernels import collective_result, fused_instructions
+from ._rules_kernels import fused_instructions, gathered_weight
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
            "side_by_side", "upcast_note"]
@@ -447,7 +447,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
-        if v.inst.name in collectives or collective_result(v.inst) == "all-gather":
+        if v.inst.name in collectives or v.inst.opcode.startswith("all-gather") \
+                or gathered_weight(v.inst):
             # Weights gathered for the layers (or XLA's copy of them in the layout the
             # matmul reads): HS116's (gathered-weights).
             continue
