@@ -158,10 +158,11 @@ def reduction_split(ctx: AdviceContext) -> list[Finding]:
             moved = sum(e.bytes for _, e in producers)
             detail = ("wrote to memory just for it: a matmul's product summed over an "
                       "axis it did not contract")
-            fix = ("contract that axis in the matmul instead of summing its product: one "
-                   "einsum over both (jnp.einsum('etf,efd,te->td', h, w, gates) rather than "
-                   "jnp.einsum('etf,efd->etd', h, w) and a weighted sum over e), so the "
-                   "larger product is never written")
+            fix = ("contract that axis in the matmul instead of summing its product (a "
+                   "weighted sum is linear): sum or average the weights over it first "
+                   "(x @ w.mean(0)), or write one einsum that contracts it "
+                   "(jnp.einsum('etf,efd,te->td', h, w, gates) for a gated sum over e), so "
+                   "the larger product is never written")
         saving = ctx.saving(peak=sum(e.bytes for _, e in producers if e.live_at_peak),
                             traffic=2 * moved * runs, kernels=runs)
         out.append(Finding(
