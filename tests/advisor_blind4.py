@@ -65,13 +65,6 @@ TUNED: dict[str, str] = {
     "moe_combine_sum_over_experts_h100": "HS101 also finds a matmul's product summed over "
     "an axis the matmul did not contract, times weights that do not depend on it (a "
     "weighted sum is linear: the matmul contracts that axis); it now fires here",
-    "embedding_bag_psum_tpu_2x4": "HS101 counts as a split producer only a kernel whose "
-    "value reaches what the reduction reduces and that does no more than elementwise work "
-    "or an XLA gather: the TPU's gather kernel (a kCustom fusion with a custom call) is a "
-    "kernel of its own, and HS101 no longer fires here (the other sets' CPU gathers summed "
-    "over a short axis still fire, as they are labelled); tpu-padding still fires on "
-    "XLA's copies of the ids (the evaluation set labels the same pattern HS115: "
-    "tpu_row_gather_padded)",
     "moe_grad_psum_twice_in_scan_tpu_2x4": "HS113 on a TPU quiet on a loop's all-reduce "
     "or reduce-scatter that the loop does not write into a slice of its output (the loop's "
     "own use: accumulation, a metric), and a while body counts as a loop whether or not "

@@ -226,9 +226,10 @@ def _sums_linearly(inst: Instruction, producer: str) -> bool:
 
 # A producer that does more than elementwise work or gathers (a matmul, a sort, another
 # reduction) is a kernel of its own whatever the sum is written as.  (A gather's rows
-# summed over a short axis are: the sum of the gathered slices fuses into the gathers.)
+# summed over a short axis are not: the sum of the gathered slices fuses into the
+# gathers, a TPU's gather kernel included.)
 _NOT_ELEMENTWISE = frozenset({"scatter", "sort", "dot", "convolution", "fft", "reduce",
-                              "reduce-window", "custom-call", "while", "call"})
+                              "reduce-window", "while", "call"})
 _MOVES = frozenset({"bitcast", "get-tuple-element", "copy", "reshape"})
 
 
