@@ -57,11 +57,9 @@ TUNED: dict[str, str] = {
     # in tests/advisor_programs.py:
     "lennard_jones_forces_f32": "HS101 counts as split from a reduction only the producer "
     "whose value reaches what the reduction reduces: jnp.eye added after the sum is not "
-    "reduced; and HS104 needs a reader that could fuse the stored array: an XLA fusion, "
-    "or a library's (YNNPACK's kCustom) short reduction of it that HS101's fix turns into "
-    "one; the eye's only reader is YNNPACK's sum, which it is added to, not summed in. "
-    "Neither fires here or on lennard_jones_forces_f64 now",
-    "lennard_jones_forces_f64": "as lennard_jones_forces_f32 (HS101 and HS104)",
+    "reduced; HS101 no longer fires here or on lennard_jones_forces_f64 (HS104 on the "
+    "stored eye still does)",
+    "lennard_jones_forces_f64": "as lennard_jones_forces_f32 (HS101)",
     "moe_combine_sum_over_experts_h100": "HS101 also finds a matmul's product summed over "
     "an axis the matmul did not contract, times weights that do not depend on it (a "
     "weighted sum is linear: the matmul contracts that axis); it now fires here",

@@ -1889,18 +1889,3 @@ def relative_bias_onehot_transposed():
 def relative_bias_gathered_transposed():
     return _relative_bias(False)
 
-
-
-@case((), "pairwise forces with jnp.eye added after a sum over the 3 coordinates: XLA's CPU "
-      "hands the sum to YNNPACK (a kCustom fusion), which reads the stored eye from memory "
-      "whatever the code does; the eye is not what the sum reduces, so writing the sum out "
-      "would not fuse it either (HS104 quiet: the fourth blind set's "
-      "lennard_jones_forces_f32; sum_over_short_axis is the twin where it does fuse)")
-def eye_added_after_short_sum():
-    jax, jnp, np = _np()
-
-    def f(pos):
-        d = pos[:, None, :] - pos[None, :, :]
-        r2 = jnp.sum(d * d, -1) + jnp.eye(pos.shape[0])
-        return jnp.einsum("ij,ijk->ik", 1.0 / r2, d)
-    return _compiled(f, jnp.ones((2048, 3)))

@@ -447,12 +447,6 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
                               or _is_library(r) for name in readers):
             continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
-        if not any(_fusible_into(ctx.inst(r), k.name) for name in readers
-                   if (r := ctx.kernel(name)) is not None):
-            # Read only by library fusions (XLA's CPU hands a reduction to YNNPACK as a
-            # kCustom fusion): they take their operands from memory whatever the code
-            # does, unless the reduction is one written out by hand fuses (HS101's).
-            continue
         if any(r.group != k.group for name in readers if (r := ctx.kernel(name))) \
                 and all(_hoisted(ctx.inst(x)) for x in build):
             # Read inside a loop, and the code builds it there (a mask from iota inside
@@ -476,16 +470,6 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
                        traffic=k.bytes_out * (1 + len(consumers)) * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
-
-
-def _fusible_into(inst: Instruction | None, build: str) -> bool:
-    """Whether XLA could fuse the build into fused kernel `inst`: a fusion of its own
-    (not a library's kCustom one), or a library's short reduction of it that, written out
-    by hand, becomes one (HS101's fix)."""
-    if inst is None or inst.fusion_kind != "kCustom":
-        return True
-    return any(r.opcode == "reduce" and _reduced_elements(r) <= SHORT_AXIS
-               for r in fused_instructions(inst)) and _reduces_from(inst, build)
 
 
 def _free_build(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> list[Kernel]:
