@@ -56,10 +56,11 @@ TUNED: dict[str, str] = {
     # By helper advise5 (issue 28), each a principle with a pattern program and its twin
     # in tests/advisor_programs.py:
     "lennard_jones_forces_f32": "HS101 counts as split from a reduction only the producer "
-    "whose value reaches what the reduction reduces: jnp.eye added after the sum is not "
-    "reduced; HS101 no longer fires here or on lennard_jones_forces_f64 (HS104 on the "
-    "stored eye still does)",
-    "lennard_jones_forces_f64": "as lennard_jones_forces_f32 (HS101)",
+    "whose value reaches what the reduction reduces (jnp.eye added after the sum is not "
+    "reduced), and HS104 needs a reader that computes with the stored array: not only a "
+    "library's reduction fusion (YNNPACK's kCustom) that adds it to its result, an "
+    "epilogue operand read from memory whatever the code does; neither fires here now",
+    "lennard_jones_forces_f64": "as lennard_jones_forces_f32 (HS101 and HS104)",
     "moe_combine_sum_over_experts_h100": "HS101 also finds a matmul's product summed over "
     "an axis the matmul did not contract, times weights that do not depend on it (a "
     "weighted sum is linear: the matmul contracts that axis); it now fires here",

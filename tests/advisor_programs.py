@@ -1889,3 +1889,18 @@ def relative_bias_onehot_transposed():
 def relative_bias_gathered_transposed():
     return _relative_bias(False)
 
+
+
+@case((), "pairwise forces with jnp.eye added after a sum over the 3 coordinates: XLA's CPU "
+      "hands the sum to YNNPACK (a kCustom fusion), which reads the eye only to add it to "
+      "its result, from memory whatever the code does, as a GEMM's bias (HS104 quiet: the "
+      "fourth blind set's lennard_jones_forces_f32; sum_over_short_axis and "
+      "iota_table_stored are the twins, where the table is part of what is summed)")
+def eye_added_after_short_sum():
+    jax, jnp, np = _np()
+
+    def f(pos):
+        d = pos[:, None, :] - pos[None, :, :]
+        r2 = jnp.sum(d * d, -1) + jnp.eye(pos.shape[0])
+        return jnp.einsum("ij,ijk->ik", 1.0 / r2, d)
+    return _compiled(f, jnp.ones((2048, 3)))

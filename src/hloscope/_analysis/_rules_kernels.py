@@ -447,6 +447,12 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
                               or _is_library(r) for name in readers):
             continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
+        if not any(_fusible_into(ctx.inst(r), k.name) for name in readers
+                   if (r := ctx.kernel(name)) is not None):
+            # Read only by a library's reduction (XLA's CPU hands one to YNNPACK as a
+            # kCustom fusion) that adds it to its result: an epilogue operand, read from
+            # memory whatever the code does, as a GEMM's bias is.
+            continue
         if any(r.group != k.group for name in readers if (r := ctx.kernel(name))) \
                 and all(_hoisted(ctx.inst(x)) for x in build):
             # Read inside a loop, and the code builds it there (a mask from iota inside
@@ -470,6 +476,13 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
                        traffic=k.bytes_out * (1 + len(consumers)) * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _fusible_into(inst: Instruction | None, build: str) -> bool:
+    """Whether the build's array is computed into fused kernel `inst`'s work: any XLA
+    fusion, or a library's (kCustom) reduction whose input it is part of, not an array
+    the library only adds to its result."""
+    return inst is None or inst.fusion_kind != "kCustom" or _reduces_from(inst, build)
 
 
 def _free_build(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> list[Kernel]:
