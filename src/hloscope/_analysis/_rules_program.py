@@ -334,8 +334,8 @@ def _piecewise(inst: Instruction, depth: int) -> bool:
         return False
     if inst.opcode == "constant":
         return True
-    if inst.opcode == "compare":
-        return all(_affine(o, depth + 1) for o in inst.operands)
+    if inst.opcode in ("compare", "and", "or", "not"):  # 0 or 1 by where it lies
+        return _predicate(inst, depth)
     if inst.opcode == "select":
         return _predicate(inst.operands[0], depth + 1) and all(
             _piecewise(o, depth + 1) for o in inst.operands[1:])
