@@ -49,7 +49,11 @@ REVISED: dict[str, tuple[tuple[str, ...], str]] = {}
 TUNED: dict[str, str] = {
     "relative_bias_onehot": "HS118 skips an array of two constants chosen by comparing "
     "indices (a one-hot, a triangular or band mask): as cheap to build as to read, and its "
-    "fix is a gather (HS119's) or a cumsum, not passing it in; HS118 no longer fires here",
+    "fix is a gather (HS119's) or a cumsum, not passing it in; HS118 no longer fires here. "
+    "Later (with the fourth set's fixes): HS103 counts as the library call beside a copy "
+    "only one that makes its source or multiplies by it, and not a one-hot matmul (HS119's "
+    "gather replaces it): the bias transpose, made by the one-hot matmul and only added to "
+    "the scores' product, no longer fires",
     "running_mean_triangular_matmul_h100": "HS118 skips a two-valued mask from a compare "
     "(the triangular tril(ones)); it no longer fires here (the cumsum has no rule)",
     "kde_blocks_concatenated": "HS118 skips a build that only broadcasts a constant (no "
@@ -67,6 +71,14 @@ TUNED: dict[str, str] = {
     "reads) needs a path from the user's upcast to that output that neither narrows again "
     "nor passes into the backward pass: a loss's f32 upcast reaching the backward "
     "matmuls is autodiff's; it no longer fires here (gathered-weights is still missed)",
+    # With the fourth set's fixes (helper advise5), from this set's leftovers:
+    "attention_heads_batched_h100": "on a GPU a saving in time counts (for the default "
+    "threshold) only from one kernel launch (2 us) up: XLA's 2 MiB head transposes save "
+    "about 1 us each, less than the launches around them; HS103 no longer shows here",
+    "out_proj_per_head_then_sum_h100": "HS101 also finds a matmul's product summed over an "
+    "axis the matmul did not contract, times weights that do not depend on it (linear, so "
+    "the matmul contracts that axis itself; any length of axis); it now fires here "
+    "(taught by the fourth set's moe_combine_sum_over_experts_h100 and this program)",
 }
 
 

@@ -1626,3 +1626,281 @@ def bf16_mlp_f32_loss_gpu():
 @case((), "the same MLP with the loss in bf16", target="gpu")
 def bf16_mlp_bf16_loss_gpu():
     return _bf16_mlp_f32_loss(False)
+
+
+# -- what generalises across the blind sets (issue 28, the fourth set's false alarms) -----
+
+def _heads_summed(contracted: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x, w):
+        if contracted:
+            return jnp.einsum("bd,kdf->bf", x, w) / w.shape[0]
+        return jnp.mean(jnp.einsum("bd,kdf->kbf", x, w), axis=0)
+    return _compiled(f, jnp.ones((8192, 1024), jnp.bfloat16),
+                     jnp.ones((8, 1024, 1024), jnp.bfloat16), target="h100")
+
+
+@case(("HS101",), "an ensemble of 8 linear heads averaged after one batched matmul on an "
+      "H100: the f32 product of every head is written and then summed over the head axis; "
+      "by linearity the matmul contracts that axis itself (the blind sets' "
+      "ensemble_heads_mean_after_matmul_h100, out_proj_per_head_then_sum_h100, "
+      "moe_combine_sum_over_experts_h100)", target="gpu")
+def heads_summed_after_matmul_gpu():
+    return _heads_summed(False)
+
+
+@case((), "the heads contracted in the matmul: one GEMM, nothing written for a sum",
+      target="gpu")
+def heads_contracted_in_matmul_gpu():
+    return _heads_summed(True)
+
+
+@case((), "the squares of a matmul's product summed over its head axis: not linear in the "
+      "product, so no matmul could contract it (HS101 quiet)", target="gpu")
+def heads_squared_after_matmul_gpu():
+    jax, jnp, np = _np()
+    return _compiled(lambda x, w: jnp.sum(jnp.einsum("bd,kdf->kbf", x, w) ** 2, axis=0),
+                     jnp.ones((8192, 1024), jnp.bfloat16),
+                     jnp.ones((8, 1024, 1024), jnp.bfloat16), target="h100")
+
+
+@case((), "pairwise forces: a sum over the 3 coordinates of displacements that a second "
+      "kernel also reads, plus an array gathered for it and added after the sum: the sum "
+      "splits nothing from that array's kernel (it is not what is reduced), so HS101 is "
+      "quiet (the fourth blind set's lennard_jones_forces_f32, where it is jnp.eye)")
+def sum_plus_array_after_it():
+    jax, jnp, np = _np()
+
+    def f(pos, s, perm):
+        d = pos[:, None, :] - pos[None, :, :]
+        r2 = jnp.sum(d * d, -1) + jnp.take(s, perm, axis=0)
+        return jnp.einsum("ij,ijk->ik", 1.0 / r2, d)
+    return _compiled(f, jnp.ones((2048, 3)), jnp.ones((2048, 2048)),
+                     jnp.zeros((2048,), jnp.int32))
+
+
+def _outer_inner(nested: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(x):
+        def outer(i, x):
+            if nested:
+                x = jax.lax.fori_loop(0, 20, lambda j, y: jnp.sin(y) * 0.99 + 0.01, x)
+            return x * 0.99 + 0.01
+        return jax.lax.fori_loop(0, 8, outer, x)
+    return _compiled(f, jnp.ones((2048, 2048)))
+
+
+@case((), "a short loop whose body runs a loop of its own (an inner scan): unrolled, each "
+      "iteration still ends at the inner loop, so HS105 is quiet (the fourth blind set's "
+      "langevin_md_scan_outputs)")
+def short_loop_around_a_loop():
+    return _outer_inner(True)
+
+
+@case(("HS105",), "the same short loop with a cheap body and no inner loop")
+def short_loop_cheap_body():
+    return _outer_inner(False)
+
+
+def _banded(banded: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(u):
+        n = u.shape[0]
+        i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+        j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+        if banded:
+            m = (4.0 * (i == j) + (jnp.abs(i - j) == 1)) / 6.0
+        else:
+            m = jnp.exp(-0.01 * ((i - j) ** 2).astype(jnp.float32))
+        return m @ u
+    return _compiled(f, jnp.ones((2048, 64)))
+
+
+@case((), "a tridiagonal mass matrix built from index comparisons and multiplied by: "
+      "constants chosen by where each element lies relative to the diagonal cost one "
+      "compare per element to build; the fix is a banded operation, not passing the "
+      "dense matrix in (HS118 quiet: the fourth blind set's fem_heat_dense_solve)")
+def banded_matrix_from_indices():
+    return _banded(True)
+
+
+@case(("HS118",), "a Gaussian kernel matrix exp(-(i-j)^2) built from the indices and "
+      "multiplied by: a transcendental per element, built on every call")
+def gaussian_toeplitz_from_indices():
+    return _banded(False)
+
+
+@case((), "multi-head attention on the CPU with einsums over [batch, tokens, heads, "
+      "head_dim]: q, k and v are three large values alive together, but one kernel reads "
+      "them together (the attention), so no order of the chains frees one before the "
+      "others are needed (HS106 quiet: the fourth blind set's attention_einsum_heads_cpu)")
+def attention_heads_read_together():
+    jax, jnp, np = _np()
+
+    def f(x, wq, wk, wv, wo):
+        q = jnp.einsum("btd,dhk->bthk", x, wq)
+        k = jnp.einsum("btd,dhk->bthk", x, wk)
+        v = jnp.einsum("btd,dhk->bthk", x, wv)
+        p = jax.nn.softmax(jnp.einsum("bqhk,bshk->bhqs", q, k) / 8.0, -1)
+        return jnp.einsum("bhqs,bshk,hkd->bqd", p, v, wo)
+    w = jnp.ones((512, 8, 64))
+    return _compiled(f, jnp.ones((8, 512, 512)), w, w, w, jnp.ones((8, 64, 512)))
+
+
+def _fsdp_stacked(scanned: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+    rep, row = NamedSharding(mesh, P()), NamedSharding(mesh, P(None, "data", None))
+
+    def f(ws, x):
+        if scanned:
+            @jax.checkpoint
+            def body(h, w):
+                return h + jnp.tanh(h @ jax.lax.with_sharding_constraint(w, rep)), None
+            h, _ = jax.lax.scan(body, x, ws)
+        else:
+            h = x
+            for i in range(ws.shape[0]):
+                h = h + jnp.tanh(h @ jax.lax.with_sharding_constraint(ws[i], rep))
+        return jnp.mean(h ** 2)
+    return _compiled(jax.jit(jax.grad(f), out_shardings=row),
+                     jax.ShapeDtypeStruct((8, 2048, 2048), jnp.float32, sharding=row),
+                     jax.ShapeDtypeStruct((1024, 2048), jnp.float32,
+                                          sharding=NamedSharding(mesh, P("data", None))))
+
+
+@case(("HS116",), "FSDP on 8 CPU devices with the stacked weights sharded on their rows and "
+      "each layer's weight constrained to replicated in a Python loop: XLA copies each "
+      "gathered weight into the layout its matmul reads, and those copies are the gathered "
+      "weights alive together (HS116), not a layout the code chose (HS103) nor activations "
+      "to rematerialize (HS111) (the fourth blind set's fsdp_denoiser_gather_all_cpu8)")
+def fsdp_stacked_gathered_copies():
+    return _fsdp_stacked(False)
+
+
+@case((), "the same FSDP step as a checkpointed lax.scan over the stacked layers")
+def fsdp_stacked_scanned():
+    return _fsdp_stacked(True)
+
+
+def _accumulate_tpu(metric: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import PartitionSpec as P
+
+    def local(w, xs):
+        def body(carry, x):
+            acc, nrm = carry
+            g = jax.grad(lambda w: jnp.mean(jnp.dot(x, w, preferred_element_type=jnp.float32)
+                                            ** 2))(w)
+            g = jax.lax.psum(g, "data").astype(jnp.float32)
+            return (acc + g, nrm + jnp.sum(g * g)), None
+        (acc, nrm), _ = jax.lax.scan(body, (jnp.zeros(w.shape, jnp.float32),
+                                            jnp.zeros((), jnp.float32)), xs)
+        return (w - 1e-3 * acc).astype(w.dtype), nrm
+
+    def gathered(ws, x):
+        def body(h, w):
+            return jnp.tanh(h @ jax.lax.all_gather(w, "data", tiled=True)), None
+        return jax.lax.scan(body, x, ws)[0]
+
+    if metric:
+        f = jax.jit(jax.shard_map(local, in_specs=(P(), P(None, "data")),
+                                  out_specs=(P(), P()), check_vma=False), donate_argnums=(0,))
+        args = (jax.ShapeDtypeStruct((2048, 2048), jnp.bfloat16),
+                jax.ShapeDtypeStruct((4, 4096, 2048), jnp.bfloat16))
+        return _compiled(f, *args, target="tpu-v5e:2x4", mesh="data=8",
+                         shard={1: "None,data,None"})
+    f = jax.jit(jax.shard_map(gathered, in_specs=(P(None, "data"), P()), out_specs=P(),
+                              check_vma=False))
+    return _compiled(f, jax.ShapeDtypeStruct((8, 4096, 4096), jnp.bfloat16),
+                     jax.ShapeDtypeStruct((256, 4096), jnp.bfloat16),
+                     target="tpu-v5e:2x4", mesh="data=8", shard={0: "None,data,None"})
+
+
+@case((), "a TPU v5e 2x4 accumulation scan whose per-microbatch gradient is all-reduced "
+      "for the update and for a per-step norm metric: the loop's own use of the reduced "
+      "value, whose fix is reducing once after the loop, not hiding the transfer (HS113 "
+      "quiet; the norm of each reduced gradient needs each reduction, so HS122 is quiet "
+      "too: the fourth blind set's moe_grad_psum_twice_in_scan_tpu_2x4)", target="tpu")
+def accumulation_allreduce_with_metric_tpu():
+    return _accumulate_tpu(True)
+
+
+@case(("HS113",), "a TPU v5e 2x4 scan over layers all-gathering each layer's weight slice "
+      "in the loop before a small matmul: a transfer the compute does not hide, where "
+      "overlapping it with the next layer's compute is the fix", target="tpu")
+def gathered_layers_in_scan_tpu():
+    return _accumulate_tpu(False)
+
+
+def _heads_attention_gpu(b: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(q, k, v):
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+        p = jax.nn.softmax(s * 0.125, axis=-1).astype(q.dtype)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v)
+    a = jnp.ones((b, 128, 32, 64), jnp.bfloat16)
+    return _compiled(f, a, a, a, target="h100")
+
+
+@case((), "attention over [batch, tokens, heads, head_dim] on an H100: XLA transposes q, "
+      "k, v and the output for the batched GEMMs, 2 MiB each, about 1 us of traffic: less "
+      "than launching one kernel, so no saving shown (the third blind set's "
+      "attention_heads_batched_h100)", target="gpu")
+def attention_heads_small_gpu():
+    return _heads_attention_gpu(4)
+
+
+@case(("HS103",), "the same attention over a batch of 256: each transpose moves 128 MiB, "
+      "tens of microseconds beside the GEMMs", target="gpu")
+def attention_heads_large_gpu():
+    return _heads_attention_gpu(256)
+
+
+def _relative_bias(onehot: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(table, q, k):
+        n = q.shape[1]
+        bucket = jnp.clip(jnp.arange(n)[None, :] - jnp.arange(n)[:, None] + 128, 0, 255)
+        if onehot:
+            bias = jax.nn.one_hot(bucket, table.shape[0]) @ table      # [n, n, heads]
+        else:
+            bias = table[bucket]
+        s = jnp.einsum("hqd,hkd->hqk", q, k) + bias.transpose(2, 0, 1)
+        return jax.nn.softmax(s, axis=-1)
+    return _compiled(f, jnp.ones((256, 16)), jnp.ones((16, 512, 64)), jnp.ones((16, 512, 64)))
+
+
+@case(("HS119",), "a relative position bias built as one_hot(bucket) @ table and transposed "
+      "to [heads, q, k] for the scores: the transpose sits beside the one-hot matmul, which "
+      "HS119's gather replaces, and is added to the scores' product, not multiplied by "
+      "(HS103 quiet: the third blind set's relative_bias_onehot)")
+def relative_bias_onehot_transposed():
+    return _relative_bias(True)
+
+
+@case((), "the same bias gathered with table[bucket]")
+def relative_bias_gathered_transposed():
+    return _relative_bias(False)
+
+
+
+@case((), "pairwise forces with jnp.eye added after a sum over the 3 coordinates: XLA's CPU "
+      "hands the sum to YNNPACK (a kCustom fusion), which reads the eye only to add it to "
+      "its result, from memory whatever the code does, as a GEMM's bias (HS104 quiet: the "
+      "fourth blind set's lennard_jones_forces_f32; sum_over_short_axis and "
+      "iota_table_stored are the twins, where the table is part of what is summed)")
+def eye_added_after_short_sum():
+    jax, jnp, np = _np()
+
+    def f(pos):
+        d = pos[:, None, :] - pos[None, :, :]
+        r2 = jnp.sum(d * d, -1) + jnp.eye(pos.shape[0])
+        return jnp.einsum("ij,ijk->ik", 1.0 / r2, d)
+    return _compiled(f, jnp.ones((2048, 3)))

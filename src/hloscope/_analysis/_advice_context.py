@@ -250,9 +250,12 @@ class AdviceContext:
 
     def worth_it(self, s: Saving, min_share: float = MIN_SHARE) -> bool:
         """Whether a (group's) saving is worth a user's attention (module docstring)."""
-        big = (max(s.peak_bytes, s.footprint_bytes) >= MIN_PEAK_BYTES
-               or s.traffic_bytes >= MIN_TRAFFIC_BYTES
-               or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth
+        # Time saved on a GPU counts from one kernel launch up: less is lost among the
+        # launches around it (a 4 MiB copy beside a small program's matmuls).
+        timed = (s.traffic_bytes >= MIN_TRAFFIC_BYTES
+                 or s.seconds >= MIN_TRAFFIC_BYTES / self.device.bandwidth) \
+            and s.seconds >= LAUNCH_SECONDS.get(self.platform, 0.0)
+        big = (max(s.peak_bytes, s.footprint_bytes) >= MIN_PEAK_BYTES or timed
                or s.instructions >= MIN_INSTRUCTIONS)
         return big and self.share(s)[0] >= min_share
 

@@ -89,6 +89,8 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
     moved = {c.name: c.sent_per_device or c.bytes for c in ctx.graph.collectives}
     view = ctx.hardware
     blocking = set(view.blocking)
+    # Loop bodies, whether or not XLA knows the trip count.
+    bodies = {g.name for g in ctx.graph.groups if g.kind == "while body"}
     out = []
     for comp in ctx.module.computations:
         order = {id(inst): n for n, inst in enumerate(comp.instructions)}
@@ -118,7 +120,8 @@ def exposed_collective(ctx: AdviceContext) -> list[Finding]:
             if what == "async":
                 wrapped = inst.called_computations
                 what = wrapped[0].root.opcode if wrapped and wrapped[0].instructions else what
-            fix, partner = _gpu_fix(ctx, comp, inst, done, what, runs > 1)
+            fix, partner = _gpu_fix(ctx, comp, inst, done, what,
+                                    runs > 1 or comp.name in bodies)
             if fix is None:
                 continue
             if fix == "pipeline":
@@ -159,7 +162,14 @@ def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
     last compute, weights of several layers gathered in one combined collective) XLA's
     scheduler already overlaps what it can and the flags change nothing.  Other
     platforms and collectives: ``other`` (the generic advice)."""
-    if ctx.platform != "gpu" or what not in _PIPELINED:
+    if what not in _PIPELINED or ctx.platform not in ("gpu", "tpu"):
+        return "other", None
+    if ctx.platform == "tpu":
+        # In a loop, a reduction the loop does not write into a slice of its output is
+        # the loop's own use of it (a microbatch's gradient accumulated, a metric):
+        # reducing once after the loop is the fix (HS122's), not hiding it.
+        if in_loop and what != "all-gather" and not _pipelinable(comp, inst, done, what):
+            return None, None
         return "other", None
     if in_loop:
         return ("pipeline" if _pipelinable(comp, inst, done, what) else None), None

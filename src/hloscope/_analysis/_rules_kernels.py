@@ -18,9 +18,11 @@ from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Finding, place_key
 from ._kernels import Kernel
+from ._rules_program import _multiplied, _onehot_operand
 from ._walk import operand
 
-__all__ = ["large_constant", "layout_copy", "loop_state", "recompute", "reduction_split"]
+__all__ = ["gathered_weight", "large_constant", "layout_copy", "loop_state", "recompute",
+           "reduction_split"]
 
 # HS101: a reduced axis this short can be written out as a sum by hand.
 SHORT_AXIS = 8
@@ -55,6 +57,47 @@ def fused_instructions(inst: Instruction) -> Iterator[Instruction]:
                 yield i
 
 
+def _layout_source(inst: Instruction, through: frozenset[str] = _LAYOUT_OPS) -> Instruction:
+    """`inst` seen back through what only moves or re-lays its elements (`through`:
+    bitcasts, copies, transposes, reshapes) and get-tuple-elements, and fusions of only
+    those (XLA's copy of an all-gather's result into the layout a matmul reads)."""
+    while inst.operands:
+        if inst.opcode in through or inst.opcode == "get-tuple-element":
+            inst = inst.operands[0]
+            continue
+        # A fusion of those, of one array (and scalars: a dynamic slice's indices).
+        arrays = [o for o in inst.operands if o.opcode != "constant" and o.shape.dims]
+        if inst.opcode == "fusion" and len(arrays) == 1 and all(
+                i.opcode in through or i.opcode in ("parameter", "constant")
+                for i in fused_instructions(inst)):
+            inst = arrays[0]
+        else:
+            break
+    return inst
+
+
+# What a sharded weight passes through on its way to its all-gather: a layer's slice of
+# the stacked weights, moved.
+_SLICES = _LAYOUT_OPS | {"slice", "dynamic-slice"}
+
+
+def gathered_weight(inst: Instruction) -> bool:
+    """Whether `inst` is an all-gather's result, or XLA's copy of one in another layout,
+    of an argument (a sharded weight, or a layer's slice of the stacked weights): FSDP's
+    gathered weight, not an activation gathered for sequence or tensor parallelism."""
+    src = _layout_source(inst)
+    while src.opcode in ("all-gather-done", "async-done") and src.operands:
+        src = src.operands[0]
+    if src.opcode == "async-start":
+        wrapped = src.called_computations
+        if not wrapped or not wrapped[0].instructions or \
+                wrapped[0].root.opcode != "all-gather":
+            return False
+    elif src.opcode not in ("all-gather", "all-gather-start"):
+        return False
+    return bool(src.operands) and _layout_source(src.operands[0], _SLICES).opcode == "parameter"
+
+
 def _is_library(k: Kernel | None) -> bool:
     if k is None:
         return False
@@ -81,33 +124,146 @@ def reduction_split(ctx: AdviceContext) -> list[Finding]:
         # such as a split-K matmul's, are not the user's to write out.
         axes = [_reduced_elements(r) for r in fused_instructions(inst) if r.opcode == "reduce"
                 and "reduce_" in r.metadata.op_name.rsplit("/", 1)[-1]]
-        if not axes or max(axes) > SHORT_AXIS:
+        if not axes:
             continue
         feeds = [e for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"
                  and e.kind != "argument"]
-        producers = []
+        producers, matmuls = [], []
         for e in feeds:
             p = ctx.kernel(e.src)
             readers = {x.dst for x in ctx.edges_from.get(e.src, ()) if x.value == e.value}
-            if p is not None and p.category == "fusion" and p.group == k.group \
-                    and not _is_library(p) and readers == {k.name}:
+            if p is None or p.group != k.group or readers != {k.name}:
+                continue
+            if max(axes) <= SHORT_AXIS and p.category == "fusion" and not _is_library(p) \
+                    and not set(dict(p.fused)) & _NOT_ELEMENTWISE \
+                    and _reduces_from(inst, p.name):
                 producers.append((p, e))
-        if not producers:
+            elif _is_matmul(ctx, p) and _sums_linearly(inst, p.name):
+                matmuls.append((p, e))
+        if not producers and not matmuls:
             continue
-        moved = sum(e.bytes for _, e in producers)
         runs = ctx.runs(k.group)
+        if not matmuls:
+            moved = sum(e.bytes for _, e in producers)
+            detail = "wrote to memory just for it"
+            fix = ("the reduced axis is short: write the sum out (x[..., 0] + x[..., 1] + "
+                   "...) instead of jnp.sum/mean over it, so XLA fuses it with what "
+                   "produces x")
+        else:
+            # A sum over a short axis of a matmul's product (times weights that do not
+            # depend on it): the matmul can contract that axis itself, and its larger
+            # product is never written (experts' outputs summed with their gates, heads
+            # projected and then summed).
+            producers = matmuls
+            moved = sum(e.bytes for _, e in producers)
+            detail = ("wrote to memory just for it: a matmul's product summed over an "
+                      "axis it did not contract")
+            fix = ("contract that axis in the matmul instead of summing its product (a "
+                   "weighted sum is linear): sum or average the weights over it first "
+                   "(x @ w.mean(0)), or write one einsum that contracts it "
+                   "(jnp.einsum('etf,efd,te->td', h, w, gates) for a gated sum over e), so "
+                   "the larger product is never written")
         saving = ctx.saving(peak=sum(e.bytes for _, e in producers if e.live_at_peak),
                             traffic=2 * moved * runs, kernels=runs)
         out.append(Finding(
             "HS101", "a reduction splits what could be one kernel",
             f"{k.name} sums over an axis of {max(axes)} element(s) in its own kernel and "
             f"reads {format_bytes(moved)} that {', '.join(p.name for p, _ in producers)} "
-            "wrote to memory just for it",
-            "the reduced axis is short: write the sum out (x[..., 0] + x[..., 1] + ...) "
-            "instead of jnp.sum/mean over it, so XLA fuses it with what produces x",
+            + detail, fix,
             tuple([ev_kernel(k)] + [ev_kernel(p) for p, _ in producers]), saving,
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _is_matmul(ctx: AdviceContext, k: Kernel) -> bool:
+    """Whether kernel `k` is a matmul (a dot, a GEMM fusion, a cuBLAS call)."""
+    inst = ctx.inst(k)
+    if inst is None:
+        return False
+    if inst.opcode == "custom-call":
+        return "gemm" in inst.custom_call_target.lower() or "matmul" in \
+            inst.custom_call_target.lower()
+    return any(i.opcode == "dot" for i in fused_instructions(inst))
+
+
+# What a weighted sum passes through: the product times weights, moved or converted.
+_LINEAR = frozenset({"multiply", "divide", "negate", "convert", "bitcast", "broadcast",
+                     "reshape", "transpose", "copy", "get-tuple-element"})
+
+
+def _sums_linearly(inst: Instruction, producer: str) -> bool:
+    """Whether kernel `inst` only sums `producer`'s value, times factors that do not
+    depend on it (a weighted sum: linear, so a matmul making that value could contract
+    the summed axis itself): every path from it reaches an add-reduction through
+    `_LINEAR` operations, each product or quotient with one side from it."""
+    mine = [n for n, o in enumerate(inst.operands) if _moved(o).name == producer]
+    if inst.opcode != "fusion" or not inst.called_computations or not mine:
+        return False
+    comp = inst.called_computations[0]
+    derived = {id(i) for i in comp.instructions
+               if i.opcode == "parameter" and i.parameter_number in mine}
+    reached = False
+    for i in comp.instructions:  # in the computation's order: operands first
+        if id(i) in derived or not any(id(o) in derived for o in i.operands):
+            continue
+        if i.opcode == "reduce":
+            root = i.called_computations[0].root if i.called_computations else None
+            if root is None or root.opcode != "add" or id(i.operands[0]) not in derived \
+                    or "reduce_" not in i.metadata.op_name.rsplit("/", 1)[-1] \
+                    or len(i.dimensions) != 1 or len(i.shape.dims) < 2:
+                # (Only a sum over one axis that keeps the product's rows and columns: a
+                # loss summed over everything is not a contraction to move.)
+                return False
+            reached = True
+            continue  # the sum: what follows it is after the reduction
+        if i.opcode not in _LINEAR or (i.opcode in ("multiply", "divide") and (
+                sum(id(o) in derived for o in i.operands) != 1
+                or i.opcode == "divide" and id(i.operands[1]) in derived)):
+            return False
+        derived.add(id(i))
+    return reached
+
+
+# A producer that does more than elementwise work or gathers (a matmul, a sort, another
+# reduction) is a kernel of its own whatever the sum is written as.  (A gather's rows
+# summed over a short axis are not: the sum of the gathered slices fuses into the
+# gathers, a TPU's gather kernel included.)
+_NOT_ELEMENTWISE = frozenset({"scatter", "sort", "dot", "convolution", "fft", "reduce",
+                              "reduce-window", "while", "call"})
+_MOVES = frozenset({"bitcast", "get-tuple-element", "copy", "reshape"})
+
+
+def _moved(inst: Instruction) -> Instruction:
+    while inst.opcode in _MOVES and inst.operands:
+        inst = inst.operands[0]
+    return inst
+
+
+def _reduces_from(inst: Instruction, producer: str) -> bool:
+    """Whether kernel `inst` reduces what `producer` made: the producer's value reaches
+    the reduction's input (through elementwise work), not only what the kernel does with
+    the sum (an array added to it after the reduction splits nothing from it)."""
+    mine = [n for n, o in enumerate(inst.operands) if _moved(o).name == producer]
+    if inst.opcode != "fusion" or not inst.called_computations:
+        return 0 in mine
+    stack = [i for i in inst.called_computations[0].instructions
+             if i.opcode == "parameter" and i.parameter_number in mine]
+    seen: set[int] = set()
+    while stack:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        for u in i.users:
+            if u.opcode == "reduce":
+                n_in = len(u.operand_names) // 2
+                if any(o is i for o in u.operands[:n_in]):
+                    return True
+                continue  # an init value, or past the reduction
+            if u.opcode == "fusion":
+                return True  # a nested fusion: not followed, taken as reaching it
+            stack.append(u)
+    return False
 
 
 def _reduced_elements(reduce: Instruction) -> int:
@@ -168,6 +324,8 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue  # a move between memory spaces, not a layout change
         if src.shape.element_type != inst.shape.element_type:
             continue  # it converts too (XLA's precision for a TPU matmul): not only a layout
+        if gathered_weight(src):
+            continue  # the layout an all-gather made of a sharded weight: XLA's, not the code's
         if _solver(src) or any(_solver(u) for u in inst.users):
             continue  # a LAPACK/cuSOLVER call's column-major layout: JAX's, not the user's
         if not k.op_name or ("transpose(" in k.op_name
@@ -178,7 +336,14 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
-        if not any(_is_library(x) for x in before + after):
+        # The library calls that make the copy's source or read the copy as an operand
+        # (not as an addend to their product: a bias a GEMM's epilogue adds is in the
+        # product's order, the one the code asked for).
+        libraries = [x for x in before if _is_library(x)] + [
+            x for x in after if _is_library(x) and _operand_of_library(ctx, x, k)]
+        if not libraries or all(_onehot_matmul(ctx, x) for x in libraries):
+            # (Beside a one-hot matmul only: HS119's gather replaces that matmul and
+            # reads the rows in whatever order the code indexes them.)
             continue
         runs = ctx.runs(k.group)
         out.append(Finding(
@@ -193,6 +358,26 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             (ev_kernel(k),), ctx.saving(traffic=2 * k.bytes_out * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _operand_of_library(ctx: AdviceContext, reader: Kernel | None, k: Kernel) -> bool:
+    """Whether library kernel `reader` multiplies or transforms `k`'s array (its
+    matmul's, convolution's or FFT's operand, through elementwise work), not only adds
+    it to the result."""
+    r = ctx.inst(reader) if reader is not None else None
+    if r is None or r.opcode != "fusion" or not any(
+            i.opcode in ("dot", "convolution") for i in fused_instructions(r)):
+        return True  # a library call (an FFT, a custom call) reads its operands as they are
+    return _multiplied(ctx, reader, k)
+
+
+def _onehot_matmul(ctx: AdviceContext, k: Kernel | None) -> bool:
+    """Whether library kernel `k` multiplies by a one-hot array (HS119's pattern)."""
+    inst = ctx.inst(k) if k is not None else None
+    if inst is None:
+        return False
+    dots = [i for i in fused_instructions(inst) if i.opcode in ("dot", "convolution")]
+    return bool(dots) and all(_onehot_operand(ctx, d) is not None for d in dots)
 
 
 def _moves_data(inst: Instruction, src: Instruction) -> bool:
@@ -262,6 +447,12 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
         if not readers or any((r := ctx.kernel(name)) is None or r.category != "fusion"
                               or _is_library(r) for name in readers):
             continue  # a matmul's kernel reads it: not the user's to fuse (see HS119)
+        if not any(_fusible_into(ctx.inst(r), k.name) for name in readers
+                   if (r := ctx.kernel(name)) is not None):
+            # Read only by a library's reduction (XLA's CPU hands one to YNNPACK as a
+            # kCustom fusion) that adds it to its result: an epilogue operand, read from
+            # memory whatever the code does, as a GEMM's bias is.
+            continue
         if any(r.group != k.group for name in readers if (r := ctx.kernel(name))) \
                 and all(_hoisted(ctx.inst(x)) for x in build):
             # Read inside a loop, and the code builds it there (a mask from iota inside
@@ -285,6 +476,13 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
                        traffic=k.bytes_out * (1 + len(consumers)) * runs, kernels=runs),
             place_key(k.op_name, k.source, k.shape)))
     return out
+
+
+def _fusible_into(inst: Instruction | None, build: str) -> bool:
+    """Whether the build's array is computed into fused kernel `inst`'s work: any XLA
+    fusion, or a library's (kCustom) reduction whose input it is part of, not an array
+    the library only adds to its result."""
+    return inst is None or inst.fusion_kind != "kCustom" or _reduces_from(inst, build)
 
 
 def _free_build(ctx: AdviceContext, k: Kernel, free: dict[str, bool]) -> list[Kernel]:
@@ -327,6 +525,11 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
         if n < 2 or n > SHORT_LOOP or not kernels \
                 or any(k.category != "fusion" or _is_library(k) for k in kernels):
             continue
+        if _runs_loops(ctx, g.name):
+            # A loop inside the body (an inner scan whose results the outer one stacks):
+            # unrolled, each iteration still ends at the inner loop; XLA fuses nothing
+            # across it.
+            continue
         if any(op == "reduce" for k in kernels for op, _ in k.fused):
             # A reduction (a row's log-density, a norm) needs the whole of what the
             # iteration before made: unrolled, XLA still ends a kernel at each one.
@@ -350,6 +553,15 @@ def loop_state(ctx: AdviceContext) -> list[Finding]:
             place_key(caller.metadata.op_name if caller is not None else g.caller,
                       str(caller.source or "") if caller is not None else "")))
     return out
+
+
+def _runs_loops(ctx: AdviceContext, name: str) -> bool:
+    """Whether computation `name` runs a loop or a conditional of its own."""
+    try:
+        comp = ctx.module.computation(name)
+    except Exception:  # noqa: BLE001
+        return False
+    return any(i.opcode in ("while", "conditional") for i in comp.instructions)
 
 
 def _caller(ctx: AdviceContext, g) -> Instruction | None:  # type: ignore[no-untyped-def]

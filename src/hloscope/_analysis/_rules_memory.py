@@ -20,7 +20,7 @@ from ._findings import Evidence, Finding, place_key
 from ._dataflow import Value
 from ._kernels import launches_work
 from ._walk import gte_index
-from ._rules_kernels import fused_instructions
+from ._rules_kernels import fused_instructions, gathered_weight
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
            "side_by_side", "upcast_note"]
@@ -70,10 +70,15 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         if all(v.inst.name != c.inst.name and v.inst.name not in reach.get(c.inst.name, set())
                and c.inst.name not in reach.get(v.inst.name, set()) for c in chosen):
             chosen.append(v)
-    if len(chosen) < 3:
+    # Results one matmul reads together (attention's q, k and v in one fused kernel, the
+    # two operands of a product) are needed at the same moment: one chain's, not chains
+    # that could be folded into the result one after another.  (Results only stacked or
+    # combined elementwise can be.)
+    chains = _read_together(ctx, chosen)
+    if len(chains) < 3:
         return []
     names = [v.inst.name for v in chosen]
-    saved = sum(v.size for v in chosen[2:])
+    saved = sum(sorted((sum(v.size for v in c) for c in chains), reverse=True)[2:])
     ks = [k for n in names if (k := ctx.kernel(n))]
     return [Finding(
         "HS106", "independent large temporaries are alive together at the peak",
@@ -86,6 +91,34 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
         "backend in jax 0.10 does), so check the peak after the change",
         tuple(ev_kernel(k) for k in ks), ctx.saving(peak=saved),
         place_key(ks[0].op_name if ks else "", ks[0].source if ks else None))]
+
+
+def _read_together(ctx: AdviceContext, values: list) -> list[list]:  # type: ignore[type-arg]
+    """`values` in groups: those a matmul's (or convolution's) kernel reads together are
+    one group."""
+    root = {v.inst.name: v.inst.name for v in values}
+
+    def find(n: str) -> str:
+        while root[n] != n:
+            n = root[n]
+        return n
+    readers: dict[str, list[str]] = {}
+    for v in values:
+        for e in ctx.edges_from.get(v.inst.name, ()):
+            readers.setdefault(e.dst, []).append(v.inst.name)
+    for name, read in readers.items():
+        r = ctx.inst(ctx.kernel(name)) if ctx.kernel(name) is not None else None
+        if r is None or not any(
+                i.opcode in ("dot", "convolution") or i.opcode == "custom-call" and any(
+                    t in i.custom_call_target.lower() for t in ("gemm", "matmul", "conv"))
+                for i in fused_instructions(r)):
+            continue
+        for n in read[1:]:
+            root[find(n)] = find(read[0])
+    out: dict[str, list] = {}  # type: ignore[type-arg]
+    for v in values:
+        out.setdefault(find(v.inst.name), []).append(v)
+    return list(out.values())
 
 
 def _computed(ctx: AdviceContext, name: str) -> bool:
@@ -414,8 +447,11 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
-        if v.inst.name in collectives or v.inst.opcode.startswith("all-gather"):
-            continue  # weights gathered for the layers: HS116's (gathered-weights)
+        if v.inst.name in collectives or v.inst.opcode.startswith("all-gather") \
+                or gathered_weight(v.inst):
+            # Weights gathered for the layers (or XLA's copy of them in the layout the
+            # matmul reads): HS116's (gathered-weights).
+            continue
         if "rematted_computation" in v.inst.metadata.op_name \
                 and _computation_of(ctx, v.inst) in bodies \
                 and all(w.inst.computation is v.inst.computation

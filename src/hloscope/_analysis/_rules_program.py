@@ -181,8 +181,9 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
         n = max(1, elements(inst.shape)) if inst is not None else 1
-        if _splat(build) or _two_valued(inst):
-            continue  # a broadcast constant, a one-hot or a mask: nothing worth keeping
+        if _splat(build) or _two_valued(inst) or _banded(inst):
+            # A broadcast constant, a one-hot, a mask, a band: nothing worth keeping.
+            continue
         # A matrix the program multiplies by (a kernel matrix, a basis) is worth building
         # once from one transcendental per element up (counting those the matmul's
         # kernel applies to it as it reads it: XLA fuses an elementwise prologue into a
@@ -306,6 +307,65 @@ def _two_valued(inst: Instruction | None) -> bool:
         return True
     return inst.opcode == "select" and all(
         _moved_to_constant(o) for o in inst.operands[1:])
+
+
+_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "negate", "maximum",
+                         "minimum"})
+_AFFINE = frozenset({"add", "subtract", "negate", "abs"})
+
+
+def _banded(inst: Instruction | None) -> bool:
+    """Whether every element of the array is one of a few constants chosen by where it
+    lies relative to the diagonals: constants selected (or multiplied in) by comparing
+    affine functions of the indices (i == j, |i - j| == 1, i >= j), and arithmetic of
+    such arrays: a banded, triangular or diagonal matrix.  One compare per element
+    builds it, about what reading it costs; the expert's fix is a structured operation
+    (a banded or tridiagonal solve, a cumsum), not passing the dense matrix in.  (A
+    Hadamard matrix compares popcounts of the indices: not affine, a real build.)"""
+    if inst is None or inst.opcode != "fusion" or not inst.called_computations:
+        return False
+    return _piecewise(inst.called_computations[0].root, 0)
+
+
+def _piecewise(inst: Instruction, depth: int) -> bool:
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    if depth > 12:
+        return False
+    if inst.opcode == "constant":
+        return True
+    if inst.opcode in ("compare", "and", "or", "not"):  # 0 or 1 by where it lies
+        return _predicate(inst, depth)
+    if inst.opcode == "select":
+        return _predicate(inst.operands[0], depth + 1) and all(
+            _piecewise(o, depth + 1) for o in inst.operands[1:])
+    if inst.opcode in _ARITHMETIC:
+        return all(_piecewise(o, depth + 1) for o in inst.operands)
+    return False
+
+
+def _predicate(inst: Instruction, depth: int) -> bool:
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode == "compare":
+        return all(_affine(o, depth + 1) for o in inst.operands)
+    return inst.opcode in ("and", "or", "not") and depth < 12 and all(
+        _predicate(o, depth + 1) for o in inst.operands)
+
+
+def _affine(inst: Instruction, depth: int) -> bool:
+    while inst.opcode in _PASS and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode in ("iota", "constant"):
+        return True
+    if depth > 12:
+        return False
+    if inst.opcode in _AFFINE:
+        return all(_affine(o, depth + 1) for o in inst.operands)
+    if inst.opcode == "multiply":  # by a constant only
+        return sum(not _moved_to_constant(o) for o in inst.operands) <= 1 and all(
+            _affine(o, depth + 1) for o in inst.operands)
+    return False
 
 
 def _moved_to_constant(inst: Instruction) -> bool:

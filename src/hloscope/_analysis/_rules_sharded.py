@@ -13,6 +13,7 @@ from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, trip_count
 from ._findings import Finding, place_key
 from ._hardware import done_of, is_collective_start
+from ._rules_kernels import gathered_weight
 from ._walk import gte_index
 
 __all__ = ["accumulated_collective", "gathered_weights"]
@@ -54,7 +55,10 @@ def gathered_weights(ctx: AdviceContext) -> list[Finding]:
     for v in ctx.lr.peak_values:
         if v.size < ctx.peak / 64:
             continue
-        if _collective(v.inst) == "all-gather" and not v.inst.opcode.endswith("-start"):
+        if not v.inst.opcode.endswith("-start") and (
+                _collective(v.inst) == "all-gather" or gathered_weight(v.inst)):
+            # (XLA's copy of a gathered weight into the layout its matmul reads counts:
+            # it is the full weight, held in its place.)
             gathered.append(v)
         elif any(_collective(u) == "reduce-scatter" for u in v.inst.users):
             waiting.append(v)
