@@ -1063,7 +1063,7 @@ def _accumulate(how: str):  # type: ignore[no-untyped-def]
     from jax.sharding import Mesh, PartitionSpec as P
     try:
         from jax import shard_map
-        checks = {"check_vma": how == "implicit"}
+        checks = {"check_vma": how in ("implicit", "pcast")}
     except ImportError:  # pragma: no cover - older JAX
         from jax.experimental.shard_map import shard_map
         checks = {"check_rep": how == "implicit"}
@@ -1073,11 +1073,14 @@ def _accumulate(how: str):  # type: ignore[no-untyped-def]
         return (jnp.tanh(x @ w) ** 2).mean()
 
     def local(w, xs):
+        # "pcast": the gradient of a per-device copy, so it stays per device in the loop
+        wg = jax.lax.pcast(w, "data", to="varying") if how == "pcast" else w
+
         def body(acc, x):
-            g = jax.grad(loss)(w, x)
+            g = jax.grad(loss)(wg, x)
             return acc + (jax.lax.psum(g, "data") if how == "each" else g), None
-        acc, _ = jax.lax.scan(body, jnp.zeros_like(w), xs)
-        return w - 0.01 * (jax.lax.psum(acc, "data") if how == "after" else acc)
+        acc, _ = jax.lax.scan(body, jnp.zeros_like(wg), xs)
+        return w - 0.01 * (jax.lax.psum(acc, "data") if how in ("after", "pcast") else acc)
     f = shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data")), out_specs=P(), **checks)
     return _compiled(jax.jit(f), jnp.ones((1024, 1024)), jnp.ones((16, 512, 1024)))
 
@@ -1133,6 +1136,13 @@ def allreduce_after_accumulation_jit():
       "stay per device)")
 def allreduce_after_accumulation():
     return _accumulate("after")
+
+
+@case((), "the accumulation reduced once, after the scan, with check_vma on: the gradient "
+      "is taken with respect to jax.lax.pcast(w, 'data', to='varying'), so it stays per "
+      "device in the loop (HS122's fix for allreduce_per_microbatch_implicit)")
+def allreduce_after_accumulation_pcast():
+    return _accumulate("pcast")
 
 
 # -- issue 28's second blind set (tests/advisor_blind2.py): its false alarms and misses,

@@ -50,6 +50,20 @@ def test_advisor_gives_what_an_expert_expects(case):
         assert g.saving and g.share >= 0.01 and g.first.suggestion and g.first.evidence
 
 
+def test_an_all_reduce_autodiff_put_in_the_loop_is_said_to_be_autodiff_s():
+    """HS122 on the gradient of a replicated argument inside shard_map: the all-reduce is
+    JAX's own (no psum in the code), so the fix is pcast, not moving a psum."""
+    pytest.importorskip("jax")
+    by_name = {c.name: c for c in CASES}
+    implicit = hloscope.advise_groups(by_name["allreduce_per_microbatch_implicit"].build())
+    (g,) = [g for g in implicit.groups if g.rule == "HS122"]
+    assert "no psum in the code makes it" in g.first.message
+    assert "jax.lax.pcast(w, AXIS, to='varying')" in g.first.suggestion
+    written = hloscope.advise_groups(by_name["allreduce_per_microbatch"].build())
+    (g,) = [g for g in written.groups if g.rule == "HS122"]
+    assert "pcast" not in g.first.suggestion and "no psum" not in g.first.message
+
+
 def test_the_set_is_large_and_balanced():
     """At least 40 labelled programs; every rule has a program where it must fire and
     twice as many where it must stay quiet."""

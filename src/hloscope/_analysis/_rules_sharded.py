@@ -132,7 +132,9 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                 f"the {n} iterations of {g.caller}, and its result is only added into "
                 "the loop's state: reducing the sum once after the loop gives the same "
                 f"result with {n - 1} fewer {what}s ({format_bytes(nbytes * (n - 1))} per "
-                "device less over the links)",
+                "device less over the links)" + (_IMPLICIT if _from_grad_in_shard_map(inst)
+                                                  else ""),
+                _IMPLICIT_FIX if _from_grad_in_shard_map(inst) else
                 "accumulate locally and reduce once after the loop: in shard_map, psum the "
                 "accumulated gradients after the scan; with jit's sharding, accumulate "
                 "per-device gradients (shard_map over the step, or an accumulator sharded "
@@ -142,6 +144,27 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                 ctx.saving(link_bytes=nbytes * (n - 1) * ctx.runs(g.parent)),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
+
+
+_IMPLICIT = (
+    "; no psum in the code makes it: it is the gradient's, from jax.grad inside shard_map "
+    "of an argument replicated over the mesh axis (JAX reduces such a gradient where it "
+    "is taken: the transpose of the argument's implicit pvary), so a psum written after "
+    "the loop is a second reduction, not this one")
+_IMPLICIT_FIX = (
+    "take the gradient with respect to a per-device copy, "
+    "`wv = jax.lax.pcast(w, AXIS, to='varying')` (and start the accumulator from "
+    "`jnp.zeros_like(wv)`), so each device keeps its own gradient in the loop, and psum "
+    "the accumulated gradient once after it")
+
+
+def _from_grad_in_shard_map(inst: Instruction) -> bool:
+    """Whether a collective is one JAX's autodiff made inside shard_map: its op_name is
+    the transpose of the differentiated function's implicit pvary (``.../transpose(jvp(
+    ...))/psum_invariant``), not a psum the user wrote (``.../psum``)."""
+    name = inst.metadata.op_name
+    return ("shard_map" in name and "transpose(" in name
+            and name.rsplit("/", 1)[-1].startswith("psum_invariant"))
 
 
 def summed_collectives(ctx: AdviceContext) -> list[Finding]:
