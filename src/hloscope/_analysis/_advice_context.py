@@ -310,12 +310,10 @@ def _counted(loop: Instruction,
     say (the bound and the counter's index) for the loops that share them."""
     if loop.opcode != "while" or not loop.operands:
         return None
+    loops = {} if loops is None else loops
     key = (loop.called_computation_names, loop.attr("condition"))
-    if loops is None or key not in loops:
-        counter = _counter(loop)
-        if loops is None:
-            return _started(loop, counter)
-        loops[key] = counter
+    if key not in loops:
+        loops[key] = _counter(loop)
     return _started(loop, loops[key])
 
 
