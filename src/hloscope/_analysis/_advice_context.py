@@ -160,6 +160,7 @@ class AdviceContext:
         out: dict[str, int] = {}
         entry = self.module.entry
         stack: list[tuple[Any, int]] = [(entry, 1)]
+        loops: dict[tuple[object, ...], tuple[int, int] | None] = {}  # see `_counted`
         while stack:
             comp, n = stack.pop()
             if out.get(comp.name, 0) >= n:
@@ -168,7 +169,7 @@ class AdviceContext:
             for inst in comp.instructions:
                 if inst.opcode == "fusion":
                     continue
-                times = n * trip_count(inst) if inst.opcode == "while" else n
+                times = n * trip_count(inst, loops) if inst.opcode == "while" else n
                 for c in inst.called_computations:
                     stack.append((c, times))
         return out
@@ -186,8 +187,15 @@ class AdviceContext:
         """The program's estimated time: each kernel at its roofline, a collective at the
         larger of that and its transfer at the link bandwidth (as the kernel table)."""
         total = 0.0
+        seconds: dict[tuple[str, int, int, str], float] = {}  # kernels repeat a lot
+        runs = self.repeats
+        sent = self._sent
         for k in self.graph.kernels:
-            total += self.kernel_seconds(k) * self.runs(k.group)
+            key = (k.shape, k.flops, k.bytes_accessed, k.name if k.name in sent else "")
+            t = seconds.get(key)
+            if t is None:
+                t = seconds[key] = self.kernel_seconds(k)
+            total += t * runs.get(k.group, 1)
         return total
 
     @cached_property
@@ -260,7 +268,8 @@ class AdviceContext:
         return big and self.share(s)[0] >= min_share
 
 
-def trip_count(inst: Instruction) -> int:
+def trip_count(inst: Instruction,
+               loops: dict[tuple[object, ...], tuple[int, int] | None] | None = None) -> int:
     """A while loop's trip count as XLA knows it (``known_trip_count``), else as its
     condition and body say it (``i < N`` on a counter that starts at a constant and
     adds 1 each iteration: a TPU module's fori_loop carries no backend config), else 1."""
@@ -272,7 +281,7 @@ def trip_count(inst: Instruction) -> int:
                 return max(1, int(n.get("n", 1)))
             except (TypeError, ValueError):
                 return 1
-    return _counted(inst) or 1
+    return _counted(inst, loops) or 1
 
 
 def _constant(inst: Instruction) -> int | None:
@@ -297,8 +306,39 @@ def _index(gte: Instruction) -> int | None:
         return None
 
 
-def _counted(loop: Instruction) -> int | None:
-    if loop.opcode != "while" or len(loop.called_computations) < 2 or not loop.operands:
+def _counted(loop: Instruction,
+             loops: dict[tuple[object, ...], tuple[int, int] | None] | None = None
+             ) -> int | None:
+    """The trip count of a counted loop; `loops` remembers what its condition and body
+    say (the bound and the counter's index) for the loops that share them."""
+    if loop.opcode != "while" or not loop.operands:
+        return None
+    loops = {} if loops is None else loops
+    key = (loop.called_computation_names, loop.attr("condition"))
+    if key not in loops:
+        loops[key] = _counter(loop)
+    return _started(loop, loops[key])
+
+
+def _started(loop: Instruction, counter: tuple[int, int] | None) -> int | None:
+    """The trip count of `loop` whose counter (bound, index) is `counter`, from where its
+    initial tuple starts it."""
+    if counter is None:
+        return None
+    limit, i = counter
+    init = loop.operands[0]
+    if init.opcode != "tuple" or not 0 <= i < len(init.operands):
+        return None
+    start = _constant(init.operands[i])
+    if start is None:
+        return None
+    return max(0, limit - start) or None
+
+
+def _counter(loop: Instruction) -> tuple[int, int] | None:
+    """(bound, tuple index) of the counter a while loop's condition compares (``i < N``)
+    and its body adds 1 to, else None."""
+    if len(loop.called_computations) < 2:
         return None
     cond, body = loop.called_computations[0], loop.called_computations[-1]
     if (loop.attr("condition") or cond.name).lstrip("%") != cond.name:
@@ -310,16 +350,13 @@ def _counted(loop: Instruction) -> int | None:
     limit, i = _constant(bound), _index(counter)
     if limit is None or i is None:
         return None
-    init = loop.operands[0]
-    if init.opcode != "tuple" or not 0 <= i < len(init.operands) \
-            or body.root.opcode != "tuple" or not 0 <= i < len(body.root.operands):
+    if body.root.opcode != "tuple" or not 0 <= i < len(body.root.operands):
         return None
-    start = _constant(init.operands[i])
     step = body.root.operands[i]
-    if start is None or step.opcode != "add" or len(step.operands) != 2:
+    if step.opcode != "add" or len(step.operands) != 2:
         return None
     a, b = step.operands
     src, one = (a, b) if a.opcode == "get-tuple-element" else (b, a)
     if _constant(one) != 1 or _index(src) != i:
         return None
-    return max(0, limit - start) or None
+    return limit, i

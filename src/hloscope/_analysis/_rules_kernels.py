@@ -284,8 +284,10 @@ def large_constant(ctx: AdviceContext) -> list[Finding]:
     out = []
     for comp in ctx.module.computations:
         for inst in comp.instructions:
+            if inst.opcode != "constant":
+                continue
             size = inst.shape.total_byte_size
-            if inst.opcode != "constant" or size < LARGE_CONSTANT_BYTES:
+            if size < LARGE_CONSTANT_BYTES:
                 continue
             users = [u.name for u in inst.users]
             out.append(Finding(

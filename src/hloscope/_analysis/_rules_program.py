@@ -67,18 +67,31 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     made: a loop, not code per parameter or per array).  A fusion or a call counts with
     the instructions of the computation it runs (XLA compiles those too)."""
     weight = {c.name: len(c.instructions) for c in ctx.module.computations}
-    counts: Counter[tuple[object, ...]] = Counter()
-    size: Counter[tuple[object, ...]] = Counter()
-    first: dict[tuple[object, ...], Instruction] = {}
+    # Each kind of instruction (its `_key`) numbered once, its figures in lists by number:
+    # a key's tuple is hashed anew at every dictionary lookup.
+    number: dict[tuple[object, ...], int] = {}
+    count_of: list[int] = []
+    size_of: list[int] = []
+    first_of: list[Instruction] = []
+    order: list[int] = []  # each instruction's number (-1: no work), for `_chain`
     for comp in control_flow_computations(ctx.module):
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
+                order.append(-1)
                 continue
-            key = _key(inst)
-            counts[key] += 1
-            size[key] += 1 + (sum(weight.get(c, 0) for c in inst.called_computation_names)
-                              if inst.opcode in _INLINED else 0)
-            first.setdefault(key, inst)
+            j = number.setdefault(_key(inst), len(count_of))
+            if j == len(count_of):
+                count_of.append(0)
+                size_of.append(0)
+                first_of.append(inst)
+            order.append(j)
+            count_of[j] += 1
+            size_of[j] += 1 + (sum(weight.get(c, 0) for c in inst.called_computation_names)
+                               if inst.opcode in _INLINED else 0)
+    keys = list(number)
+    counts = dict(zip(keys, count_of))
+    size = dict(zip(keys, size_of))
+    first = dict(zip(keys, first_of))
     repeated = [k for k, n in counts.items() if n >= MIN_COPIES]
     if not repeated:
         return []
@@ -87,7 +100,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     # over distinct arrays) are per-item code, for jax.vmap or stacking (HS121 where the
     # kernels are small), not a loop for lax.scan.
     biggest = sorted(repeated, key=lambda k: (-size[k], -counts[k]))[:_CHAIN_KEYS]
-    if max(_chain(ctx.module, biggest).values()) < MIN_COPIES:
+    if max(_chain(ctx.module, [number[k] for k in biggest], order)) < MIN_COPIES:
         return []
     body = repeated
     # A body's instruction appears once or a few times per copy (a step that evaluates
@@ -126,24 +139,27 @@ def _key(inst: Instruction) -> tuple[object, ...]:
     return (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
 
 
-def _chain(module: Module, keys: list[tuple[object, ...]]) -> dict[tuple[object, ...], int]:
-    """Per key, the most instructions of that key on one path of data dependencies (in
-    one computation of the control flow): a loop's length where its copies form a chain."""
-    index = {key: j for j, key in enumerate(keys)}
-    zero = (0,) * len(keys)
+def _chain(module: Module, kinds: list[int], order: list[int]) -> list[int]:
+    """Per kind of instruction in `kinds` (numbers in `order`: each instruction's, -1 for
+    one that does no work, in the order `control_flow_computations` lists them), the most
+    instructions of that kind on one path of data dependencies (in one computation of the
+    control flow): a loop's length where its copies form a chain."""
+    index = {kind: j for j, kind in enumerate(kinds)}
+    zero = (0,) * len(kinds)
     most = list(zero)
+    each = iter(order)
     for comp in control_flow_computations(module):
         depth: dict[int, tuple[int, ...]] = {}
         for inst in comp.instructions:
             ins = [d for o in inst.operands if (d := depth.get(id(o))) is not None]
             d = (zero if not ins else ins[0] if len(ins) == 1
                  else tuple(map(max, *ins)))
-            j = index.get(_key(inst)) if inst.opcode not in _NO_WORK else None
+            j = index.get(next(each))
             if j is not None:
                 d = (*d[:j], d[j] + 1, *d[j + 1:])
                 most[j] = max(most[j], d[j])
             depth[id(inst)] = d
-    return dict(zip(keys, most))
+    return most
 
 
 def _comparable(key: tuple[object, ...]) -> tuple[object, ...]:
