@@ -779,3 +779,519 @@ def envmap_argument_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_env_lookup), (_s((1 << 20, 3)), _s((1024, 2048, 3))),
                    target="h100")
+
+
+# -- sharded: repeated-collective, gathered-weights, exposed-collective -------------------
+
+def _infonce(params, x, y):
+    """Two-tower InfoNCE (CLIP-style) loss on a microbatch."""
+    jax, jnp = _jax()
+    a = jnp.tanh(x @ params["wx"]) @ params["px"]
+    b = jnp.tanh(y @ params["wy"]) @ params["py"]
+    a = a / jnp.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / jnp.linalg.norm(b, axis=-1, keepdims=True)
+    logits = a @ b.T / 0.07
+    labels = jnp.arange(logits.shape[0])
+    lp = jax.nn.log_softmax(logits, -1)
+    return -jnp.mean(lp[labels, labels])
+
+
+def _infonce_accum(params, xs, ys, reduce_inside):
+    jax, jnp = _jax()
+
+    def body(i, acc):
+        g = jax.grad(_infonce)(params, xs[i], ys[i])
+        if reduce_inside:
+            g = jax.lax.pmean(g, "data")
+        return jax.tree.map(jnp.add, acc, g)
+    acc = jax.lax.fori_loop(0, xs.shape[0], body, jax.tree.map(jnp.zeros_like, params))
+    if not reduce_inside:
+        acc = jax.lax.pmean(acc, "data")
+    return jax.tree.map(lambda p, g: p - 1e-3 * g / xs.shape[0], params, acc)
+
+
+def _infonce_program(reduce_inside):
+    jax, _ = _jax()
+    P = _P()
+    mesh = _cpu_mesh()
+    params = {"wx": _s((1024, 2048)), "px": _s((2048, 512)), "wy": _s((768, 2048)),
+              "py": _s((2048, 512))}
+    f = jax.shard_map(lambda p, x, y: _infonce_accum(p, x, y, reduce_inside), mesh=mesh,
+                      in_specs=(P(), P(None, "data"), P(None, "data")), out_specs=P())
+    return Program(jax.jit(f, donate_argnums=0),
+                   (params, _s((8, 512, 1024)), _s((8, 512, 768))))
+
+
+@case(["repeated-collective"], "Data-parallel contrastive training on 8 CPU devices with 8 "
+      "microbatches accumulated in a fori_loop, the 20 MiB of gradients pmean'ed inside "
+      "every microbatch: 8 all-reduces where one after the loop gives the same update.")
+def infonce_accum_pmean_per_microbatch_cpu8() -> Program:
+    return _infonce_program(True)
+
+
+@case([], "The same contrastive accumulation with one pmean after the loop.")
+def infonce_accum_pmean_after_cpu8() -> Program:
+    return _infonce_program(False)
+
+
+def _tab_accum_h100x8(params, xs, ys):
+    jax, jnp = _jax()
+
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p["w1"])
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+
+    def step(acc, xy):
+        g = jax.lax.psum(jax.grad(loss)(params, *xy), "data")
+        return jax.tree.map(jnp.add, acc, g), None
+    acc, _ = jax.lax.scan(step, jax.tree.map(jnp.zeros_like, params), (xs, ys))
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, acc)
+
+
+@case(["repeated-collective"], "A tabular MLP trained data-parallel on 8 H100s (shard_map) "
+      "with 16 microbatches in a lax.scan, the 72 MiB gradient psum'ed in every microbatch "
+      "(16 all-reduces of 72 MiB instead of one after the scan).", target="gpu")
+def tabular_accum_psum_in_scan_h100x8() -> Program:
+    jax, _ = _jax()
+    P = _P()
+    f = jax.shard_map(_tab_accum_h100x8, in_specs=(P(), P(None, "data"), P(None, "data")),
+                      out_specs=P())
+    params = {"w1": _s((2048, 8192)), "w2": _s((8192, 128))}
+    return Program(jax.jit(f, donate_argnums=0),
+                   (params, _s((16, 2048, 2048)), _s((16, 2048, 128))), target="h100x8")
+
+
+def _fsdp_loss(params, x, scanned, replicated):
+    jax, jnp = _jax()
+
+    def layer(h, w):
+        w = jax.lax.with_sharding_constraint(w, replicated)
+        return h + jax.nn.gelu(h @ w[0]) @ w[1]
+    if scanned:
+        h, _ = jax.lax.scan(lambda h, w: (jax.checkpoint(layer)(h, w), None), x, params)
+    else:
+        h = x
+        for i in range(params.shape[0]):
+            h = layer(h, params[i])
+    return jnp.mean(h ** 2)
+
+
+def _fsdp_program(scanned, target):
+    jax, _ = _jax()
+    P = _P()
+    from jax.sharding import NamedSharding
+    mesh = _cpu_mesh() if target is None else None
+    rep = NamedSharding(mesh, P()) if target is None else P()
+    step = jax.jit(lambda p, x: jax.tree.map(lambda a, g: a - 1e-3 * g, p,
+                                             jax.grad(_fsdp_loss)(p, x, scanned, rep)),
+                   donate_argnums=0)
+    if target is None:
+        ps = NamedSharding(mesh, P(None, None, "data", None))
+        xs = NamedSharding(mesh, P("data", None))
+        return Program(step, (_s((16, 2, 1024, 1024), sharding=ps),
+                              _s((256, 1024), sharding=xs)))
+    return Program(step, (_s((16, 2, 4096, 4096), "bfloat16"), _s((64, 1024, 4096),
+                                                                   "bfloat16")),
+                   target=target, kwargs={"shard": {0: "None,None,data,None",
+                                                    1: "data,None,None"}})
+
+
+@case(["gathered-weights"], "FSDP on 8 CPU devices without a scan: a Python loop over 16 "
+      "residual MLP layers, each layer's weights (8 MiB full) all-gathered in the forward "
+      "and kept for the backward, so the full weights of every layer are alive together "
+      "(128 MiB per device, vs 16 MiB sharded); scan with remat over layers.")
+def fsdp_mlp_unscanned_cpu8() -> Program:
+    return _fsdp_program(False, None)
+
+
+@case([], "The same FSDP step as a lax.scan over layers with jax.checkpoint: one layer's "
+      "gathered weights alive at a time.")
+def fsdp_mlp_scanned_cpu8() -> Program:
+    return _fsdp_program(True, None)
+
+
+@case(["gathered-weights"], "FSDP on 8 H100s without a scan: 16 layers of 2 x 4096 x 4096 "
+      "bf16 weights (64 MiB per layer full) gathered per layer and alive together through "
+      "the backward (1 GiB of gathered weights per device); scan over layers.", target="gpu")
+def fsdp_mlp_unscanned_h100x8() -> Program:
+    return _fsdp_program(False, "h100x8")
+
+
+@case([], "The same FSDP step on 8 H100s as a scan over layers with jax.checkpoint.",
+      target="gpu")
+def fsdp_mlp_scanned_h100x8() -> Program:
+    return _fsdp_program(True, "h100x8")
+
+
+def _tp_block(x, w1, w2):
+    """Megatron-style tensor-parallel MLP stack: column then row parallel, psum per layer."""
+    jax, jnp = _jax()
+    for i in range(w1.shape[0]):
+        h = jax.nn.gelu(x @ w1[i])
+        x = x + jax.lax.psum(h @ w2[i], "model")
+    return x
+
+
+@case(["exposed-collective"], "Tensor-parallel inference MLP stack on 8 H100s: after each of "
+      "8 layers a 64 MiB bf16 all-reduce (psum) that the next layer's matmul waits on, with "
+      "nothing to overlap it; about a third of the step is collective time. Overlap needs "
+      "collective matmul / sequence-parallel reduce-scatter.", target="gpu")
+def tp_mlp_allreduce_exposed_h100x8() -> Program:
+    jax, _ = _jax()
+    P = _P()
+    f = jax.shard_map(_tp_block, in_specs=(P(), P(None, None, "model"), P(None, "model", None)),
+                      out_specs=P())
+    return Program(jax.jit(f), (_s((8, 4096, 1024), "bfloat16"),
+                                _s((8, 1024, 4096), "bfloat16"),
+                                _s((8, 4096, 1024), "bfloat16")),
+                   target="h100x8", kwargs={"mesh": "model=8"})
+
+
+@case([], "A data-parallel step on a TPU v5e 2x4 written the usual way: batch sharded, "
+      "params replicated, jit inserts one gradient all-reduce which XLA overlaps.",
+      target="tpu")
+def tabular_data_parallel_tpu_2x4() -> Program:
+    jax, jnp = _jax()
+
+    def loss(p, x, y):
+        h = jax.nn.relu(x @ p["w1"])
+        return jnp.mean((h @ p["w2"] - y) ** 2)
+    step = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 1e-3 * g, p,
+                                                 jax.grad(loss)(p, x, y)), donate_argnums=0)
+    params = {"w1": _s((1024, 4096)), "w2": _s((4096, 128))}
+    return Program(step, (params, _s((8192, 1024)), _s((8192, 128))), target="tpu-v5e:2x4",
+                   kwargs={"shard": {1: "data,None", 2: "data,None"}})
+
+
+# -- small-kernels ------------------------------------------------------------------------
+
+def _per_feature_mlps(x, w1, w2, looped):
+    """Neural additive model: one tiny MLP (1 -> 64 -> 1) per tabular feature, summed."""
+    jax, jnp = _jax()
+    if looped:
+        out = 0.0
+        for i in range(x.shape[1]):
+            h = jax.nn.relu(x[:, i:i + 1] @ w1[i])
+            out = out + h @ w2[i]
+        return out
+    h = jax.nn.relu(jnp.einsum("bf,fh->bfh", x, w1[:, 0, :]))
+    return jnp.einsum("bfh,fho->bo", h, w2)
+
+
+def _nam_args():
+    return _s((8192, 64)), _s((64, 1, 64)), _s((64, 64, 1))
+
+
+@case(["small-kernels"], "Neural additive model on an H100 with 64 per-feature MLPs in a "
+      "Python loop: 128 tiny matmuls ([8192,1]x[1,64] and [8192,64]x[64,1]) plus their "
+      "fusions, each a separate launch moving ~2 MiB; one einsum over features (or vmap) does "
+      "it in 2 kernels.", target="gpu")
+def neural_additive_model_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _per_feature_mlps(*a, True)), _nam_args(),
+                   target="h100")
+
+
+@case([], "The same neural additive model batched over features with einsums.", target="gpu")
+def neural_additive_model_einsum_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _per_feature_mlps(*a, False)), _nam_args(),
+                   target="h100")
+
+
+def _es_population_loop(thetas, x):
+    """Evaluate 64 population members' small policies one by one in a Python loop."""
+    jax, jnp = _jax()
+    fits = []
+    for i in range(thetas["w1"].shape[0]):
+        h = jnp.tanh(x @ thetas["w1"][i])
+        fits.append(jnp.mean(h @ thetas["w2"][i]))
+    return jnp.stack(fits)
+
+
+@case(["small-kernels"], "Evolution strategies on an H100 evaluating 32 population members' "
+      "policies (64 -> 256 -> 8 on 1024 states) one by one in a Python loop: 64 small "
+      "matmuls and 32 small reductions, each a launch moving well under 1 MiB; vmap over "
+      "members gives batched matmuls.", target="gpu")
+def es_population_python_loop_h100() -> Program:
+    jax, _ = _jax()
+    thetas = {"w1": _s((32, 64, 256)), "w2": _s((32, 256, 8))}
+    return Program(jax.jit(_es_population_loop), (thetas, _s((1024, 64))), target="h100")
+
+
+# -- reduction-split ----------------------------------------------------------------------
+
+def _pq_scores(q, codebooks, split):
+    """Product-quantization scoring of queries against 4 sub-codebooks of 65536 codes."""
+    _, jnp = _jax()
+    if split:
+        return jnp.einsum("bmd,mkd->bmk", q, codebooks).sum(1)
+    return jnp.einsum("bmd,mkd->bk", q, codebooks)
+
+
+@case(["reduction-split"], "Product-quantization scores on an H100: per-subspace scores "
+      "[1024,4,65536] f32 (1 GiB) are written by a batched matmul and then summed over the "
+      "4 subspaces in a separate reduction; contracting m and d together in one einsum "
+      "writes only the 256 MiB result.", target="gpu")
+def pq_scores_sum_over_subspaces_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, c: _pq_scores(q, c, True)),
+                   (_s((1024, 4, 32)), _s((4, 65536, 32))), target="h100")
+
+
+@case([], "The same product-quantization scores with m and d contracted in one einsum.",
+      target="gpu")
+def pq_scores_contracted_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, c: _pq_scores(q, c, False)),
+                   (_s((1024, 4, 32)), _s((4, 65536, 32))), target="h100")
+
+
+def _bnn_predictive(x, w_samples, b_samples):
+    """Bayesian last layer: mean over 8 posterior weight samples of x @ W_s + b_s."""
+    _, jnp = _jax()
+    return jnp.mean(jnp.einsum("bd,sdk->sbk", x, w_samples) + b_samples[:, None, :], 0)
+
+
+@case(["reduction-split"], "Bayesian last layer on an H100: the predictive mean over 8 "
+      "posterior weight samples is computed as 8 logit matrices [8,16384,8192] (4 GiB f32) "
+      "then averaged over the tiny sample axis; the layer is linear, so x @ mean(W) + "
+      "mean(b) (or contracting s in the einsum) writes one 512 MiB result.", target="gpu")
+def bnn_last_layer_mean_of_samples_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_bnn_predictive),
+                   (_s((16384, 1024)), _s((8, 1024, 8192)), _s((8, 8192))), target="h100")
+
+
+# -- loop-state ---------------------------------------------------------------------------
+
+def _saturation_adjust(t, q, p, iters, unroll):
+    """Moist saturation adjustment: a few Newton iterations on temperature, pointwise."""
+    jax, jnp = _jax()
+
+    def qsat(t):
+        es = 611.2 * jnp.exp(17.67 * (t - 273.15) / (t - 29.65))
+        return 0.622 * es / p
+
+    def body(_, tq):
+        t, q = tq
+        f = t + 2.5e6 / 1004.0 * (qsat(t) - q)
+        df = 1.0 + 2.5e6 / 1004.0 * qsat(t) * 17.67 * 243.5 / (t - 29.65) ** 2
+        t_new = t - (f - t) / df
+        return t_new, q - (t_new - t) * 1004.0 / 2.5e6
+    return jax.lax.fori_loop(0, iters, body, (t, q), unroll=unroll)
+
+
+def _sat_args():
+    return _s((64, 721, 1440)), _s((64, 721, 1440)), _s((64, 721, 1440))
+
+
+@case(["loop-state"], "Saturation adjustment of a 64-level 0.25-degree grid on an H100: 4 "
+      "pointwise Newton iterations in a fori_loop read and write the two 253 MiB state "
+      "fields in every iteration (4 x 1 GiB of traffic); unroll=True fuses the 4 "
+      "iterations into one pass.", target="gpu")
+def saturation_adjust_fori_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _saturation_adjust(*a, 4, False)), _sat_args(),
+                   target="h100")
+
+
+@case([], "The same saturation adjustment with unroll=True: one fused pointwise pass.",
+      target="gpu")
+def saturation_adjust_unrolled_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _saturation_adjust(*a, 4, True)), _sat_args(),
+                   target="h100")
+
+
+def _tonemap_inverse(img, iters):
+    """Invert a filmic tone curve y = x(ax+b)/(x(cx+d)+e) per pixel by Newton iterations."""
+    jax, jnp = _jax()
+
+    def body(_, x):
+        num = x * (2.51 * x + 0.03)
+        den = x * (2.43 * x + 0.59) + 0.14
+        f = num / den - img
+        dnum = 5.02 * x + 0.03
+        dden = 4.86 * x + 0.59
+        return jnp.clip(x - f / ((dnum * den - num * dden) / den ** 2), 0.0, 64.0)
+    return jax.lax.fori_loop(0, iters, body, img)
+
+
+@case(["loop-state"], "Inverting a tone curve for 32 4K HDR frames (32 x 2160 x 3840 x 3, "
+      "3 GiB f32) with 6 Newton steps in a fori_loop: every step reads and writes the whole "
+      "state; unrolled, the 6 pointwise steps fuse into one pass over the frames.")
+def tonemap_inverse_newton_fori() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x: _tonemap_inverse(x, 6)), (_s((32, 2160, 3840, 3)),))
+
+
+# -- side-by-side -------------------------------------------------------------------------
+
+def _mc_dropout(params, x, key, mapped):
+    """MC-dropout predictive mean: 32 stochastic passes of a 2-layer MLP."""
+    jax, jnp = _jax()
+
+    def one(k):
+        h = jax.nn.relu(x @ params["w1"])
+        h = h * jax.random.bernoulli(k, 0.9, h.shape) / 0.9
+        return jax.nn.softmax(h @ params["w2"], -1)
+    keys = jax.random.split(key, 32)
+    if mapped:
+        return jnp.mean(jax.lax.map(one, keys), 0)
+    return jnp.mean(jax.vmap(one)(keys), 0)
+
+
+def _mc_args():
+    return {"w1": _s((512, 4096)), "w2": _s((4096, 10))}, _s((4096, 512)), _s((2,), "uint32")
+
+
+@case(["side-by-side"], "MC-dropout prediction with the 32 stochastic passes vmapped: the 32 "
+      "hidden activations and masks [32,4096,4096] (2 GiB f32) are alive together although "
+      "each pass is independent; lax.map (or a scan accumulating the mean) keeps one pass "
+      "(64 MiB) alive.")
+def mc_dropout_passes_vmapped() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda p, x, k: _mc_dropout(p, x, k, False)), _mc_args())
+
+
+@case([], "The same MC-dropout prediction with lax.map over the 32 passes.")
+def mc_dropout_passes_mapped() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda p, x, k: _mc_dropout(p, x, k, True)), _mc_args())
+
+
+def _es_fitness_vmapped(thetas, x):
+    jax, jnp = _jax()
+
+    def fit(th):
+        h = jnp.tanh(x @ th["w1"])
+        return jnp.mean(jnp.tanh(h @ th["w2"]) ** 2)
+    return jax.vmap(fit)(thetas)
+
+
+@case(["side-by-side"], "ES fitness of 256 population members vmapped on an H100: the hidden "
+      "activations of all members [256,4096,1024] (4 GiB f32) are alive together before the "
+      "reductions; lax.map with batch_size (e.g. 32 members at a time) needs an eighth of it.",
+      target="gpu")
+def es_fitness_population_vmapped_h100() -> Program:
+    jax, _ = _jax()
+    thetas = {"w1": _s((256, 128, 1024)), "w2": _s((256, 1024, 16))}
+    return Program(jax.jit(_es_fitness_vmapped), (thetas, _s((4096, 128))), target="h100")
+
+
+# -- recompute ----------------------------------------------------------------------------
+
+def _relpos_trunk(z, params, aa, mode):
+    """Pair trunk with AlphaFold-style relative-position features (clipped at +-32)."""
+    jax, jnp = _jax()
+    n = z.shape[0]
+
+    def relpos():
+        i = jnp.arange(n)
+        return jax.nn.one_hot(jnp.clip(i[:, None] - i[None, :], -32, 32) + 32, 65)
+
+    table = relpos() if mode == "outside" else None
+
+    def layer(z, p):
+        if mode == "gather":
+            i = jnp.arange(n)
+            z = z + p["rel"][jnp.clip(i[:, None] - i[None, :], -32, 32) + 32]
+        else:
+            rp = relpos() if mode == "inside" else table
+            z = z + jnp.einsum("ijr,rc->ijc", rp, p["rel"])
+        return z + jax.nn.relu(z @ p["w1"]) @ p["w2"], None
+    z, _ = jax.lax.scan(layer, z, params)
+    return z
+
+
+def _relpos_args():
+    L, C = 8, 64
+    return (_s((768, 768, C)), {"rel": _s((L, 65, C)), "w1": _s((L, C, 4 * C)),
+                                "w2": _s((L, 4 * C, C))}, _s((768,), "int32"))
+
+
+@case(["onehot-gather"], "Pair trunk (AlphaFold-style) whose relative-position one-hot "
+      "[768,768,65] f32 (146 MiB, built once outside the 8-layer scan) is multiplied by each "
+      "layer's [65,64] table: a stored one-hot and a matmul for what is a row lookup "
+      "rel[clip(i-j)+32] (temp 1.0 GiB in both this and the in-layer variant).")
+def relpos_onehot_outside_scan() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _relpos_trunk(*a, "outside")), _relpos_args())
+
+
+@case(["onehot-gather"], "The same one-hot relative positions built inside each layer: XLA "
+      "hoists the loop-invariant one-hot out of the scan, so the compiled program is the "
+      "same one-hot matmul (146 MiB one-hot); a gather of the table rows is the fix.")
+def relpos_onehot_in_layer() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _relpos_trunk(*a, "inside")), _relpos_args())
+
+
+@case([], "The same trunk looking relative-position rows up by index (a gather from iota "
+      "indices) in each layer.")
+def relpos_gather_in_layer() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _relpos_trunk(*a, "gather")), _relpos_args())
+
+
+def _video_pos_blocks(x, params):
+    """Video diffusion blocks adding a 3-D sinusoidal position code in every block."""
+    jax, jnp = _jax()
+    t, h, w, c = x.shape[1:]
+    freqs = jnp.exp(-jnp.arange(c // 6) * (jnp.log(10000.0) / (c // 6)))
+
+    def sincos(n):
+        a = jnp.arange(n)[:, None] * freqs
+        return jnp.concatenate([jnp.sin(a), jnp.cos(a)], -1)
+    pos = jnp.concatenate([
+        jnp.broadcast_to(sincos(t)[:, None, None], (t, h, w, c // 3)),
+        jnp.broadcast_to(sincos(h)[None, :, None], (t, h, w, c // 3)),
+        jnp.broadcast_to(sincos(w)[None, None, :], (t, h, w, c // 3))], -1)
+
+    def block(x, p):
+        y = (x + pos).astype(jnp.bfloat16)
+        return x + jax.nn.gelu(y @ p[0]).astype(jnp.float32) @ p[1].astype(jnp.float32), None
+    return jax.lax.scan(block, x, params)[0]
+
+
+@case(["recompute"], "Video diffusion blocks on an H100: the 3-D sinusoidal position code "
+      "[16,32,32,384] f32 (24 MiB, from iota) is materialized once before the 12-block scan "
+      "and read by every block; computed in the block it fuses into the add.",
+      target="gpu")
+def video_pos_code_outside_scan_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_video_pos_blocks),
+                   (_s((4, 16, 32, 32, 384)), _s((12, 2, 384, 384), "bfloat16")),
+                   target="h100")
+
+
+def _coriolis_loop(u, v, f_lat, steps, full_field):
+    """Inertial oscillation: rotate (u, v) by the Coriolis parameter for many steps."""
+    jax, jnp = _jax()
+    f = jnp.broadcast_to(f_lat[:, None], u.shape) if full_field else f_lat[:, None]
+
+    def body(_, uv):
+        u, v = uv
+        return u + 60.0 * f * v, v - 60.0 * f * u
+    return jax.lax.fori_loop(0, steps, body, (u, v))
+
+
+@case(["recompute"], "Coriolis rotation of a 32-level 0.25-degree wind field for 100 steps on "
+      "an H100: the user broadcasts f(lat) to the full [32,721,1440] field (127 MiB) before "
+      "the loop, so it is stored and read in every step (a third of each step's traffic); "
+      "broadcasting f_lat inside the step fuses it.", target="gpu")
+def coriolis_full_field_outside_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda u, v, f: _coriolis_loop(u, v, f, 100, True),
+                           donate_argnums=(0, 1)),
+                   (_s((32, 721, 1440)), _s((32, 721, 1440)), _s((721,))), target="h100")
+
+
+@case([], "The same Coriolis loop broadcasting the [721] f(lat) inside the fused step.",
+      target="gpu")
+def coriolis_lat_vector_in_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda u, v, f: _coriolis_loop(u, v, f, 100, False),
+                           donate_argnums=(0, 1)),
+                   (_s((32, 721, 1440)), _s((32, 721, 1440)), _s((721,))), target="h100")
