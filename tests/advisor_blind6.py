@@ -509,6 +509,29 @@ def mcts_backup_4_actions_tpu() -> Program:
     return Program(jax.jit(_mcts_backup, donate_argnums=(0, 1)), args, target="tpu-v5e")
 
 
+
+def _transe_loss(ent, rel, h, r, t, t_neg):
+    """TransE knowledge-graph embeddings: margin loss of ||h + r - t|| against corrupted tails."""
+    jax, jnp = _jax()
+    eh, er, et, en = ent[h], rel[r], ent[t], ent[t_neg]
+    pos = jnp.sum(jnp.abs(eh + er - et), -1)
+    neg = jnp.sum(jnp.abs(eh[:, None] + er[:, None] - en), -1)
+    return jnp.mean(jax.nn.relu(1.0 + pos[:, None] - neg))
+
+
+@case(["tpu-padding"], "TransE margin loss on a TPU v5e with 32-wide entity embeddings: "
+      "the gathered rows (the [32768,16,32] f32 negatives, 64 MiB of data) have a minor "
+      "dimension of 32, padded to 128 in the tiled layout (4x the bytes; XLA temp 400 MiB); "
+      "128-wide "
+      "embeddings, or several entities packed per 128-lane row, avoid it.", target="tpu")
+def transe_dim32_tpu() -> Program:
+    jax, _ = _jax()
+    g = jax.jit(_transe_loss)
+    args = (_s((1 << 18, 32)), _s((1024, 32)), _s((32768,), "int32"), _s((32768,), "int32"),
+            _s((32768,), "int32"), _s((32768, 16), "int32"))
+    return Program(g, args, target="tpu-v5e")
+
+
 # -- unrolled-loop ------------------------------------------------------------------------
 
 def _pbd_cloth(pos, prev, edges, rest, iters, unrolled):
