@@ -17,7 +17,8 @@ was seen.
 
 Its programs are what practitioners write in domains the earlier sets did not use: evolution
 strategies, weather/climate stencils and saturation adjustment, CTC losses for speech,
-tabular models with categorical features, byte-level language models, Mamba-style selective
+tabular models with categorical features (factorization machines, neural additive models),
+TransE knowledge-graph embeddings, byte-level language models, Mamba-style selective
 scans, protein pair representations (triangle updates, relative positions), position-based
 cloth dynamics, Monte Carlo tree search, JPEG-style block transforms, product-quantization
 and dense retrieval, contrastive (InfoNCE) training, Bayesian networks (MC dropout, sample
@@ -88,7 +89,8 @@ def _es_args():
 
 
 @case(["donate"], "ES parameter update on 16M parameters (64 MiB f32; 16 bf16 noise vectors, "
-      "512 MiB) returns the new theta without donating theta: the output is a second 64 MiB buffer; donate_argnums=0.")
+      "512 MiB) returns the new theta without donating theta: the output is a second 64 MiB "
+      "buffer; donate_argnums=0.")
 def es_update_not_donated() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_es_update), _es_args())
@@ -279,8 +281,7 @@ def pair_stack_remat() -> Program:
 # -- upcast -------------------------------------------------------------------------------
 
 def _byte_lm_head(h, emb, upcast):
-    """Tied output head of a byte-level LM over a 256-byte vocabulary plus 3 specials...
-    with bf16 weights: logits for a long context."""
+    """Tied output head of a byte-level LM (256-byte vocabulary, bf16 weights)."""
     _, jnp = _jax()
     if upcast:
         return h.astype(jnp.float32) @ emb.astype(jnp.float32).T
@@ -305,7 +306,8 @@ def _tower_args():
 @case(["upcast"], "Recommendation tower on an H100: each bf16 activation and weight is cast "
       "to f32 before its matmul (x.astype(f32) @ w.astype(f32)); the converts fuse into the "
       "gemm fusions, but the 4 [65536,1024]x[1024,1024] matmuls run as f32 dots (several "
-      "times slower than bf16 tensor cores); jnp.dot(..., preferred_element_type=f32).", target="gpu")
+      "times slower than bf16 tensor cores); jnp.dot(..., preferred_element_type=f32).",
+      target="gpu")
 def rec_tower_upcast_h100() -> Program:
     jax, _ = _jax()
     x, ws = _tower_args()
@@ -489,7 +491,7 @@ def tabular_fm_dim128_tpu() -> Program:
 
 def _mcts_backup(visits, values, path, leaf_value):
     """Batched MCTS backup: add the leaf value along each tree's path (node, action) pairs."""
-    jax, jnp = _jax()
+    _, jnp = _jax()
     b = jnp.arange(visits.shape[0])[:, None]
     node, action = path[..., 0], path[..., 1]
     visits = visits.at[b, node, action].add(1.0)
@@ -522,8 +524,7 @@ def _transe_loss(ent, rel, h, r, t, t_neg):
 @case(["tpu-padding"], "TransE margin loss on a TPU v5e with 32-wide entity embeddings: "
       "the gathered rows (the [32768,16,32] f32 negatives, 64 MiB of data) have a minor "
       "dimension of 32, padded to 128 in the tiled layout (4x the bytes; XLA temp 400 MiB); "
-      "128-wide "
-      "embeddings, or several entities packed per 128-lane row, avoid it.", target="tpu")
+      "128-wide embeddings, or several entities packed per 128-lane row, avoid it.", target="tpu")
 def transe_dim32_tpu() -> Program:
     jax, _ = _jax()
     g = jax.jit(_transe_loss)
@@ -598,7 +599,7 @@ def es_generations_python_loop() -> Program:
 
 def _es_noise_table_step(theta, idx, fitness):
     """ES with a shared noise table: the table is drawn from a fixed key on every call."""
-    jax, jnp = _jax()
+    jax, _ = _jax()
     table = jax.random.normal(jax.random.PRNGKey(0), (1 << 25,))
     d = theta.shape[0]
     eps = jax.vmap(lambda i: jax.lax.dynamic_slice(table, (i,), (d,)))(idx)
@@ -652,7 +653,7 @@ def render_jitter_rebuilt_h100() -> Program:
 # -- onehot-gather ------------------------------------------------------------------------
 
 def _byte_embed(tokens, table, onehot):
-    jax, jnp = _jax()
+    jax, _ = _jax()
     if onehot:
         return jax.nn.one_hot(tokens, table.shape[0], dtype=table.dtype) @ table
     return table[tokens]
@@ -693,7 +694,7 @@ def tabular_categorical_onehot() -> Program:
 
 # -- host-transfer ------------------------------------------------------------------------
 
-def _mcts_env_callback(state, actions):
+def _rollout_env_callback(state, actions):
     """Rollouts whose environment step is a NumPy simulator called back every step."""
     jax, jnp = _jax()
     import numpy as np
@@ -713,7 +714,7 @@ def _mcts_env_callback(state, actions):
       "environment in JAX.")
 def rollout_numpy_env_callback() -> Program:
     jax, _ = _jax()
-    return Program(jax.jit(_mcts_env_callback), (_s((4096, 1024)), _s((200, 4096))))
+    return Program(jax.jit(_rollout_env_callback), (_s((4096, 1024)), _s((200, 4096))))
 
 
 def _weather_loop(h, steps, debug):
@@ -948,7 +949,7 @@ def fsdp_mlp_scanned_h100x8() -> Program:
 
 def _tp_block(x, w1, w2):
     """Megatron-style tensor-parallel MLP stack: column then row parallel, psum per layer."""
-    jax, jnp = _jax()
+    jax, _ = _jax()
     for i in range(w1.shape[0]):
         h = jax.nn.gelu(x @ w1[i])
         x = x + jax.lax.psum(h @ w2[i], "model")
@@ -1025,7 +1026,7 @@ def neural_additive_model_einsum_h100() -> Program:
 
 def _es_population_loop(thetas, x):
     """Evaluate 64 population members' small policies one by one in a Python loop."""
-    jax, jnp = _jax()
+    _, jnp = _jax()
     fits = []
     for i in range(thetas["w1"].shape[0]):
         h = jnp.tanh(x @ thetas["w1"][i])
@@ -1206,7 +1207,7 @@ def es_fitness_population_vmapped_h100() -> Program:
 
 # -- recompute ----------------------------------------------------------------------------
 
-def _relpos_trunk(z, params, aa, mode):
+def _relpos_trunk(z, params, mode):
     """Pair trunk with AlphaFold-style relative-position features (clipped at +-32)."""
     jax, jnp = _jax()
     n = z.shape[0]
@@ -1232,7 +1233,7 @@ def _relpos_trunk(z, params, aa, mode):
 def _relpos_args():
     L, C = 8, 64
     return (_s((768, 768, C)), {"rel": _s((L, 65, C)), "w1": _s((L, C, 4 * C)),
-                                "w2": _s((L, 4 * C, C))}, _s((768,), "int32"))
+                                "w2": _s((L, 4 * C, C))})
 
 
 @case(["onehot-gather"], "Pair trunk (AlphaFold-style) whose relative-position one-hot "
@@ -1324,7 +1325,7 @@ def coriolis_lat_vector_in_loop_h100() -> Program:
 
 def _sp_block(x, w1, w2):
     """Sequence-parallel Megatron MLP stack: all-gather the sequence, reduce-scatter after."""
-    jax, jnp = _jax()
+    jax, _ = _jax()
     for i in range(w1.shape[0]):
         full = jax.lax.all_gather(x, "model", axis=1, tiled=True)
         h = jax.nn.gelu(full @ w1[i])
