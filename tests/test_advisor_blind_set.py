@@ -11,12 +11,13 @@ import advisor_blind2
 import advisor_blind3
 import advisor_blind4
 import advisor_blind5
+import advisor_blind6
 
 pytest.importorskip("jax")
 
 SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2,
         "advisor_blind3": advisor_blind3, "advisor_blind4": advisor_blind4,
-        "advisor_blind5": advisor_blind5}
+        "advisor_blind5": advisor_blind5, "advisor_blind6": advisor_blind6}
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
