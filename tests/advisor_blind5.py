@@ -81,11 +81,6 @@ TUNED: dict[str, str] = {
         "of jax.lax.pcast(w, AXIS, to='varying'); when HS122 fires is unchanged "
         "(pattern: allreduce_per_microbatch_implicit, fix: "
         "allreduce_after_accumulation_pcast in tests/advisor_programs.py)",
-    "legendre_basis_rebuilt_h100":
-        "HS102's large constant whose op_name names an operation (XLA folded an array the "
-        "code computes from constants, here a fori_loop's basis) is reported as "
-        "constant-rebuilt, not large-constant: a NumPy array closed over has no op_name "
-        "(pattern: basis_folded_from_loop, fix: basis_as_argument)",
     "gp_predict_refactors_training_kernel":
         "HS118 also fires where the build's result is small (a GP's weights) but the build "
         "makes a large array from constants that a matmul or a linear-algebra solver "

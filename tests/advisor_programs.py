@@ -952,34 +952,6 @@ def gaussian_kernel_as_argument():
     return _gaussian_kernel(True)
 
 
-def _recurrence_basis(fixed: bool):  # type: ignore[no-untyped-def]
-    jax, jnp, np = _np()
-
-    def basis():  # Legendre polynomials by their three-term recurrence, from constants alone
-        n, order = 1024, 256
-        x = jnp.cos(jnp.pi * (jnp.arange(n) + 0.5) / n)
-        p = jnp.zeros((order, n)).at[0].set(1.0).at[1].set(x)
-
-        def rec(l, p):  # type: ignore[no-untyped-def]
-            return p.at[l].set(((2 * l - 1) * x * p[l - 1] - (l - 1) * p[l - 2]) / l)
-        return jax.lax.fori_loop(2, order, rec, p)
-    if fixed:
-        return _compiled(lambda f, p: f @ p.T, jnp.ones((64, 1024)), basis())
-    return _compiled(lambda f: f @ basis().T, jnp.ones((64, 1024)))
-
-
-@case(("HS118",), "a basis built by a loop over constants, which XLA folds into a 1 MiB "
-      "constant (its op_name is the build's, unlike a NumPy array's): rebuilt, not data "
-      "(blind set 5's legendre_basis_rebuilt_h100)")
-def basis_folded_from_loop():
-    return _recurrence_basis(False)
-
-
-@case((), "the same basis computed once and passed as an argument")
-def basis_as_argument():
-    return _recurrence_basis(True)
-
-
 def _gp_weights(fixed: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 

@@ -145,14 +145,12 @@ def test_lint_shows_ten_groups_by_default_and_json_has_every_one(tmp_path):
 
 
 def _many_groups() -> str:
-    """Twelve large constants, each its own place (a group each: HS102).  No op_name: a
-    NumPy array closed over has none (one that names an operation is XLA's folding of the
-    code's computation, HS102's constant-rebuilt kind)."""
+    """Twelve large constants, each its own place (a group each: HS102)."""
     lines = ["HloModule many, entry_computation_layout={(f32[4])->f32[4]}", "",
              "ENTRY %main (p: f32[4]) -> f32[4] {", "  %p = f32[4]{0} parameter(0)"]
     for i in range(12):
         lines.append(f"  %c{i} = f32[{131072 + 1024 * i}]{{0}} constant({{...}}), "
-                     f'metadata={{source_file="f{chr(97 + i)}.py" '
+                     f'metadata={{op_name="jit(f)/table_{chr(97 + i)}" source_file="f.py" '
                      f"source_line={10 + i}}}")
     lines.append("  ROOT %r = f32[4]{0} copy(%p)")
     lines.append("}")

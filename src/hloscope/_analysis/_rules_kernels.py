@@ -288,22 +288,6 @@ def large_constant(ctx: AdviceContext) -> list[Finding]:
             if size < LARGE_CONSTANT_BYTES:
                 continue
             users = [u.name for u in inst.users]
-            op = inst.metadata.op_name
-            if op:
-                # XLA computed it at compile time from the code's own operations (a basis
-                # built by a loop over constants): a NumPy array closed over has no op_name.
-                out.append(Finding(
-                    "HS118", "a large array is rebuilt from constants on every call",
-                    f"{inst.name} is a {format_bytes(size)} array ({inst.shape}) that the code "
-                    f"computes from constants alone ({op}); XLA folded the computation into "
-                    "a constant, redone at every compile and held in the program"
-                    + (f", read by {', '.join(users[:3])}" if users else ""),
-                    "compute it once outside jit (a basis, a kernel matrix) and pass it as an "
-                    "argument",
-                    (ev_inst(inst, "constant"),), ctx.saving(peak=size),
-                    place_key(op, str(inst.source or ""), str(inst.shape)),
-                    kind="constant-rebuilt"))
-                continue
             out.append(Finding(
                 "HS102", "a large constant is folded into the program",
                 f"{inst.name} is a {format_bytes(size)} constant ({inst.shape}) baked into "
