@@ -81,6 +81,12 @@ TUNED: dict[str, str] = {
         "of jax.lax.pcast(w, AXIS, to='varying'); when HS122 fires is unchanged "
         "(pattern: allreduce_per_microbatch_implicit, fix: "
         "allreduce_after_accumulation_pcast in tests/advisor_programs.py)",
+    "gp_predict_refactors_training_kernel":
+        "HS118 also fires where the build's result is small (a GP's weights) but the build "
+        "makes a large array from constants that a matmul or a linear-algebra solver "
+        "(Cholesky, triangular solve) in the build reads; solvers count as readers that "
+        "do real work on the array (pattern: gp_weights_solved_every_call, fix: "
+        "gp_weights_as_argument)",
 }
 
 

@@ -952,6 +952,38 @@ def gaussian_kernel_as_argument():
     return _gaussian_kernel(True)
 
 
+def _gp_weights(fixed: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def rbf(a, b):  # type: ignore[no-untyped-def]
+        return jnp.exp(-0.5 * jnp.sum((a[:, None] - b[None]) ** 2, -1) / 0.01)
+
+    def train():  # fixed training inputs: the kernel matrix and the weights it solves for
+        x = jnp.linspace(0.0, 1.0, 1024)[:, None]
+        k = rbf(x, x) + 1e-3 * jnp.eye(1024)
+        return x, jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(k), True), jnp.sin(6 * x[:, 0]))
+    if fixed:
+        x, alpha = train()
+        return _compiled(lambda xt, x, a: rbf(xt, x) @ a, jnp.ones((64, 1)), x, alpha)
+
+    def predict(xt):  # type: ignore[no-untyped-def]
+        x, alpha = train()
+        return rbf(xt, x) @ alpha
+    return _compiled(predict, jnp.ones((64, 1)))
+
+
+@case(("HS118",), "a Gaussian process's kernel matrix built from fixed inputs, factorized "
+      "and solved on every call: the result (the weights) is small, the rebuilt matrix "
+      "and its Cholesky are not (blind set 5's gp_predict_refactors_training_kernel)")
+def gp_weights_solved_every_call():
+    return _gp_weights(False)
+
+
+@case((), "the weights solved once and passed as an argument")
+def gp_weights_as_argument():
+    return _gp_weights(True)
+
+
 def _dct(fixed: bool):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
     n = 4096

@@ -9,8 +9,6 @@ the layout next to library calls (HS103), cheap values stored instead of recompu
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import Iterator
 
 from .._hlo._module import Instruction
@@ -18,7 +16,7 @@ from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Finding, place_key
 from ._kernels import Kernel
-from ._rules_program import _multiplied, _onehot_operand
+from ._rules_program import _multiplied, _onehot_operand, _solver
 from ._walk import operand
 
 __all__ = ["gathered_weight", "large_constant", "layout_copy", "loop_state", "recompute",
@@ -398,19 +396,6 @@ def _moves_data(inst: Instruction, src: Instruction) -> bool:
                 i.operands[0].shape.layout != i.shape.layout:
             return True
     return False
-
-
-_SOLVER_RE = re.compile(r"lapack|cusolver|hipsolver|solver|trsm|getrf|potrf|geqrf|syevd|gesvd",
-                        re.IGNORECASE)
-
-
-def _solver(inst: Instruction) -> bool:
-    """Whether `inst` (seen through bitcasts and get-tuple-elements) is a linear-algebra
-    library call whose operands' layouts the library fixes (column-major LAPACK)."""
-    while inst.opcode in ("bitcast", "get-tuple-element") and inst.operands:
-        inst = inst.operands[0]
-    return inst.opcode in ("triangular-solve", "cholesky") or (
-        inst.opcode == "custom-call" and bool(_SOLVER_RE.search(inst.custom_call_target)))
 
 
 def _space(inst: Instruction) -> int:

@@ -192,7 +192,15 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
         if not any(e.dst == "result" or not free.get(e.dst, False) for e in readers):
             continue  # not the last step of the build
         if k.bytes_out < MIN_REBUILT_BYTES:
-            continue
+            # A small result of a large build: a kernel matrix built from constants and
+            # factorized or multiplied by within the build (a Gaussian process's weights
+            # solved on every call) is rebuilt all the same.
+            mats = [x for x in _free_ancestors(ctx, k, free) if x.name not in claimed
+                    and x.bytes_out >= MIN_REBUILT_BYTES
+                    and free.get(getattr(_multiplier(ctx, x), "name", ""), False)]
+            if not mats:
+                continue
+            k = max(mats, key=lambda x: x.bytes_out)
         build = [x for x in _free_ancestors(ctx, k, free) if x.name not in claimed]
         work = [x for x in build if _does_work(x)]
         inst = ctx.inst(k)
@@ -243,13 +251,28 @@ _TRANSCENDENTAL = frozenset({"exponential", "log", "sine", "cosine", "tan", "tan
 
 
 def _multiplier(ctx: AdviceContext, k: Kernel) -> Kernel | None:
-    """The matmul, convolution or FFT that reads `k`'s array, if one does."""
+    """The matmul, convolution, FFT or linear-algebra solver (a Cholesky factorization,
+    a triangular solve) that reads `k`'s array, if one does."""
     for e in ctx.edges_from.get(k.name, ()):
         r = ctx.kernel(e.dst) if e.dst != "result" else None
         if r is not None and (r.category in ("fft", "matmul", "convolution") or any(
-                op in ("dot", "convolution", "fft") for op, _ in r.fused)):
+                op in ("dot", "convolution", "fft") for op, _ in r.fused)
+                or ((i := ctx.inst(r)) is not None and _solver(i))):
             return r
     return None
+
+
+_SOLVER_RE = re.compile(r"lapack|cusolver|hipsolver|solver|trsm|getrf|potrf|geqrf|syevd|gesvd",
+                        re.IGNORECASE)
+
+
+def _solver(inst: Instruction) -> bool:
+    """Whether `inst` (seen through bitcasts and get-tuple-elements) is a linear-algebra
+    library call whose operands' layouts the library fixes (column-major LAPACK)."""
+    while inst.opcode in ("bitcast", "get-tuple-element") and inst.operands:
+        inst = inst.operands[0]
+    return inst.opcode in ("triangular-solve", "cholesky") or (
+        inst.opcode == "custom-call" and bool(_SOLVER_RE.search(inst.custom_call_target)))
 
 
 _PLAIN = frozenset({"iota", "broadcast", "constant", "convert", "bitcast", "copy", "reshape",
