@@ -1,5 +1,5 @@
-"""The four blind sets' shape (tests/advisor_blind.py, tests/advisor_blind2.py,
-tests/advisor_blind3.py, tests/advisor_blind4.py) and a few of their CPU programs compiling.
+"""The blind sets' shape (tests/advisor_blind.py and tests/advisor_blind2.py to
+tests/advisor_blind6.py) and a few of their CPU programs compiling.
 
 Only the sets are checked here: their figures against the advisor live in benchmarks/.
 """
