@@ -126,15 +126,15 @@ def accumulated_collective(ctx: AdviceContext) -> list[Finding]:
                     or not _only_accumulated(comp, result):
                 continue
             nbytes = moved[inst.name]
+            implicit = _from_grad_in_shard_map(inst)
             out.append(Finding(
                 "HS122", "a collective reduces every iteration what is only summed",
                 f"{what} {inst.name} ({format_bytes(nbytes)} per device) runs in each of "
                 f"the {n} iterations of {g.caller}, and its result is only added into "
                 "the loop's state: reducing the sum once after the loop gives the same "
                 f"result with {n - 1} fewer {what}s ({format_bytes(nbytes * (n - 1))} per "
-                "device less over the links)" + (_IMPLICIT if _from_grad_in_shard_map(inst)
-                                                  else ""),
-                _IMPLICIT_FIX if _from_grad_in_shard_map(inst) else
+                "device less over the links)" + (_IMPLICIT if implicit else ""),
+                _IMPLICIT_FIX if implicit else
                 "accumulate locally and reduce once after the loop: in shard_map, psum the "
                 "accumulated gradients after the scan; with jit's sharding, accumulate "
                 "per-device gradients (shard_map over the step, or an accumulator sharded "

@@ -114,7 +114,7 @@ def _waits(module: Module, kernels: dict[str, Kernel]) -> dict[str, str]:
     start began)."""
     out: dict[str, str] = {}
     for c in module.computations:
-        by_name = {i.name: i for i in c.instructions}
+        by_name = c.by_name
         for i in c.instructions:
             start = i
             while (start.opcode.endswith(("-done", "-update")) and start.operand_names
