@@ -4,16 +4,19 @@ its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile
 The function is compiled once (by `inspect`, which also gives the module and its
 kernel graph), run once and `warmup` more times, and more until `WARMUP_TIME`
 seconds have passed (unless `warmup` is 0; a program's first quarter second of runs
-is often its slowest: docs/profile.md), then under ``jax.profiler.trace`` into a
-temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
+is often its slowest: docs/profile.md), then the same once under a throwaway
+trace (not with `warmup` 0: under a trace, runs land on memory never touched
+before until an earlier trace has touched it), then, with Python's collector
+paused, under ``jax.profiler.trace`` into a temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
 slower while it starts; they are traced but not measured), then at least
 `runs` runs and more until `min_time` seconds have passed (at most
 `MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
 call to after its outputs are ready (its wall time).  Spreading the runs over
 `min_time` keeps one burst of another process's work from landing on most of
 them.  Functions that donate arguments get fresh copies for every run, made
-outside the marked region.  The trace is read back (`read_trace`) and joined
-to the kernel graph (`measure`).
+outside the marked region.  The process's page faults are counted around each
+run, and the runs that touched new memory are left out (`clean_runs`).  The
+trace is read back (`read_trace`) and joined to the kernel graph (`measure`).
 """
 
 from __future__ import annotations
