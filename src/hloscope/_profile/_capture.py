@@ -7,8 +7,9 @@ seconds have passed (unless `warmup` is 0; a program's first quarter second of r
 is often its slowest: docs/profile.md), then the same once under a throwaway
 trace (not with `warmup` 0: under a trace, runs land on memory never touched
 before until an earlier trace has touched it), then, with Python's collector
-paused, under ``jax.profiler.trace`` into a temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
-slower while it starts; they are traced but not measured), then at least
+paused, under ``jax.profiler.trace`` into a temporary folder: `SETTLE` unmarked
+runs first (the profiler's first runs are slower while it starts; they are
+traced but not measured), then at least
 `runs` runs and more until `min_time` seconds have passed (at most
 `MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
 call to after its outputs are ready (its wall time).  Spreading the runs over
@@ -146,7 +147,7 @@ def _page_faults() -> int:
     return 0 if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-FRESH_PAGES = 16  # page faults per measured run above which a note says so
+FRESH_PAGES = 16  # page faults in a run above which it touched new memory (64 KiB)
 
 
 def fresh_memory(faults: float | None) -> str | None:
@@ -163,8 +164,8 @@ def clean_runs(faults: list[int], runs: int) -> list[int]:
     """The runs (indices) to measure: those that touched no more new memory than the
     fewest did (within FRESH_PAGES), where at least `runs` did; else all of them.  Under
     a trace, a run's buffers now and then land on memory never touched before, and the
-    first kernel to write them pays a page fault per 4 KiB page, which
-    plain runs do not (measured: the process's resident memory grows by about a run's
+    first kernel to write them pays a page fault per 4 KiB page, which plain runs do not
+    (measured: the process's resident memory grows by about a run's
     buffers per run under a trace while the memory in use stays flat; docs/profile.md,
     How far to trust it)."""
     least = min(faults, default=0)
@@ -257,7 +258,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         times = measure(trace, report.kernels, report.module)
         read = t() - t0
         if keep is None:
-            times = dataclasses.replace(times, source=f"jax.profiler.trace of {len(wall)} runs here")
+            times = dataclasses.replace(times,
+                                        source=f"jax.profiler.trace of {len(wall)} runs here")
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -265,6 +267,6 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
         n for n in (busy_machine(), many_kernels(times), fresh_memory(kept_faults),
-                              runs_left_out(left_out, len(faults))) if n)
+                    runs_left_out(left_out, len(faults))) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out)
