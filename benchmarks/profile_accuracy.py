@@ -238,7 +238,7 @@ def main() -> None:
         print(f"{name:<17}{load:>5}{len(t1.kernels):>8}{_pct(t1.matched_share):>8}"
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
-              f"{_pct(bench_reps[-1]):>10}{t2.step / t1.step:>8.2f}"
+              f"{_pct(bench_reps[-1]):>10}{orders[-1]:>8.2f}"
               f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{events:>7.0f}"
               f"{added / events * 1e6 if events else 0.0:>+8.2f}"
               f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+8.2f}"
