@@ -198,6 +198,7 @@ def main() -> None:
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
             f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
+            f"{'2nd/1st':>8}{'faults (left out)':>22}"
             f"{'overhead':>9}{'events':>7}{'us/ev':>8}{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
