@@ -9,7 +9,10 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
   statistic least moved by other processes); and, as the machine's own reference, the
   change of the step's median between the two profiles and between two plain timings
   of the same compile (as `bench` times it, sized alike: --runs and --min-time, after
-  the same warm-up) taken one after the other right after them;
+  the same warm-up) taken one after the other right after them; `2nd/1st`: the second
+  profile's step over the first's (below 1: the first was slower); `faults`: the page
+  faults per measured run of each profile (memory touched for the first time, which the
+  kernel touching it pays) and the runs each left out for them (`clean_runs`);
 - reconcile: on the median run (the run whose step is the median), the kernels' time and
   the named gaps (dispatch, idle, wait; minus the time kernels ran concurrently), all
   from the trace, against that run's wall time on the host's clock (perf_counter), within
@@ -154,6 +157,11 @@ def plain_median(compiled: Any, args: list[Any], runs: int, min_time: float) -> 
     return statistics.median(wall)
 
 
+def _faults(p: Any) -> str:
+    """A profile's page faults per measured run, and the runs it left out for them."""
+    return f"{p.page_faults or 0:.0f} ({p.left_out})"
+
+
 def _change(a: float, b: float) -> float:
     return abs(b - a) / a
 
@@ -190,11 +198,12 @@ def main() -> None:
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
             f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
+            f"{'2nd/1st':>8}{'faults (left out)':>22}"
             f"{'overhead':>9}{'events':>7}{'us/ev':>8}{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
-    step_reps, bench_reps = [], []
+    step_reps, bench_reps, orders = [], [], []
     only = [w for w in a.only.split(",") if w]
     for name, fn, args in programs():
         if only and not any(w in name for w in only):
@@ -209,6 +218,7 @@ def main() -> None:
         b2 = plain_median(compiled, dyn, a.runs, a.min_time)
         step_reps.append(_change(p1.times.step, p2.times.step))
         bench_reps.append(_change(b1, b2))
+        orders.append(p2.times.step / p1.times.step)
         ov, cpu_plain, cpu_prof, added = overhead(report, dyn)
         t1, t2 = p1.times, p2.times
         events = 2 * sum(k.calls for k in t1.kernels)  # each kernel's start and end
@@ -229,7 +239,8 @@ def main() -> None:
         print(f"{name:<17}{load:>5}{len(t1.kernels):>8}{_pct(t1.matched_share):>8}"
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
-              f"{_pct(bench_reps[-1]):>10}{_pct(ov):>9}{events:>7.0f}"
+              f"{_pct(bench_reps[-1]):>10}{orders[-1]:>8.2f}"
+              f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{events:>7.0f}"
               f"{added / events * 1e6 if events else 0.0:>+8.2f}"
               f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+8.2f}"
               f"{cpu_plain * 1e3:>7.2f}/{cpu_prof * 1e3:<6.2f}ms")
@@ -268,7 +279,9 @@ def main() -> None:
           f"{_pct(statistics.median(step_reps))} (median over programs; worst "
           f"{_pct(max(step_reps))}) between the two profiles, and by "
           f"{_pct(statistics.median(bench_reps))} (worst {_pct(max(bench_reps))}) between "
-          f"two plain timings sized alike")
+          f"two plain timings sized alike; the second profile's step over the first's: "
+          f"median {statistics.median(orders):.2f} (from {min(orders):.2f} to "
+          f"{max(orders):.2f})")
     print(f"reconcile: kernels + gaps of the median run vs its wall clock: worst "
           f"{_pct(worst_rec)} (target <= 5%); {fails['reconcile']} programs over")
     print(f"overhead: a profiled run vs a plain one (as bench times it, alternated), median "

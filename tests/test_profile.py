@@ -50,7 +50,8 @@ def test_profile_runs_for_min_time():
 
 def test_warmup_counts(monkeypatch):
     """The warm-up: a first run, `warmup` more, and more until WARMUP_TIME (none of those
-    with warmup=0); then SETTLE unmarked runs and the profiled ones."""
+    with warmup=0); a throwaway trace of SETTLE and `runs` runs (none with warmup=0); then
+    SETTLE unmarked runs and the profiled ones."""
     from hloscope._profile import _capture
 
     args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
@@ -59,7 +60,7 @@ def test_warmup_counts(monkeypatch):
     rep._cache["compiled"] = lambda *a: calls.append(1) or real(*a)
     monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
     _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0)
-    assert len(calls) == 1 + 2 + _capture.SETTLE + 2
+    assert len(calls) == 1 + 2 + (_capture.SETTLE + 2) + _capture.SETTLE + 2
     calls.clear()
     monkeypatch.setattr(_capture, "WARMUP_TIME", 1e9)  # not waited for: warmup=0
     _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0)
@@ -302,3 +303,15 @@ def test_real_tpu_profile():
     with pytest.raises(hloscope.HloscopeError, match="another module: it ran jit_f.*"
                                                      "jit_forward_3d_conv"):
         hloscope.read_profile(folder, os.path.join(DATA, "mi300x_conv", "module.hlo"))
+
+
+def test_clean_runs():
+    """Runs that touched new memory under the profiler are left out where enough others
+    did not; where too few did (or all runs touch as much), every run is kept."""
+    from hloscope._profile._capture import FRESH_PAGES, clean_runs, runs_left_out
+
+    faults = [256, 0, 3, 256, FRESH_PAGES, 0, 40]
+    assert clean_runs(faults, 3) == [1, 2, 4, 5]
+    assert clean_runs(faults, 5) == list(range(7))
+    assert clean_runs([300, 301, 290], 2) == [0, 1, 2]  # the program's own: all alike
+    assert runs_left_out(0, 7) is None and "3 of 7 runs" in runs_left_out(3, 7)

@@ -4,28 +4,39 @@ its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile
 The function is compiled once (by `inspect`, which also gives the module and its
 kernel graph), run once and `warmup` more times, and more until `WARMUP_TIME`
 seconds have passed (unless `warmup` is 0; a program's first quarter second of runs
-is often its slowest: docs/profile.md), then under ``jax.profiler.trace`` into a
-temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are
-slower while it starts; they are traced but not measured), then at least
+is often its slowest: docs/profile.md), then the same once under a throwaway
+trace (not with `warmup` 0: under a trace, runs land on memory never touched
+before until an earlier trace has touched it), then, with Python's collector
+paused, under ``jax.profiler.trace`` into a temporary folder: `SETTLE` unmarked
+runs first (the profiler's first runs are slower while it starts; they are
+traced but not measured), then at least
 `runs` runs and more until `min_time` seconds have passed (at most
 `MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
 call to after its outputs are ready (its wall time).  Spreading the runs over
 `min_time` keeps one burst of another process's work from landing on most of
 them.  Functions that donate arguments get fresh copies for every run, made
-outside the marked region.  The trace is read back (`read_trace`) and joined
-to the kernel graph (`measure`).
+outside the marked region.  The process's page faults are counted around each
+run, and the runs that touched new memory are left out (`clean_runs`).  The
+trace is read back (`read_trace`) and joined to the kernel graph (`measure`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import shutil
+import statistics
 import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # not on Windows: no page faults counted there
+    resource = None  # type: ignore[assignment]
 
 from .._errors import HloscopeError
 from .._jax._user import user_code
@@ -59,6 +70,8 @@ class Profile:
     trace_dir: str | None = None
     donated: int = 0
     notes: tuple[str, ...] = ()
+    page_faults: float | None = None  # per measured run, the whole process's (Unix)
+    left_out: int = 0  # runs left out for touching new memory (`clean_runs`)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.times.to_dict()
@@ -128,6 +141,46 @@ def many_kernels(times: MeasuredTimes) -> str | None:
             "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
 
 
+def _page_faults() -> int:
+    """The process's minor page faults so far (first touches of memory; 0 without
+    `resource`, as on Windows)."""
+    return 0 if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+FRESH_PAGES = 16  # page faults in a run above which it touched new memory (64 KiB)
+
+
+def fresh_memory(faults: float | None) -> str | None:
+    """A note when the measured runs kept touching memory never touched before (each
+    page's first touch is a page fault the kernel that touches it pays)."""
+    if faults is None or faults <= FRESH_PAGES:
+        return None
+    return (f"the measured runs touched {faults:.0f} new pages of memory each (page faults, "
+            f"{faults * 4 / 1024:.1f} MiB at 4 KiB); the kernels that first wrote them paid "
+            "for it, which plain runs may not (docs/profile.md, How far to trust it)")
+
+
+def clean_runs(faults: list[int], runs: int) -> list[int]:
+    """The runs (indices) to measure: those that touched no more new memory than the
+    fewest did (within FRESH_PAGES), where at least `runs` did; else all of them.  Under
+    a trace, a run's buffers now and then land on memory never touched before, and the
+    first kernel to write them pays a page fault per 4 KiB page, which plain runs do not
+    (measured: the process's resident memory grows by about a run's
+    buffers per run under a trace while the memory in use stays flat; docs/profile.md,
+    How far to trust it)."""
+    least = min(faults, default=0)
+    clean = [i for i, f in enumerate(faults) if f <= least + FRESH_PAGES]
+    return clean if len(clean) >= runs else list(range(len(faults)))
+
+
+def runs_left_out(left_out: int, total: int) -> str | None:
+    """A note saying how many runs `clean_runs` left out."""
+    if not left_out:
+        return None
+    return (f"{left_out} of {total} runs are left out: they touched new memory under the "
+            "profiler (page faults the kernels paid; docs/profile.md, How far to trust it)")
+
+
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
                    min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
     """Profile the function `report` compiled (`inspect`), on its dynamic `args`: after a
@@ -154,12 +207,15 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         while done < warmup or (warmup and t() - start < WARMUP_TIME):
             block(compiled(*inputs.fresh()))
             done += 1
-    folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # the Python tracer costs ~a microsecond per call
-    wall: list[float] = []
     annotate = jax.profiler.TraceAnnotation
-    try:
+
+    def traced(folder: str) -> tuple[list[float], list[int]]:
+        """SETTLE unmarked runs, then at least `runs` marked ones, more until `min_time`
+        seconds of them (at most MAX_RUNS): each run's wall time and page faults."""
+        wall: list[float] = []
+        faults: list[int] = []
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
             for _ in range(SETTLE):
@@ -167,21 +223,50 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
             start = t()
             while len(wall) < runs or (t() - start < min_time and len(wall) < MAX_RUNS):
                 run_args = inputs.fresh()
+                f = _page_faults()
                 with annotate(RUN_ANNOTATION):
                     a = t()
                     block(compiled(*run_args))
                     wall.append(t() - a)
-        runs = len(wall)
+                faults.append(_page_faults() - f)
+        return wall, faults
+
+    if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
+        scratch = tempfile.mkdtemp(prefix="hloscope-primer-")
+        try:
+            traced(scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
+    collecting = gc.isenabled()
+    try:
+        gc.collect()
+        gc.disable()  # no collection of the caller's garbage inside a measured run
+        try:
+            wall, faults = traced(folder)
+        finally:
+            if collecting:
+                gc.enable()
         t0 = t()
         trace = read_trace(folder)
+        keep_runs = clean_runs(faults, runs)
+        if len(keep_runs) < len(wall) and len(trace.windows) == len(wall):
+            trace = dataclasses.replace(trace, windows=tuple(trace.windows[i] for i in keep_runs))
+            wall = [wall[i] for i in keep_runs]
+        else:
+            keep_runs = list(range(len(wall)))
         times = measure(trace, report.kernels, report.module)
         read = t() - t0
         if keep is None:
-            times = dataclasses.replace(times, source=f"jax.profiler.trace of {runs} runs here")
+            times = dataclasses.replace(times,
+                                        source=f"jax.profiler.trace of {len(wall)} runs here")
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
+    left_out = len(faults) - len(keep_runs)
+    kept_faults = statistics.mean(faults[i] for i in keep_runs)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
-        n for n in (busy_machine(), many_kernels(times)) if n)
+        n for n in (busy_machine(), many_kernels(times), fresh_memory(kept_faults),
+                    runs_left_out(left_out, len(faults))) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
-                   inputs.donated, notes)
+                   inputs.donated, notes, kept_faults, left_out)
