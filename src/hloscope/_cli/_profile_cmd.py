@@ -80,7 +80,8 @@ def profile_cmd(
                                         "2000 runs)."),
     warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
                                help="Runs before profiling (after the first; and more "
-                                    "until 0.25 s of them, unless 0)."),
+                                    "until 0.25 s of them, then the same under a "
+                                    "throwaway trace; none of it with 0)."),
     devices: int | None = typer.Option(None, "--devices", metavar="N",
                                        help="Run on N virtual CPU devices."),
     top: int = typer.Option(20, "--top", metavar="N", callback=at_least(1),
