@@ -1,0 +1,816 @@
+"""A seventh blind evaluation set for hloscope's advisor (issue 28, item 5).
+
+Who wrote it: a helper session (``blind7``) that never read the advisor's rules, its
+documentation (docs/advisor.md, docs/lint.md), its tests (tests/test_advisor*.py,
+tests/test_checked*.py), the other labelled sets (tests/advisor_programs.py,
+tests/advisor_heldout*.py), the checked-savings code (src/hloscope/_checked/),
+benchmarks/advisor_*.py, /work/runs, other worktrees, or the README's advisor and lint sections,
+and never ran the advisor (``hloscope lint``, ``hloscope report``, ``hloscope.lint``,
+``Report.advice``, findings or groups) on these programs; every compile it made passed
+``check=False``. Of the six earlier blind sets it read the module docstrings of sets 1 and 6,
+the definitions of ``KINDS``, ``BlindCase``, ``Program``, ``_s``, ``_jax``, ``_cpu_mesh``,
+``_P`` and the ``case`` decorator, and the names of their cases (to write different programs).
+It also read issue 28, a grep of docs/targets.md, the signature and docstring of
+``hloscope.inspect`` and the ``grep -n blind`` lines of tests/test_advisor_blind_set.py.
+
+What it saw that it should not have: a first ``grep -n "^def \\|^@case"`` over
+tests/advisor_blind6.py printed the first line of each ``@case(...)`` decorator of that set
+(its labels and the start of each ``why``), and the opening lines of ``_adam`` in set 1 (just
+below ``_cpu_mesh``) and two lines of set 6's f64 cases (``grep enable_x64``) were printed.
+No ``TUNED`` or ``REVISED`` entry, and no rule, advisor code or advisor output was seen.
+
+Its programs are what practitioners write in domains the earlier sets did not use: Hamiltonian
+Monte Carlo, seismic wave propagation, Swin-style window attention, linear attention,
+Perceiver cross-attention, super-resolution (ESPCN), HMM forward algorithm and Viterbi decoding,
+PageRank, SchNet continuous filters, DDSP harmonic synthesis, TCN / N-BEATS time-series models,
+Smith-Waterman alignment, LDA, SPH fluids, MoE routing with capacity, quantized KV caches,
+speculative decoding, ring attention, 2-D tensor parallel and FSDP / data parallel with
+accumulation on CPU meshes, H100s and TPUs. The labels below were written and committed BEFORE
+the advisor ran on them. Only the optimized HLO (``Report.hlo_after``) and XLA's memory
+figures (``Report.memory_analysis``) were looked at, to confirm that each labelled pattern is
+really in the compiled program and to size it.
+
+Vocabulary and the meaning of a label: as in tests/advisor_blind.py (``KINDS``, plus
+``other:<short-name>`` for a real issue outside it). A label means the pattern is present in
+the compiled program and fixing it saves at least about 2-3% of the program's peak memory
+or run time on its device; ``expect=()`` means an expert would flag nothing.
+
+Each case builds a `Program` (the first set's type); compile it with
+``hloscope.inspect(p.fn, *p.args, target=p.target, **p.kwargs)``. Programs that need f64 are
+a ``Lowered`` built under ``jax.enable_x64`` (``args`` empty). CPU programs with a mesh need 8
+host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``, set by
+tests/conftest.py).
+
+Labels are never edited after the advisor has run: a later correction goes into `REVISED`
+(case name -> (new labels, reason)), empty when committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from advisor_blind import KINDS, BlindCase, Program, _cpu_mesh, _jax, _s
+
+__all__ = ["CASES", "KINDS", "REVISED", "BlindCase", "Program"]
+
+CASES: list[BlindCase] = []
+
+# Corrections after the advisor ran: name -> (labels, reason). Empty when committed.
+REVISED: dict[str, tuple[tuple[str, ...], str]] = {}
+
+# Rules tuned to a program of this set after the advisor ran: name -> what changed.
+TUNED: dict[str, str] = {}
+
+
+def case(expect: tuple[str, ...] | list[str], why: str, target: str | None = None):
+    def register(build: Callable[[], Program]) -> Callable[[], Program]:
+        CASES.append(BlindCase(build.__name__, build, tuple(expect), why, target))
+        return build
+    return register
+
+
+def _P():
+    from jax.sharding import PartitionSpec
+    return PartitionSpec
+
+
+def _x64(fn, *shapes):
+    jax, _ = _jax()
+    with jax.enable_x64(True):
+        return jax.jit(fn).lower(*shapes)
+
+
+# -- donate -------------------------------------------------------------------------------
+
+def _hmc_leapfrog(q, p, prec, eps=0.01):
+    # One leapfrog step of HMC on a 16M-dimensional Gaussian with diagonal precision.
+    p = p - 0.5 * eps * prec * q
+    q = q + eps * p
+    p = p - 0.5 * eps * prec * q
+    return q, p
+
+
+_HMC = (_s((1 << 24,)), _s((1 << 24,)), _s((1 << 24,)))
+
+
+@case(["donate"], "HMC leapfrog step on a 16M-dimensional target: position and momentum "
+      "(64 MiB f32 each) come back updated but are not donated, so XLA holds both inputs "
+      "and both outputs (peak ~320 MiB where donating gives ~192 MiB).")
+def hmc_leapfrog_step_not_donated() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_hmc_leapfrog), _HMC)
+
+
+@case([], "The same HMC leapfrog step with position and momentum donated.")
+def hmc_leapfrog_step_donated() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_hmc_leapfrog, donate_argnums=(0, 1)), _HMC)
+
+
+def _seismic_step(p, p_prev, c2):
+    # 2-D acoustic wave equation, 4th-order Laplacian, leapfrog in time.
+    _, jnp = _jax()
+    lap = (-5.0 * p
+           + (4 / 3) * (jnp.roll(p, 1, 0) + jnp.roll(p, -1, 0) + jnp.roll(p, 1, 1) + jnp.roll(p, -1, 1))
+           - (1 / 12) * (jnp.roll(p, 2, 0) + jnp.roll(p, -2, 0) + jnp.roll(p, 2, 1) + jnp.roll(p, -2, 1)))
+    return 2.0 * p - p_prev + c2 * lap, p
+
+
+_SEIS = (_s((8192, 8192)), _s((8192, 8192)), _s((8192, 8192)))
+
+
+@case(["donate"], "Seismic (acoustic) wave step on an H100 over an 8192^2 grid: the new "
+      "pressure field (256 MiB f32) is a fresh buffer because neither p nor p_prev is "
+      "donated; donating p_prev lets the step write in place (peak ~1 GiB -> ~768 MiB).",
+      target="gpu")
+def seismic_wave_step_not_donated_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_seismic_step), _SEIS, target="h100")
+
+
+@case([], "The same seismic wave step with p_prev donated (the new field reuses it).",
+      target="gpu")
+def seismic_wave_step_donated_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_seismic_step, donate_argnums=(1,)), _SEIS, target="h100")
+
+
+# -- remat --------------------------------------------------------------------------------
+
+def _window_block(x, w):
+    # Swin-style attention inside 8x8 windows plus a 4x MLP; x: [B, windows, 64, C] bf16.
+    jax, jnp = _jax()
+    B, nw, t, c = x.shape
+    h = 8
+    y = x * jax.lax.rsqrt(jnp.mean(jnp.square(x.astype(jnp.float32)), -1, keepdims=True)).astype(x.dtype)
+    qkv = jnp.einsum("bwtc,cd->bwtd", y, w["qkv"]).reshape(B, nw, t, 3, h, c // h)
+    q, k, v = qkv[..., 0, :, :], qkv[..., 1, :, :], qkv[..., 2, :, :]
+    s = jnp.einsum("bwqhd,bwkhd->bwhqk", q, k, preferred_element_type=jnp.float32) / 8.0
+    a = jax.nn.softmax(s, axis=-1).astype(x.dtype)
+    o = jnp.einsum("bwhqk,bwkhd->bwqhd", a, v).reshape(B, nw, t, c)
+    x = x + jnp.einsum("bwtc,cd->bwtd", o, w["o"])
+    y = x * jax.lax.rsqrt(jnp.mean(jnp.square(x.astype(jnp.float32)), -1, keepdims=True)).astype(x.dtype)
+    return x + jnp.einsum("bwtf,fc->bwtc", jax.nn.gelu(jnp.einsum("bwtc,cf->bwtf", y, w["up"])), w["down"])
+
+
+def _window_loss(params, x, remat):
+    jax, jnp = _jax()
+    blk = jax.checkpoint(_window_block) if remat else _window_block
+    y, _ = jax.lax.scan(lambda h, w: (blk(h, w), None), x, params)
+    return jnp.mean(jnp.square(y.astype(jnp.float32)))
+
+
+def _window_args():
+    L, C = 12, 256
+    params = {"qkv": _s((L, C, 3 * C), "bfloat16"), "o": _s((L, C, C), "bfloat16"),
+              "up": _s((L, C, 4 * C), "bfloat16"), "down": _s((L, 4 * C, C), "bfloat16")}
+    return params, _s((16, 49, 64, C), "bfloat16")
+
+
+@case(["remat"], "Training 12 scanned Swin-style window-attention blocks on an H100 without "
+      "checkpointing: each layer saves its f32 window scores and probabilities "
+      "([16,49,8,64,64]) and the 4x MLP activations, ~3 GiB of residuals against ~20 MiB of "
+      "weights; jax.checkpoint on the block cuts the peak several-fold.", target="gpu")
+def swin_window_stack_no_remat_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(jax.grad(lambda p, x: _window_loss(p, x, False))), _window_args(),
+                   target="h100")
+
+
+@case([], "The same window-attention stack with jax.checkpoint on each scanned block.",
+      target="gpu")
+def swin_window_stack_remat_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(jax.grad(lambda p, x: _window_loss(p, x, True))), _window_args(),
+                   target="h100")
+
+
+def _tcn_loss(ws, x, remat):
+    # 8 dilated causal conv layers (kernel 3, dilation 1..128) on [B, T, C] audio features.
+    jax, jnp = _jax()
+
+    def layer(h, w, d):
+        y = jax.lax.conv_general_dilated(h, w, (1,), [(2 * d, 0)], rhs_dilation=(d,),
+                                         dimension_numbers=("NWC", "WIO", "NWC"))
+        return h + jax.nn.gelu(y)
+
+    for i, w in enumerate(ws):
+        f = jax.checkpoint(layer, static_argnums=(2,)) if remat else layer
+        x = f(x, w, 2 ** i)
+    return jnp.mean(jnp.square(x))
+
+
+@case(["remat"], "Training an 8-layer dilated TCN (WaveNet-style) on [32, 16384, 128] f32 "
+      "features: each layer keeps its conv output and GELU input (2 x 256 MiB per layer, "
+      "~4 GiB) for the backward pass; checkpointing each layer keeps only layer inputs.")
+def tcn_dilated_no_remat() -> Program:
+    jax, _ = _jax()
+    ws = [_s((3, 128, 128)) for _ in range(8)]
+    return Program(jax.jit(jax.grad(lambda w, x: _tcn_loss(w, x, False))), (ws, _s((32, 16384, 128))))
+
+
+# -- upcast -------------------------------------------------------------------------------
+
+def _linear_attention(q, k, v, upcast):
+    jax, jnp = _jax()
+    if upcast:
+        q, k, v = (t.astype(jnp.float32) for t in (q, k, v))
+        fq, fk = jax.nn.elu(q) + 1, jax.nn.elu(k) + 1
+        kv = jnp.einsum("bhtd,bhte->bhde", fk, v)
+        z = jnp.einsum("bhtd,bhd->bht", fq, jnp.sum(fk, axis=2))
+        return (jnp.einsum("bhtd,bhde->bhte", fq, kv) / z[..., None]).astype(jnp.bfloat16)
+    fq, fk = jax.nn.elu(q) + 1, jax.nn.elu(k) + 1
+    kv = jnp.einsum("bhtd,bhte->bhde", fk, v, preferred_element_type=jnp.float32)
+    z = jnp.einsum("bhtd,bhd->bht", fq, jnp.sum(fk, axis=2, dtype=jnp.float32).astype(fq.dtype),
+                   preferred_element_type=jnp.float32)
+    o = jnp.einsum("bhtd,bhde->bhte", fq, kv.astype(fq.dtype), preferred_element_type=jnp.float32)
+    return (o / z[..., None]).astype(jnp.bfloat16)
+
+
+_LIN = (_s((16, 16, 8192, 128), "bfloat16"),) * 3
+
+
+@case(["upcast"], "Linear attention on an H100: bf16 q, k, v ([16,16,8192,128], 512 MiB each) "
+      "are cast to f32 before the feature map and the two einsums, so the matmuls run in "
+      "f32 and f32 copies of q, k, v (3 x 1 GiB) are written; bf16 operands with f32 "
+      "accumulation do the same work.", target="gpu")
+def linear_attention_upcast_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, k, v: _linear_attention(q, k, v, True)), _LIN, target="h100")
+
+
+@case([], "The same linear attention with bf16 operands and preferred_element_type=f32.",
+      target="gpu")
+def linear_attention_bf16_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, k, v: _linear_attention(q, k, v, False)), _LIN, target="h100")
+
+
+def _perceiver_cross(latents, inputs, wq, wk, wv, upcast):
+    jax, jnp = _jax()
+    if upcast:
+        latents, inputs, wq, wk, wv = (t.astype(jnp.float32) for t in (latents, inputs, wq, wk, wv))
+    pet = jnp.float32
+    q = jnp.einsum("bnc,cd->bnd", latents, wq, preferred_element_type=pet).astype(latents.dtype)
+    k = jnp.einsum("bmc,cd->bmd", inputs, wk, preferred_element_type=pet).astype(latents.dtype)
+    v = jnp.einsum("bmc,cd->bmd", inputs, wv, preferred_element_type=pet).astype(latents.dtype)
+    s = jnp.einsum("bnd,bmd->bnm", q, k, preferred_element_type=pet) / 16.0
+    a = jax.nn.softmax(s, axis=-1).astype(latents.dtype)
+    return jnp.einsum("bnm,bmd->bnd", a, v, preferred_element_type=pet).astype(jnp.bfloat16)
+
+
+def _perceiver_args():
+    return (_s((32, 512, 1024), "bfloat16"), _s((32, 16384, 256), "bfloat16"),
+            _s((1024, 256), "bfloat16"), _s((256, 256), "bfloat16"), _s((256, 256), "bfloat16"))
+
+
+@case(["upcast"], "Perceiver cross-attention on a TPU v5e: latents, 16384 byte-array inputs "
+      "and weights are all cast from bf16 to f32 before the projections and attention, so "
+      "every matmul runs as multi-pass f32 on the MXU and the [32,512,16384] scores' "
+      "operands are f32; bf16 operands with f32 accumulation are the fix.", target="tpu")
+def perceiver_cross_attention_upcast_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _perceiver_cross(*a, True)), _perceiver_args(),
+                   target="tpu-v5e")
+
+
+@case([], "The same Perceiver cross-attention with bf16 operands and f32 accumulation.",
+      target="tpu")
+def perceiver_cross_attention_bf16_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _perceiver_cross(*a, False)), _perceiver_args(),
+                   target="tpu-v5e")
+
+
+# -- layout-copy --------------------------------------------------------------------------
+
+def _espcn(x, w1, w2, w3, layout):
+    # ESPCN 4x super-resolution: three 3x3 convs, then pixel shuffle.
+    jax, jnp = _jax()
+    dn = ("NCHW", "OIHW", "NCHW") if layout == "nchw" else ("NHWC", "HWIO", "NHWC")
+    for w in (w1, w2):
+        x = jnp.tanh(jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn))
+    y = jax.lax.conv_general_dilated(x, w3, (1, 1), "SAME", dimension_numbers=dn)
+    if layout == "nchw":
+        b, c, h, w = y.shape
+        y = y.reshape(b, 3, 4, 4, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(b, 3, 4 * h, 4 * w)
+    else:
+        b, h, w, c = y.shape
+        y = y.reshape(b, h, w, 4, 4, 3).transpose(0, 1, 3, 2, 4, 5).reshape(b, 4 * h, 4 * w, 3)
+    return y
+
+
+@case(["layout-copy"], "ESPCN super-resolution on an H100 written in NCHW (PyTorch habit): "
+      "cuDNN wants NHWC, so XLA transposes the 64-channel input and the 64-channel "
+      "activations between convs ([16,64,270,480] bf16, 253 MiB each), then the NCHW pixel "
+      "shuffle is a second full transpose; NHWC end to end needs only the shuffle.",
+      target="gpu")
+def espcn_superres_nchw_h100() -> Program:
+    jax, _ = _jax()
+    args = (_s((16, 64, 270, 480), "bfloat16"), _s((64, 64, 3, 3), "bfloat16"),
+            _s((64, 64, 3, 3), "bfloat16"), _s((48, 64, 3, 3), "bfloat16"))
+    return Program(jax.jit(lambda *a: _espcn(*a, "nchw")), args, target="h100")
+
+
+@case([], "The same ESPCN in NHWC/HWIO with the pixel shuffle on the channel-minor layout.",
+      target="gpu")
+def espcn_superres_nhwc_h100() -> Program:
+    jax, _ = _jax()
+    args = (_s((16, 270, 480, 64), "bfloat16"), _s((3, 3, 64, 64), "bfloat16"),
+            _s((3, 3, 64, 64), "bfloat16"), _s((3, 3, 64, 48), "bfloat16"))
+    return Program(jax.jit(lambda *a: _espcn(*a, "nhwc")), args, target="h100")
+
+
+def _nbeats_channels_first(x, ws):
+    # x: [B, C, T]; each block mixes channels with a pointwise matmul via swapaxes.
+    jax, jnp = _jax()
+
+    def block(h, w):
+        y = jnp.swapaxes(h, 1, 2) @ w           # [B, T, C]
+        return h + jnp.swapaxes(jax.nn.relu(y), 1, 2), None
+
+    h, _ = jax.lax.scan(block, x, ws)
+    return h
+
+
+@case(["layout-copy"], "A scanned channel-mixing stack on an H100 kept channels-first "
+      "([64, 512, 4096] bf16, 256 MiB): each of the 16 blocks swaps axes before and after "
+      "its matmul, so every layer writes a transposed copy of the activations next to the "
+      "matmul; keeping [B, T, C] (or one einsum contracting C in place) removes them.",
+      target="gpu")
+def channel_mixer_swapaxes_scan_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_nbeats_channels_first),
+                   (_s((64, 512, 4096), "bfloat16"), _s((16, 512, 512), "bfloat16")), target="h100")
+
+
+# -- f64 ----------------------------------------------------------------------------------
+
+def _hmm_forward(log_em, log_a, log_pi):
+    # Forward algorithm in log space; log_em: [B, T, S].
+    jax, jnp = _jax()
+
+    def step(alpha, e):
+        alpha = jax.nn.logsumexp(alpha[:, :, None] + log_a[None], axis=1) + e
+        return alpha, None
+
+    alpha, _ = jax.lax.scan(step, log_pi + log_em[:, 0], jnp.swapaxes(log_em[:, 1:], 0, 1))
+    return jax.nn.logsumexp(alpha, axis=-1)
+
+
+@case(["f64"], "HMM forward algorithm (64 sequences x 4096 steps x 128 states) written "
+      "entirely in f64 under enable_x64: log-space logsumexp is stable in f32, and f64 "
+      "doubles the 256 MiB emissions and every scan step's work on the CPU.")
+def hmm_forward_f64() -> Program:
+    _, jnp = _jax()
+    return Program(_x64(_hmm_forward, _s((64, 4096, 128), "float64"), _s((128, 128), "float64"),
+                        _s((128,), "float64")), ())
+
+
+@case([], "The same HMM forward algorithm in f32 (log space, logsumexp).")
+def hmm_forward_f32() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_hmm_forward), (_s((64, 4096, 128)), _s((128, 128)), _s((128,))))
+
+
+def _pagerank(adj_t, r0):
+    jax, jnp = _jax()
+    n = r0.shape[0]
+
+    def body(_, r):
+        return 0.15 / n + 0.85 * (adj_t @ r)
+
+    return jax.lax.fori_loop(0, 50, body, r0)
+
+
+@case(["f64"], "PageRank power iteration (50 steps) on a dense 8192-node column-stochastic "
+      "matrix in f64: each matvec streams the 512 MiB f64 matrix; f32 halves the traffic "
+      "and the footprint, with ranks accurate far below the tolerance anyone uses.")
+def pagerank_dense_f64() -> Program:
+    return Program(_x64(_pagerank, _s((8192, 8192), "float64"), _s((8192,), "float64")), ())
+
+
+# -- tpu-padding --------------------------------------------------------------------------
+
+def _schnet_cfconv(h, rbf, nbr, w1, w2):
+    # SchNet continuous-filter convolution: filters from RBF-expanded distances, gathered
+    # neighbour features multiplied and summed.  h: [atoms, F]; rbf: [atoms, K, R]; nbr: [atoms, K].
+    jax, jnp = _jax()
+    filt = jax.nn.softplus(jnp.einsum("akr,rf->akf", rbf, w1))
+    filt = jnp.einsum("akf,fg->akg", filt, w2)
+    return h + jnp.sum(h[nbr] * filt, axis=1)
+
+
+@case(["tpu-padding"], "SchNet interaction on a TPU v5e with 64 features: the gather of "
+      "neighbour features h[nbr] comes out as [65536, 32, 64] with the 64 features in the "
+      "128 lanes (1 GiB padded for 512 MiB of data, then relaid out by a transpose); 128 "
+      "features (or packing two neighbours per row) fills the lanes.",
+      target="tpu")
+def schnet_cfconv_64_features_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_schnet_cfconv),
+                   (_s((65536, 64)), _s((65536, 32, 50)), _s((65536, 32), "int32"),
+                    _s((50, 64)), _s((64, 64))), target="tpu-v5e")
+
+
+@case([], "The same SchNet interaction with 128 features and 128 RBFs (lane-aligned).",
+      target="tpu")
+def schnet_cfconv_128_features_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_schnet_cfconv),
+                   (_s((65536, 128)), _s((65536, 32, 128)), _s((65536, 32), "int32"),
+                    _s((128, 128)), _s((128, 128))), target="tpu-v5e")
+
+
+def _ddsp_harmonic(f0, amps, harmonics_minor):
+    # DDSP additive synthesis: 60 harmonics of f0, summed.  f0: [B, T]; amps: [B, T, 60]
+    # (or [B, 60, T]).
+    _, jnp = _jax()
+    phase = jnp.cumsum(f0 / 16000.0, axis=-1) * 2 * jnp.pi
+    k = jnp.arange(1, 61, dtype=jnp.float32)
+    if harmonics_minor:
+        return jnp.sum(amps * jnp.sin(phase[..., None] * k), axis=-1)
+    return jnp.sum(amps * jnp.sin(k[:, None] * phase[:, None, :]), axis=1)
+
+
+@case([], "DDSP harmonic synthesizer on a TPU v5e with the 60 harmonics as the minor axis of "
+      "the [16, 64000, 60] amplitudes: the compiler lays the amplitudes out with time in the "
+      "lanes ({1,0,2}), so nothing pads and the sines fuse with the sum over harmonics.",
+      target="tpu")
+def ddsp_harmonics_minor_60_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda f, a: _ddsp_harmonic(f, a, True)),
+                   (_s((16, 64000)), _s((16, 64000, 60))), target="tpu-v5e")
+
+
+# -- repeated-collective ------------------------------------------------------------------
+
+def _nbeats_mlp_loss(w, x, y):
+    _, jnp = _jax()
+    h = x
+    for i in range(len(w) - 1):
+        h = jnp.maximum(h @ w[i], 0.0)
+    return jnp.mean(jnp.square(h @ w[-1] - y))
+
+
+def _nbeats_accum(per_microbatch):
+    jax, jnp = _jax()
+    P = _P()
+    mesh = _cpu_mesh()
+
+    def local(w, xs, ys):
+        def body(i, g):
+            gi = jax.grad(_nbeats_mlp_loss)(w, xs[i], ys[i])
+            if per_microbatch:
+                gi = jax.lax.psum(gi, "data")
+            return jax.tree.map(jnp.add, g, gi)
+        g = jax.lax.fori_loop(0, xs.shape[0], body, jax.tree.map(jnp.zeros_like, w))
+        if not per_microbatch:
+            g = jax.lax.psum(g, "data")
+        return jax.tree.map(lambda a, b: a - 1e-3 * b, w, g)
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data"), P(None, "data")),
+                      out_specs=P(), check_vma=False)
+    w = [_s((512, 1024)), _s((1024, 1024)), _s((1024, 1024)), _s((1024, 96))]
+    return Program(jax.jit(f, donate_argnums=(0,)), (w, _s((16, 2048, 512)), _s((16, 2048, 96))))
+
+
+@case(["repeated-collective"], "N-BEATS-style forecaster trained data-parallel on 8 CPU devices "
+      "with 16 accumulation microbatches: the 2.4M-parameter gradient (9.4 MiB) is psum'd "
+      "inside the fori_loop, 16 all-reduces per step where one after the loop gives the same "
+      "sum.")
+def nbeats_accum_psum_per_microbatch_cpu8() -> Program:
+    return _nbeats_accum(True)
+
+
+@case([], "The same accumulation with one psum after the loop (shard_map with check_vma=False, "
+      "so JAX adds no all-reduce of the replicated weights' gradient inside the loop).")
+def nbeats_accum_psum_after_cpu8() -> Program:
+    return _nbeats_accum(False)
+
+
+def _ring_attention(prefetch):
+    # Ring attention over 8 H100s: each device holds a sequence block of q, k, v and passes
+    # k, v around the ring.
+    jax, jnp = _jax()
+    P = _P()
+    n = 8
+    perm = [(i, (i + 1) % n) for i in range(n)]
+
+    def block(q, k, v, m, l, o):
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+        m2 = jnp.maximum(m, s.max(-1))
+        p = jnp.exp(s - m2[..., None])
+        c = jnp.exp(m - m2)
+        l2 = l * c + p.sum(-1)
+        o2 = o * jnp.swapaxes(c, 1, 2)[..., None] + jnp.einsum(
+            "bhqk,bkhd->bqhd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
+        return m2, l2, o2
+
+    def local(q, k, v):
+        B, T, H, D = q.shape
+        m = jnp.full((B, H, T), -jnp.inf, jnp.float32)
+        l = jnp.zeros((B, H, T), jnp.float32)
+        o = jnp.zeros((B, T, H, D), jnp.float32)
+        if prefetch:
+            def body(i, c):
+                k, v, m, l, o = c
+                k2, v2 = jax.lax.ppermute((k, v), "data", perm)   # in flight during compute
+                m, l, o = block(q, k, v, m, l, o)
+                return k2, v2, m, l, o
+        else:
+            def body(i, c):
+                k, v, m, l, o = c
+                m, l, o = block(q, k, v, m, l, o)
+                k, v = jax.lax.ppermute((k, v), "data", perm)
+                return k, v, m, l, o
+        _, _, m, l, o = jax.lax.fori_loop(0, n, body, (k, v, m, l, o))
+        return (o / jnp.swapaxes(l, 1, 2)[..., None]).astype(q.dtype)
+
+    spec = P(None, "data")
+    f = jax.shard_map(local, in_specs=(spec, spec, spec), out_specs=spec, check_vma=False)
+    args = tuple(_s((2, 32768, 16, 128), "bfloat16") for _ in range(3))
+    return Program(jax.jit(f), args, target="h100x8", kwargs={"mesh": "data=8"})
+
+
+@case([], "Ring attention over 8 H100s (32768 tokens, 4096 per device) written compute-then-"
+      "send: the permute of k/v depends only on the block, so XLA starts it before the "
+      "block's attention and both 16 MiB collective-permutes overlap the compute (the "
+      "compiled loop body is the same as the prefetching version's).", target="gpu")
+def ring_attention_permute_after_compute_h100x8() -> Program:
+    return _ring_attention(False)
+
+
+@case([], "The same ring attention issuing the next block's collective-permute before the "
+      "block's attention, so the transfer overlaps the compute.", target="gpu")
+def ring_attention_prefetch_h100x8() -> Program:
+    return _ring_attention(True)
+
+
+# -- unrolled-loop ------------------------------------------------------------------------
+
+def _sw_antidiag(seq_a, seq_b, sub, n_diag, unrolled):
+    # Smith-Waterman local alignment scores, batched over pairs, swept by anti-diagonals
+    # (the DP state is the last two anti-diagonals); substitution scores gathered up front.
+    jax, jnp = _jax()
+    B, n = seq_a.shape
+    gap = 1.0
+    i = jnp.arange(n)
+    jd = jnp.arange(n_diag)[:, None] - i[None, :]                      # [D, n]
+    valid = (jd >= 0) & (jd < n)
+    sd = sub[seq_a[None], jnp.take(seq_b, jnp.clip(jd, 0, n - 1), axis=1).transpose(1, 0, 2)]
+    sd = jnp.where(valid[:, None, :], sd, -1e9)                          # [D, B, n]
+
+    def step(carry, s):
+        h_prev2, h_prev, best = carry
+        up = jnp.pad(h_prev[:, :-1], ((0, 0), (1, 0)))
+        diag = jnp.pad(h_prev2[:, :-1], ((0, 0), (1, 0)))
+        h = jnp.maximum(0.0, jnp.maximum(diag + s, jnp.maximum(up, h_prev) - gap))
+        return (h_prev, h, jnp.maximum(best, h.max(-1))), None
+
+    init = (jnp.zeros((B, n)), jnp.zeros((B, n)), jnp.zeros((B,)))
+    if unrolled:
+        c = init
+        for d in range(n_diag):
+            c, _ = step(c, sd[d])
+        return c[2]
+    c, _ = jax.lax.scan(step, init, sd)
+    return c[2]
+
+
+_SW = (_s((4096, 64), "int32"), _s((4096, 64), "int32"), _s((24, 24)))
+
+
+@case([], "Smith-Waterman alignment of 4096 peptide pairs (64 residues) as lax.scan over "
+      "its 127 anti-diagonals, substitution scores gathered once up front.")
+def smith_waterman_scan() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda a, b, s: _sw_antidiag(a, b, s, 127, False)), _SW)
+
+
+def _hmc_trajectory(q, p, x, y, steps, unrolled):
+    # Bayesian logistic regression HMC trajectory: `steps` leapfrog steps with the gradient
+    # of the log posterior over a [65536, 512] design matrix.
+    jax, jnp = _jax()
+
+    def grad_u(q):
+        return x.T @ (jax.nn.sigmoid(x @ q) - y) + q
+
+    def leap(c, _):
+        q, p = c
+        p = p - 0.005 * grad_u(q)
+        q = q + 0.01 * p
+        p = p - 0.005 * grad_u(q)
+        return (q, p), None
+
+    if unrolled:
+        c = (q, p)
+        for _ in range(steps):
+            c, _ = leap(c, None)
+        return c
+    c, _ = jax.lax.scan(leap, (q, p), None, length=steps)
+    return c
+
+
+@case(["unrolled-loop"], "HMC for Bayesian logistic regression on an H100 with 64 leapfrog "
+      "steps written as a Python loop inside jit: 128 gradient evaluations (256 matvecs "
+      "over the 128 MiB design matrix) are unrolled into one straight-line program; a "
+      "lax.scan over the steps compiles one body.", target="gpu")
+def hmc_logreg_leapfrog_python_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, p, x, y: _hmc_trajectory(q, p, x, y, 64, True)),
+                   (_s((512,)), _s((512,)), _s((65536, 512)), _s((65536,))), target="h100")
+
+
+@case([], "The same HMC trajectory with the 64 leapfrog steps in lax.scan.", target="gpu")
+def hmc_logreg_leapfrog_scan_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, p, x, y: _hmc_trajectory(q, p, x, y, 64, False)),
+                   (_s((512,)), _s((512,)), _s((65536, 512)), _s((65536,))), target="h100")
+
+
+# -- constant-rebuilt ---------------------------------------------------------------------
+
+def _fourier_features(img, w, feats=None):
+    # Perceiver-style 2-D Fourier position features for a 224x224 image, 64 bands per axis,
+    # concatenated to the pixels and projected.
+    _, jnp = _jax()
+    if feats is None:
+        lin = jnp.linspace(-1.0, 1.0, 224)
+        yy, xx = jnp.meshgrid(lin, lin, indexing="ij")
+        bands = jnp.linspace(1.0, 112.0, 64)
+        ang = jnp.pi * jnp.stack([yy, xx], -1)[..., None] * bands        # [224,224,2,64]
+        feats = jnp.concatenate([jnp.sin(ang), jnp.cos(ang)], -1).reshape(224 * 224, 256)
+    b = img.shape[0]
+    x = jnp.concatenate([img.reshape(b, 224 * 224, 3),
+                         jnp.broadcast_to(feats, (b, 224 * 224, 256)).astype(img.dtype)], -1)
+    return x @ w
+
+
+@case(["constant-rebuilt"], "Perceiver input encoding on an H100: the [50176, 256] Fourier "
+      "position features (sin/cos of 64 bands x 2 axes, 49 MiB f32) depend on nothing "
+      "but constants, yet are recomputed with 12.8M sines and cosines on every call; "
+      "computing them once and passing them in (or caching them) removes that work.",
+      target="gpu")
+def perceiver_fourier_features_rebuilt_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_fourier_features),
+                   (_s((8, 224, 224, 3), "bfloat16"), _s((259, 256), "bfloat16")), target="h100")
+
+
+@case([], "The same Perceiver encoding with the Fourier features computed once and passed "
+      "as an argument (bf16).", target="gpu")
+def perceiver_fourier_features_argument_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda img, w, f: _fourier_features(img, w, f)),
+                   (_s((8, 224, 224, 3), "bfloat16"), _s((259, 256), "bfloat16"),
+                    _s((50176, 256), "bfloat16")), target="h100")
+
+
+def _stft_mag(audio, basis=None):
+    # STFT magnitudes with a 2048-point window, hop 512, as a matmul with a DFT basis.
+    _, jnp = _jax()
+    n = 2048
+    if basis is None:
+        t = jnp.arange(n, dtype=jnp.float32)
+        f = jnp.arange(n // 2 + 1, dtype=jnp.float32)
+        win = 0.5 - 0.5 * jnp.cos(2 * jnp.pi * t / n)
+        ang = 2 * jnp.pi * t[:, None] * f[None, :] / n
+        basis = jnp.concatenate([jnp.cos(ang), -jnp.sin(ang)], 1) * win[:, None]
+    B, T = audio.shape
+    frames = (T - n) // 512 + 1
+    idx = jnp.arange(frames)[:, None] * 512 + jnp.arange(n)[None, :]
+    spec = audio[:, idx] @ basis
+    re, im = spec[..., : n // 2 + 1], spec[..., n // 2 + 1:]
+    return jnp.sqrt(re * re + im * im)
+
+
+@case(["constant-rebuilt"], "DDSP multi-scale spectral loss front end: the windowed "
+      "[2048, 2050] DFT basis (16 MiB f32, 4.2M cosines and sines) is rebuilt from iota on "
+      "every call of the jitted function, for 8 clips of 4 s; building it once outside is "
+      "the fix.")
+def ddsp_stft_basis_rebuilt() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_stft_mag), (_s((8, 64000)),))
+
+
+# -- onehot-gather ------------------------------------------------------------------------
+
+def _lda_estep(words, counts, log_beta, gamma, onehot):
+    # LDA variational E-step: phi_{dn,k} ~ exp(E[log theta_dk]) * beta_{k, w_dn}.
+    jax, jnp = _jax()
+    elog_theta = jax.scipy.special.digamma(gamma) - jax.scipy.special.digamma(gamma.sum(-1, keepdims=True))
+    if onehot:
+        lb = jax.nn.one_hot(words, log_beta.shape[1]) @ log_beta.T          # [D, N, K]
+    else:
+        lb = jnp.take(log_beta.T, words, axis=0)
+    phi = jax.nn.softmax(elog_theta[:, None, :] + lb, axis=-1)
+    return 1.0 + jnp.sum(phi * counts[..., None], axis=1)
+
+
+_LDA = (_s((512, 256), "int32"), _s((512, 256)), _s((128, 32768)), _s((512, 128)))
+
+
+@case(["onehot-gather"], "LDA variational E-step: the topic-word log-probabilities of each "
+      "token are looked up as one_hot(words, 32768) @ log_beta.T, a [512, 256, 32768] f32 "
+      "one-hot (16 GiB if materialized) and a 1.1 TFLOP matmul for what a gather of 131072 "
+      "rows of 128 does.")
+def lda_estep_onehot_lookup() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _lda_estep(*a, True)), _LDA)
+
+
+@case([], "The same LDA E-step with jnp.take of the transposed topic-word table.")
+def lda_estep_take() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _lda_estep(*a, False)), _LDA)
+
+
+def _draft_step(tokens, emb, w, onehot):
+    # Speculative decoding draft model: embed the last 4 tokens of 64 sequences and score.
+    jax, jnp = _jax()
+    if onehot:
+        x = jax.nn.one_hot(tokens, emb.shape[0], dtype=emb.dtype) @ emb
+    else:
+        x = emb[tokens]
+    h = jax.nn.gelu(x.reshape(tokens.shape[0], -1) @ w)
+    return jnp.argmax(h @ emb.T, axis=-1)
+
+
+@case(["onehot-gather"], "Speculative-decoding draft model on an H100: the 4 context tokens of "
+      "64 sequences are embedded as one_hot(tokens, 128256) @ emb ([256, 128256] bf16 "
+      "one-hot, 63 MiB, and a full read of the 1 GiB table through a matmul) where emb[tokens] "
+      "reads 256 rows.", target="gpu")
+def speculative_draft_onehot_embed_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda t, e, w: _draft_step(t, e, w, True)),
+                   (_s((64, 4), "int32"), _s((128256, 4096), "bfloat16"),
+                    _s((16384, 4096), "bfloat16")), target="h100")
+
+
+# -- host-transfer ------------------------------------------------------------------------
+
+def _hmc_chain(q0, x, y, key, log_each_step):
+    jax, jnp = _jax()
+
+    def logp(q):
+        return -jnp.sum(jnp.logaddexp(0.0, -(2 * y - 1) * (x @ q))) - 0.5 * q @ q
+
+    def step(c, k):
+        q, lp = c
+        k1, k2 = jax.random.split(k)
+        prop = q + 0.01 * jax.random.normal(k1, q.shape)
+        lp2 = logp(prop)
+        acc = jnp.log(jax.random.uniform(k2)) < lp2 - lp
+        q, lp = jnp.where(acc, prop, q), jnp.where(acc, lp2, lp)
+        if log_each_step:
+            jax.debug.callback(lambda a, l: None, acc, lp)
+            return (q, lp), None
+        return (q, lp), (acc, lp)
+
+    c, out = jax.lax.scan(step, (q0, logp(q0)), jax.random.split(key, 2000))
+    return c[0], out
+
+
+_MCMC = (_s((64,)), _s((4096, 64)), _s((4096,)))
+
+
+@case(["host-transfer"], "Random-walk Metropolis chain (2000 steps) for logistic regression "
+      "with jax.debug.callback logging the acceptance and log-density in every step: each "
+      "iteration stops the loop for a device-to-host callback, while the step itself is "
+      "one 1 MiB matvec (tens of microseconds); returning them as scan outputs keeps the loop on the device.")
+def mcmc_chain_callback_each_step() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, x, y: _hmc_chain(q, x, y, jax.random.key(0), True)), _MCMC)
+
+
+@case([], "The same Metropolis chain returning acceptance and log-density as scan outputs.")
+def mcmc_chain_scan_outputs() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda q, x, y: _hmc_chain(q, x, y, jax.random.key(0), False)), _MCMC)
+
+
+def _pagerank_host_check(adj_t, r0):
+    jax, jnp = _jax()
+    n = r0.shape[0]
+
+    def body(c):
+        r, _, i = c
+        r2 = 0.15 / n + 0.85 * (adj_t @ r)
+        res = jax.experimental.io_callback(lambda a, b: __import__("numpy").float32(abs(a - b).sum()),
+                                           jax.ShapeDtypeStruct((), jnp.float32), r2, r)
+        return r2, res, i + 1
+
+    r, _, _ = jax.lax.while_loop(lambda c: (c[1] > 1e-6) & (c[2] < 100), body,
+                                 (r0, jnp.float32(1.0), 0))
+    return r
+
+
+@case(["host-transfer"], "PageRank on a dense 1024-node graph (4 MiB) whose convergence test runs on the "
+      "host: an io_callback copies both rank vectors to the host in every iteration of "
+      "the while_loop to compute the L1 residual, which one fused reduction on the device "
+      "gives.")
+def pagerank_host_residual_callback() -> Program:
+    jax, _ = _jax()
+    import jax.experimental  # noqa: F401
+    return Program(jax.jit(_pagerank_host_check), (_s((1024, 1024)), _s((1024,))))
