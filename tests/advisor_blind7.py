@@ -1157,3 +1157,232 @@ def vit_numpy_position_table_h100() -> Program:
     return Program(jax.jit(lambda p, w, c: _vit_embed(p, w, pos, c)),
                    (_s((8, 4096, 768), "bfloat16"), _s((768, 768), "bfloat16"),
                     _s((768,), "bfloat16")), target="h100")
+
+
+# -- small-kernels ------------------------------------------------------------------------
+
+def _resnext_block(x, w_in, w_grp, w_out, looped):
+    # ResNeXt bottleneck (32 groups of 8 channels in the 3x3 conv), NHWC.
+    jax, jnp = _jax()
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.nn.relu(jax.lax.conv_general_dilated(x, w_in, (1, 1), "SAME", dimension_numbers=dn))
+    if looped:
+        # w_grp: [32, 3, 3, 8, 8], one conv per group, outputs concatenated
+        g = [jax.lax.conv_general_dilated(h[..., 8 * i:8 * i + 8], w_grp[i], (1, 1), "SAME",
+                                          dimension_numbers=dn) for i in range(32)]
+        h = jnp.concatenate(g, -1)
+    else:
+        wg = jnp.concatenate(list(w_grp), -1)                          # [3, 3, 8, 256]
+        h = jax.lax.conv_general_dilated(h, wg, (1, 1), "SAME", dimension_numbers=dn,
+                                         feature_group_count=32)
+    h = jax.nn.relu(h)
+    return jax.nn.relu(x + jax.lax.conv_general_dilated(h, w_out, (1, 1), "SAME",
+                                                        dimension_numbers=dn))
+
+
+def _resnext_args():
+    return (_s((32, 56, 56, 256), "bfloat16"), _s((1, 1, 256, 256), "bfloat16"),
+            _s((32, 3, 3, 8, 8), "bfloat16"), _s((1, 1, 256, 256), "bfloat16"))
+
+
+@case(["small-kernels"], "ResNeXt bottleneck on an H100 whose grouped 3x3 conv is written as "
+      "a Python loop over the 32 groups: 32 separate 8-in/8-out convolutions (each a "
+      "slice, a tiny cuDNN call on [32,56,56,8] bf16 and a concatenate), launch-bound next "
+      "to the block's two 256-channel convs; one conv with feature_group_count=32 does the "
+      "same work in one kernel.", target="gpu")
+def resnext_groups_python_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _resnext_block(*a, True)), _resnext_args(), target="h100")
+
+
+@case([], "The same ResNeXt bottleneck with one grouped convolution (feature_group_count=32).",
+      target="gpu")
+def resnext_grouped_conv_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _resnext_block(*a, False)), _resnext_args(), target="h100")
+
+
+def _bp_energy(feats, species, w1, w2, w3, looped):
+    # Behler-Parrinello potential: each atom's symmetry-function features go through the
+    # MLP of its element (16 elements); feats: [atoms, 128], species: [atoms] int32.
+    jax, jnp = _jax()
+    if looped:
+        e = jnp.zeros(feats.shape[0])
+        for z in range(w1.shape[0]):
+            h = jnp.tanh(feats @ w1[z])
+            h = jnp.tanh(h @ w2[z])
+            e = e + jnp.where(species == z, (h @ w3[z])[:, 0], 0.0)
+        return jnp.sum(e)
+    h = jnp.tanh(jnp.einsum("af,afh->ah", feats, w1[species]))
+    h = jnp.tanh(jnp.einsum("ah,ahk->ak", h, w2[species]))
+    return jnp.sum(jnp.einsum("ak,ak->a", h, w3[species][..., 0]))
+
+
+@case(["small-kernels"], "Behler-Parrinello neural potential on an H100 (4096 atoms, 16 "
+      "elements) evaluating every element's 3-layer MLP on all atoms in a Python loop and "
+      "masking: 48 small GEMMs ([4096,128]x[128,64] and smaller) plus 16 mask fusions, each "
+      "moving well under a MiB, launch-bound and 16x the needed flops; sorting atoms by "
+      "element (or one batched matmul over element-grouped atoms) does it in a few kernels.",
+      target="gpu")
+def behler_parrinello_element_loop_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda *a: _bp_energy(*a, True)),
+                   (_s((4096, 128)), _s((4096,), "int32"), _s((16, 128, 64)),
+                    _s((16, 64, 64)), _s((16, 64, 1))), target="h100")
+
+
+# -- reduction-split ----------------------------------------------------------------------
+
+def _chunked_nll(logp, targets, chunks):
+    # Perplexity evaluation: sum of target log-probabilities over [tokens, vocab].
+    _, jnp = _jax()
+    n = logp.shape[0] // chunks
+    total = jnp.float32(0.0)
+    for i in range(chunks):
+        lp = logp[i * n:(i + 1) * n]
+        t = targets[i * n:(i + 1) * n]
+        total = total + jnp.sum(jnp.take_along_axis(lp, t[:, None], 1))
+    return -total / logp.shape[0]
+
+
+@case(["reduction-split"], "Perplexity of a held-out set on an H100 summed chunk by chunk in a "
+      "Python loop (32 chunks of 256 rows of a [8192, 32000] log-prob array): one "
+      "gather-and-sum over 8192 rows becomes 32 small reductions each reading 256 values "
+      "plus a chain of scalar adds, all launch-bound; one take_along_axis and one sum over "
+      "all rows is one kernel.", target="gpu")
+def perplexity_chunked_sum_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda a, t: _chunked_nll(a, t, 32)),
+                   (_s((8192, 32000), "bfloat16"), _s((8192,), "int32")), target="h100")
+
+
+def _bn_stats(x, blocks):
+    # Batch-norm statistics over [N, C] features accumulated block by block in a fori_loop
+    # (a habit from out-of-core code) vs one pass.
+    jax, jnp = _jax()
+    if blocks:
+        n = x.shape[0] // blocks
+
+        def body(i, c):
+            s, ss = c
+            xb = jax.lax.dynamic_slice_in_dim(x, i * n, n)
+            return s + xb.sum(0), ss + (xb * xb).sum(0)
+
+        s, ss = jax.lax.fori_loop(0, blocks, body, (jnp.zeros(x.shape[1]), jnp.zeros(x.shape[1])))
+    else:
+        s, ss = x.sum(0), (x * x).sum(0)
+    mu = s / x.shape[0]
+    return mu, ss / x.shape[0] - mu * mu
+
+
+@case(["reduction-split"], "Batch-norm statistics of [262144, 128] f32 features on an H100 "
+      "accumulated over 512 row blocks in a fori_loop: one 128 MiB column reduction "
+      "(~50 us at HBM speed) becomes 512 iterations of small reductions over 256 KiB "
+      "each, launch- and loop-bound (several ms); one x.sum(0) and (x*x).sum(0) fuse into "
+      "one pass.", target="gpu")
+def batchnorm_stats_blocked_fori_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x: _bn_stats(x, 512)), (_s((262144, 128)),), target="h100")
+
+
+@case([], "The same batch-norm statistics as one fused pass (sum and sum of squares).",
+      target="gpu")
+def batchnorm_stats_one_pass_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x: _bn_stats(x, 0)), (_s((262144, 128)),), target="h100")
+
+
+# -- recompute ----------------------------------------------------------------------------
+
+def _gray_scott(u, v, feed, steps):
+    # Gray-Scott reaction-diffusion on a 4096^2 grid with a feed rate varying along x:
+    # feed is either the [4096] profile (broadcast inside the step) or a full [4096, 4096]
+    # map built by the caller (np.tile habit).
+    jax, jnp = _jax()
+    F = feed if feed.ndim == 2 else feed[None, :]
+
+    def lap(a):
+        return jnp.roll(a, 1, 0) + jnp.roll(a, -1, 0) + jnp.roll(a, 1, 1) + jnp.roll(a, -1, 1) - 4 * a
+
+    def step(u, v):
+        uvv = u * v * v
+        return (u + 0.2 * lap(u) - uvv + F * (1 - u),
+                v + 0.1 * lap(v) + uvv - (F + 0.062) * v)
+
+    def body(_, c):
+        # two steps per iteration, so each new pair of fields lands in the other buffers
+        return step(*step(*c))
+
+    return jax.lax.fori_loop(0, steps // 2, body, (u, v))
+
+
+_GS = (_s((4096, 4096)), _s((4096, 4096)))
+
+
+@case(["recompute"], "Gray-Scott reaction-diffusion (50 steps, 4096^2 f32, two steps per "
+      "loop iteration) with the feed rate passed as a full [4096, 4096] map (64 MiB) that "
+      "every step reads, though "
+      "it varies only along x: a quarter more memory traffic per step than the two fields "
+      "themselves; broadcasting the [4096] profile inside the step recomputes it for free.")
+def gray_scott_feed_map_materialized() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda u, v, f: _gray_scott(u, v, f, 50), donate_argnums=(0, 1)),
+                   _GS + (_s((4096, 4096)),))
+
+
+@case([], "The same Gray-Scott integration with the [4096] feed profile broadcast inside the "
+      "step, fields donated, two steps per iteration (no copies of the loop state).")
+def gray_scott_feed_profile() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda u, v, f: _gray_scott(u, v, f, 50), donate_argnums=(0, 1)),
+                   _GS + (_s((4096,)),))
+
+
+def _t5_stack(x, table, ws, in_layer):
+    # 6 scanned T5-style encoder attention layers (bf16, 16 heads) with a bucketed relative
+    # position bias looked up from a [32, 16] table.
+    jax, jnp = _jax()
+    T, H = x.shape[1], table.shape[1]
+
+    def bias():
+        rel = jnp.arange(T)[None, :] - jnp.arange(T)[:, None]
+        b = jnp.clip(jnp.sign(rel) * jnp.floor(jnp.log2(jnp.abs(rel) + 1.0) * 2.0) + 16, 0, 31)
+        return jnp.transpose(table[b.astype(jnp.int32)], (2, 0, 1))      # [H, T, T] f32
+
+    full = None if in_layer else bias()
+
+    def layer(h, w):
+        B, _, C = h.shape
+        qkv = (h @ w["qkv"]).reshape(B, T, 3, H, C // H)
+        s = jnp.einsum("bqhd,bkhd->bhqk", qkv[:, :, 0], qkv[:, :, 1],
+                       preferred_element_type=jnp.float32)
+        s = s + (bias() if in_layer else full)[None]
+        a = jax.nn.softmax(s, -1).astype(h.dtype)
+        o = jnp.einsum("bhqk,bkhd->bqhd", a, qkv[:, :, 2]).reshape(B, T, C)
+        return h + o @ w["o"], None
+
+    return jax.lax.scan(layer, x, ws)[0]
+
+
+def _t5_args():
+    return (_s((4, 2048, 1024), "bfloat16"), _s((32, 16)),
+            {"qkv": _s((6, 1024, 3072), "bfloat16"), "o": _s((6, 1024, 1024), "bfloat16")})
+
+
+@case(["recompute"], "T5-style encoder (6 scanned layers, 2048 tokens, 16 heads) on an H100 "
+      "that materializes the relative-position bias once as [16, 2048, 2048] f32 (256 MiB) "
+      "before the scan and reads it in every layer: bigger than the activations, and "
+      "re-read 6 times; computing the bucket from iota inside the layer and looking up the "
+      "[32, 16] table fuses into the scores.", target="gpu")
+def t5_relative_bias_materialized_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x, t, w: _t5_stack(x, t, w, False)), _t5_args(),
+                   target="h100")
+
+
+@case([], "The same T5-style encoder computing the bias buckets from iota inside each layer.",
+      target="gpu")
+def t5_relative_bias_in_layer_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x, t, w: _t5_stack(x, t, w, True)), _t5_args(),
+                   target="h100")
