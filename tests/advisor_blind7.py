@@ -1386,3 +1386,290 @@ def t5_relative_bias_in_layer_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(lambda x, t, w: _t5_stack(x, t, w, True)), _t5_args(),
                    target="h100")
+
+
+# -- gathered-weights, exposed-collective, repeated-collective (sharded) ------------------
+
+def _sh(shape, dtype="float32", *spec):
+    # A shape laid out with partition spec `spec` (kept when laid on a target's mesh).
+    from jax.sharding import NamedSharding
+    return _s(shape, dtype, NamedSharding(_cpu_mesh(), _P()(*spec)))
+
+
+def _ffn_layer(h, up, down):
+    jax, jnp = _jax()
+    return h + jax.nn.gelu(h @ up) @ down
+
+
+def _zero_infer(upfront):
+    # ZeRO-3 style sharded inference of a 12-layer conformer FFN stack on 8 H100s: each
+    # device holds 1/8 of every weight (rows) and its own slice of the batch.
+    jax, jnp = _jax()
+    P = _P()
+
+    def local(x, ups, downs):
+        if upfront:
+            ups = [jax.lax.all_gather(u, "data", axis=0, tiled=True) for u in ups]
+            downs = [jax.lax.all_gather(d, "data", axis=0, tiled=True) for d in downs]
+            for u, d in zip(ups, downs):
+                x = _ffn_layer(x, u, d)
+            return x
+
+        def body(h, w):
+            u = jax.lax.all_gather(w[0], "data", axis=0, tiled=True)
+            d = jax.lax.all_gather(w[1], "data", axis=0, tiled=True)
+            return _ffn_layer(h, u, d), None
+        return jax.lax.scan(body, x, (ups, downs))[0]
+
+    if upfront:
+        specs = (P("data"), P("data"), P("data"))
+        ups = [_sh((1024, 4096), "bfloat16", "data") for _ in range(12)]
+        downs = [_sh((4096, 1024), "bfloat16", "data") for _ in range(12)]
+    else:   # the expert's layout: weights stacked by layer, sharded by rows
+        specs = (P("data"), P(None, "data"), P(None, "data"))
+        ups = _sh((12, 1024, 4096), "bfloat16", None, "data")
+        downs = _sh((12, 4096, 1024), "bfloat16", None, "data")
+    f = jax.shard_map(local, in_specs=specs, out_specs=P("data"), check_vma=False)
+    return Program(jax.jit(f), (_sh((16, 1024, 1024), "bfloat16", "data"), ups, downs),
+                   target="h100x8", kwargs={"mesh": "data=8"})
+
+
+@case([], "The same ZeRO-3 inference with the weights stacked by layer ([12, 1024, 4096] "
+      "sharded by rows) and a scan whose body all-gathers one layer's weights "
+      "(one layer's 16 MiB alive; peak 64 MiB against 104 MiB gathering up front).",
+      target="gpu")
+def zero3_ffn_scan_gather_in_body_h100x8() -> Program:
+    return _zero_infer(False)
+
+
+@case(["gathered-weights"], "ZeRO-3 sharded inference of a 12-layer conformer FFN stack on 8 "
+      "H100s that all-gathers every layer's weights in a list comprehension before the "
+      "layers run: all 24 full matrices (12 x 16 MiB bf16 = 192 MiB per device) are alive "
+      "together, against 8 MiB of local activations; gathering each layer's weights inside "
+      "a scan over stacked layers keeps one layer's 16 MiB.", target="gpu")
+def zero3_ffn_gather_upfront_h100x8() -> Program:
+    return _zero_infer(True)
+
+
+def _fsdp_train_cpu(scanned):
+    # FSDP training of an 8-layer residual MLP (2048 wide) on 8 CPU devices: weights
+    # sharded by rows, gathered per layer; the gradient reduce-scatters back to the shard.
+    jax, jnp = _jax()
+    P = _P()
+    mesh = _cpu_mesh()
+
+    def layer(h, w_shard):
+        w = jax.lax.all_gather(w_shard, "data", axis=0, tiled=True)
+        return h + jnp.tanh(h @ w)
+
+    def loss(ws, x):
+        if scanned:
+            h = jax.lax.scan(lambda h, w: (jax.checkpoint(layer)(h, w), None), x, ws)[0]
+        else:
+            h = x
+            for i in range(ws.shape[0]):
+                h = layer(h, ws[i])
+        return jnp.mean(jnp.square(h))
+
+    def local(ws, x):
+        g = jax.grad(loss)(ws, x)
+        return ws - 1e-3 * g
+
+    f = jax.shard_map(local, mesh=mesh, in_specs=(P(None, "data"), P("data")),
+                      out_specs=P(None, "data"))
+    return Program(jax.jit(f, donate_argnums=(0,)),
+                   (_sh((8, 2048, 2048), "float32", None, "data"), _sh((2048, 2048), "float32", "data")))
+
+
+@case(["gathered-weights"], "FSDP training of an 8-layer 2048-wide residual MLP on 8 CPU "
+      "devices, layers in a Python loop: autodiff keeps each layer's all-gathered full "
+      "weight (16 MiB f32) as a residual for the backward pass, so all 8 gathered "
+      "matrices (128 MiB per device) are alive at the peak beside 2 MiB shards and 2 MiB "
+      "activations per layer; a scan with jax.checkpoint on gather-plus-layer regathers "
+      "in the backward pass and keeps one.")
+def fsdp_mlp_gathers_saved_cpu8() -> Program:
+    return _fsdp_train_cpu(False)
+
+
+@case([], "The same FSDP training with the layers in lax.scan and jax.checkpoint around the "
+      "gather and the layer (only layer inputs are saved; weights are regathered).")
+def fsdp_mlp_scan_checkpointed_cpu8() -> Program:
+    return _fsdp_train_cpu(True)
+
+
+def _two_tower_dp(flat):
+    # Data-parallel two-tower retrieval training on 8 H100s (in-batch softmax per device).
+    jax, jnp = _jax()
+    P = _P()
+
+    def tower(ws, x):
+        for w in ws[:-1]:
+            x = jax.nn.relu(x @ w)
+        x = x @ ws[-1]
+        return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+    def loss(params, q, d):
+        s = tower(params["q"], q) @ tower(params["d"], d).T * 20.0
+        return -jnp.mean(jnp.diagonal(jax.nn.log_softmax(s, -1)))
+
+    def local(params, q, d):
+        g = jax.grad(loss)(params, q, d)
+        if flat:
+            leaves, tree = jax.tree.flatten(g)
+            buf = jax.lax.pmean(jnp.concatenate([l.reshape(-1) for l in leaves]), "data")
+            out, off = [], 0
+            for l in leaves:
+                out.append(buf[off:off + l.size].reshape(l.shape))
+                off += l.size
+            g = jax.tree.unflatten(tree, out)
+        else:
+            g = jax.lax.pmean(g, "data")
+        return jax.tree.map(lambda p, gi: p - 1e-3 * gi, params, g)
+
+    f = jax.shard_map(local, in_specs=(P(), P("data"), P("data")), out_specs=P(),
+                      check_vma=False)
+    dims = [1024, 4096, 4096, 4096, 256]
+    tw = [_s((a, b)) for a, b in zip(dims[:-1], dims[1:])]
+    params = {"q": tw, "d": list(tw)}
+    return Program(jax.jit(f, donate_argnums=(0,)),
+                   (params, _sh((8192, 1024), "float32", "data"), _sh((8192, 1024), "float32", "data")),
+                   target="h100x8", kwargs={"mesh": "data=8"})
+
+
+@case(["exposed-collective"], "Data-parallel two-tower training on 8 H100s that flattens "
+      "all gradients into one 300 MiB f32 buffer before a single pmean (a DDP-bucket habit): "
+      "the concatenate waits for the whole backward pass, so the one big all-reduce starts "
+      "after the last gradient and nothing is left to overlap it with, and the flatten and "
+      "unflatten copy 600 MiB more; pmean of the gradient tree lets XLA reduce each "
+      "gradient as soon as it exists, behind the rest of the backward pass.", target="gpu")
+def two_tower_flat_grad_allreduce_h100x8() -> Program:
+    return _two_tower_dp(True)
+
+
+def _scan_accum_h100x8():
+    # SchNet-style energy model trained data-parallel on 8 H100s with 8
+    # accumulation microbatches in lax.scan, gradient pmean'd inside the scan body.
+    jax, jnp = _jax()
+    P = _P()
+
+    def loss(w, x, y):
+        h = x
+        for wi in w[:-1]:
+            h = jax.nn.softplus(h @ wi) - 0.6931
+        return jnp.mean(jnp.square((h @ w[-1])[:, 0] - y))
+
+    def local(w, xs, ys):
+        def body(g, xy):
+            gi = jax.lax.pmean(jax.grad(loss)(w, *xy), "data")
+            return jax.tree.map(jnp.add, g, gi), None
+        g = jax.lax.scan(body, jax.tree.map(jnp.zeros_like, w), (xs, ys))[0]
+        return jax.tree.map(lambda a, b: a - 1e-3 * b / 8, w, g)
+
+    f = jax.shard_map(local, in_specs=(P(), P(None, "data"), P(None, "data")), out_specs=P(),
+                      check_vma=False)
+    w = [_s((512, 1024)), _s((1024, 1024)), _s((1024, 1024)), _s((1024, 1))]
+    return Program(jax.jit(f, donate_argnums=(0,)),
+                   (w, _sh((8, 4096, 512), "float32", None, "data"), _sh((8, 4096), "float32", None, "data")),
+                   target="h100x8", kwargs={"mesh": "data=8"})
+
+
+@case(["repeated-collective"], "SchNet-style energy regression trained data-parallel on 8 "
+      "H100s with 8 accumulation microbatches in lax.scan: the 10 MiB gradient is "
+      "pmean'd inside the scan body, 8 all-reduces per step where one after the scan gives "
+      "the same mean.", target="gpu")
+def schnet_accum_pmean_in_scan_h100x8() -> Program:
+    return _scan_accum_h100x8()
+
+
+def _halo_tcn(x, ws):
+    # Sequence-parallel dilated causal TCN on 8 H100s: each device holds 4096 consecutive
+    # time steps; before each layer it receives the previous device's last 2*d steps.
+    jax, jnp = _jax()
+    n = 8
+    perm = [(i, i + 1) for i in range(n - 1)]
+    idx = jax.lax.axis_index("data")
+    for i, w in enumerate(ws):
+        d = 2 ** i
+        halo = jax.lax.ppermute(x[:, -2 * d:], "data", perm)
+        halo = jnp.where(idx == 0, 0, halo)
+        xe = jnp.concatenate([halo, x], 1)
+        y = jax.lax.conv_general_dilated(xe, w, (1,), "VALID", rhs_dilation=(d,),
+                                         dimension_numbers=("NWC", "WIO", "NWC"))
+        x = x + jax.nn.gelu(y)
+    return x
+
+
+@case(["exposed-collective"], "Sequence-parallel WaveNet-style TCN (8 dilated layers, d=1..128) "
+      "on 8 H100s: each layer first collective-permutes the previous device's last 2d steps "
+      "and only then runs its conv over the concatenation, so each of the 8 permutes (and "
+      "the concatenate copying the 16 MiB local activations) sits on the critical path; "
+      "computing the interior (which needs no halo) while the halo is in flight hides it.",
+      target="gpu")
+def tcn_sequence_parallel_halo_h100x8() -> Program:
+    jax, _ = _jax()
+    P = _P()
+    f = jax.shard_map(_halo_tcn, in_specs=(P(None, "data"), P()), out_specs=P(None, "data"),
+                      check_vma=False)
+    ws = [_s((3, 256, 256), "bfloat16") for _ in range(8)]
+    return Program(jax.jit(f), (_sh((8, 32768, 256), "bfloat16", None, "data"), ws),
+                   target="h100x8", kwargs={"mesh": "data=8"})
+
+
+# -- tpu-padding --------------------------------------------------------------------------
+
+def _stereo_encoder(wav, w, channels_last):
+    # Audio codec encoder front end on 10 s of 44.1 kHz stereo: a strided conv (kernel 512,
+    # stride 256) from the 2 channels to 256 features, then GELU.
+    jax, _ = _jax()
+    dn = ("NWC", "WIO", "NWC") if channels_last else ("NCW", "WIO", "NWC")
+    return jax.nn.gelu(jax.lax.conv_general_dilated(wav, w, (256,), "VALID",
+                                                    dimension_numbers=dn))
+
+
+@case([], "Audio codec encoder on a TPU v5e fed stereo waveforms channels-last, [8, 441000, "
+      "2] f32 as soundfile returns them: it looks like 2 of 128 lanes, but the compiler "
+      "gives the parameter a time-minor layout ({1,2,0}) and converts it to bf16 in one pass, "
+      "so nothing pads (the compile equals the channels-first one's).", target="tpu")
+def stereo_codec_channels_last_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda a, w: _stereo_encoder(a, w, True)),
+                   (_s((8, 441000, 2)), _s((512, 2, 256))), target="tpu-v5e")
+
+
+def _router(x, w, k):
+    # MoE router: top-k experts per token over 8 experts, renormalized gates.
+    jax, jnp = _jax()
+    logits = jnp.einsum("tc,ce->te", x, w, preferred_element_type=jnp.float32)
+    g, e = jax.lax.top_k(jax.nn.softmax(logits, -1), k)
+    return g / g.sum(-1, keepdims=True), e
+
+
+@case([], "MoE router on a TPU v5e for 262144 tokens and 8 experts (softmax and top-2 over "
+      "the expert axis): the compiler lays the [262144, 8] logits and the [262144, 2] gates "
+      "out token-minor ({0,1}), so the small expert axis does not pad.", target="tpu")
+def moe_router_top2_8_experts_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(lambda x, w: _router(x, w, 2)),
+                   (_s((262144, 1024), "bfloat16"), _s((1024, 8), "bfloat16")), target="tpu-v5e")
+
+
+def _point_transformer(h, pos, idx, w):
+    # Point Transformer vector attention over 16 neighbours with 32 features per point.
+    jax, jnp = _jax()
+    nb = h[idx]                                                         # [N, 16, 32]
+    rel = pos[:, None, :] - pos[idx]                                    # [N, 16, 3]
+    a = jax.nn.softmax(jnp.einsum("nkc,cd->nkd", h[:, None, :] - nb, w)
+                       + rel @ w[:3], axis=1)
+    return jnp.sum(a * nb, axis=1)
+
+
+@case(["tpu-padding"], "Point Transformer layer on a TPU v5e with 32 features per point: "
+      "the neighbour gather h[idx] makes [262144, 16, 32] f32 (512 MiB of data) with the "
+      "32 features as the minor dimension, a quarter of the 128 lanes, and the attention "
+      "weights beside it the same; 128 features per point (or packing 4 neighbours per row) "
+      "fills the lanes.", target="tpu")
+def point_transformer_32_features_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_point_transformer),
+                   (_s((262144, 32)), _s((262144, 3)), _s((262144, 16), "int32"), _s((32, 32))),
+                   target="tpu-v5e")
