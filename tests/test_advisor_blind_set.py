@@ -12,12 +12,14 @@ import advisor_blind3
 import advisor_blind4
 import advisor_blind5
 import advisor_blind6
+import advisor_blind7
 
 pytest.importorskip("jax")
 
 SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2,
         "advisor_blind3": advisor_blind3, "advisor_blind4": advisor_blind4,
-        "advisor_blind5": advisor_blind5, "advisor_blind6": advisor_blind6}
+        "advisor_blind5": advisor_blind5, "advisor_blind6": advisor_blind6,
+        "advisor_blind7": advisor_blind7}
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
