@@ -782,6 +782,42 @@ def fsdp_unscanned_cpu():
                      jax.ShapeDtypeStruct((2048, 4096), jnp.float32, sharding=rows))
 
 
+def _residual_layers(sharded):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+
+    def loss(ws, x):
+        for i in range(ws.shape[0]):
+            w = (jax.lax.with_sharding_constraint(ws[i], NamedSharding(mesh, P()))
+                 if sharded else ws[i])
+            x = x + jax.nn.gelu(x @ w[0]) @ w[1]
+        return (x ** 2).mean()
+
+    def step(ws, x):
+        return ws - 1e-3 * jax.grad(loss)(ws, x)
+    kw = ({"sharding": NamedSharding(mesh, P(None, None, "data", None))} if sharded else {})
+    xs = ({"sharding": NamedSharding(mesh, P("data", None))} if sharded else {})
+    return _compiled(jax.jit(step, donate_argnums=(0,)),
+                     jax.ShapeDtypeStruct((16, 2, 512, 512), jnp.float32, **kw),
+                     jax.ShapeDtypeStruct((256, 512), jnp.float32, **xs))
+
+
+@case(("HS116",), "FSDP over a Python loop of 16 residual layers on 8 CPU devices: each "
+      "layer's gathered weights kept for the backward pass (HS116), and the loop unrolled "
+      "16 times; both have one fix, a scan over the layers, said once by HS116 (HS117 "
+      "quiet: the sixth blind set's fsdp_mlp_unscanned_cpu8)")
+def fsdp_python_loop_of_layers():
+    return _residual_layers(True)
+
+
+@case(("HS111", "HS117"), "the same 16 residual layers in a Python loop, unsharded: no "
+      "gathered weights, so the unrolled loop is said by HS117 itself (and the forward "
+      "values kept for the backward pass, 64% of the peak, by HS111)")
+def python_loop_of_layers():
+    return _residual_layers(False)
+
+
 @case((), "a sort (every 128th of each sorted row kept: quantiles, which need the whole "
       "sort) and a gather (an embedding lookup): nothing to fix")
 def sort_and_gather():
@@ -1877,6 +1913,99 @@ def accumulation_allreduce_with_metric_tpu():
       "overlapping it with the next layer's compute is the fix", target="tpu")
 def gathered_layers_in_scan_tpu():
     return _accumulate_tpu(False)
+
+
+def _reduced_after_matmul_tpu(backward: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import PartitionSpec as P
+    if backward:
+        def loss(p, x, y):
+            return jnp.mean((jax.nn.relu(x @ p["w1"]) @ p["w2"] - y) ** 2)
+        step = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 1e-3 * g, p,
+                                                     jax.grad(loss)(p, x, y)),
+                       donate_argnums=0)
+        params = {"w1": jax.ShapeDtypeStruct((1024, 4096), jnp.float32),
+                  "w2": jax.ShapeDtypeStruct((4096, 128), jnp.float32)}
+        return _compiled(step, params, jax.ShapeDtypeStruct((8192, 1024), jnp.float32),
+                         jax.ShapeDtypeStruct((8192, 128), jnp.float32),
+                         target="tpu-v5e:2x4", shard={1: "data,None", 2: "data,None"})
+    f = jax.jit(jax.shard_map(lambda x, w: jax.lax.psum(x @ w, "model"),
+                              in_specs=(P(None, "model"), P("model", None)), out_specs=P(),
+                              check_vma=False))
+    return _compiled(f, jax.ShapeDtypeStruct((8192, 4096), jnp.bfloat16),
+                     jax.ShapeDtypeStruct((4096, 4096), jnp.bfloat16),
+                     target="tpu-v5e:2x4", mesh="model=8", shard={0: "None,model",
+                                                                  1: "model,None"})
+
+
+@case(("HS113",), "a TPU v5e 2x4 row-parallel matmul in the forward pass whose partial "
+      "products are all-reduced with nothing to overlap: a collective matmul would hide it",
+      target="tpu")
+def row_parallel_allreduce_tpu():
+    return _reduced_after_matmul_tpu(False)
+
+
+@case((), "a data-parallel training step on a TPU v5e 2x4 written the usual way: the "
+      "gradient's all-reduce is the backward pass's, reduced once it is made, with nothing "
+      "after it but the update that reads it: no change hides it (the sixth blind set's "
+      "tabular_data_parallel_tpu_2x4)", target="tpu")
+def data_parallel_step_tpu():
+    return _reduced_after_matmul_tpu(True)
+
+
+def _codebook_scores_gpu(by_code: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(q, cb):
+        if by_code:  # the code re-lays the stored codebook on every call
+            flat = cb.transpose(1, 0, 2).reshape(cb.shape[1], -1)
+            return q.reshape(q.shape[0], -1) @ flat.T
+        return jnp.einsum("bmd,mkd->bk", q, cb)
+    return _compiled(f, jnp.ones((1024, 4, 32)), jnp.ones((4, 65536, 32)), target="h100")
+
+
+@case(("HS103",), "product-quantization scores on an H100 where the code transposes the "
+      "stored [4, 65536, 32] codebook into [65536, 4 * 32] on every call before the matmul: "
+      "a copy the code asked for (op_name transpose); storing it transposed once saves it",
+      target="gpu")
+def codebook_transposed_by_code_gpu():
+    return _codebook_scores_gpu(True)
+
+
+@case((), "the same scores as one einsum over the codebook as stored: XLA copies the "
+      "argument into the layout its GEMM reads (op_name the argument's name), no transpose "
+      "in the code: XLA's layout assignment (the sixth blind set's pq_scores_contracted_h100 "
+      "and es_fitness_population_vmapped_h100)", target="gpu")
+def codebook_contracted_as_stored_gpu():
+    return _codebook_scores_gpu(False)
+
+
+def _block_transform_gpu(by_code: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(img, d):
+        b, h, w = img.shape
+        if by_code:  # the code transposes into [.., 8, 8] blocks and back
+            blocks = img.reshape(b, h // 8, 8, w // 8, 8).transpose(0, 1, 3, 2, 4)
+            return jnp.round((d @ blocks @ d.T).transpose(0, 1, 3, 2, 4).reshape(b, h, w))
+        coef = jnp.einsum("ki,bhiwj,lj->bhkwl", d, img.reshape(b, h // 8, 8, w // 8, 8), d)
+        return jnp.round(coef.reshape(b, h, w))
+    return _compiled(f, jnp.ones((16, 1024, 1024)), jnp.ones((8, 8)), target="h100")
+
+
+@case(("HS103",), "an 8x8 block transform on an H100 written with explicit transposes into "
+      "blocks and back around the two small matmuls: copies the code asked for",
+      target="gpu")
+def block_transform_transposed_gpu():
+    return _block_transform_gpu(True)
+
+
+@case((), "the same block transform as one einsum over the reshaped axes: XLA's own copy of "
+      "the result into the output's order, attributed to the rounding it moved it past "
+      "(op_name round): no transpose in the code (the sixth blind set's "
+      "jpeg_block_dct_einsum_h100)", target="gpu")
+def block_transform_einsum_gpu():
+    return _block_transform_gpu(False)
 
 
 def _heads_attention_gpu(b: int):  # type: ignore[no-untyped-def]

@@ -77,13 +77,20 @@ def _layout_source(inst: Instruction, through: frozenset[str] = _LAYOUT_OPS) -> 
 # What a sharded weight passes through on its way to its all-gather: a layer's slice of
 # the stacked weights, moved.
 _SLICES = _LAYOUT_OPS | {"slice", "dynamic-slice"}
+# HS103: the operations of the code (the last part of an op_name) that choose a layout:
+# a transpose (jnp.transpose, swapaxes, moveaxis, .T), a reshape, a matmul's or
+# convolution's dimension order (einsum, dot_general), an FFT's axes.
+_LAYOUT_CODE = frozenset({"transpose", "reshape", "dot_general", "conv_general_dilated",
+                          "fft", "copy", "copy_p"})
 
 
 def gathered_weight(inst: Instruction) -> bool:
     """Whether `inst` is an all-gather's result, or XLA's copy of one in another layout,
     of an argument (a sharded weight, or a layer's slice of the stacked weights): FSDP's
-    gathered weight, not an activation gathered for sequence or tensor parallelism."""
-    src = _layout_source(inst)
+    gathered weight, not an activation gathered for sequence or tensor parallelism.  A
+    slice of one counts too: one weight of a layer's gathered weights (w[0], w[1]), each
+    full, as XLA slices them out of one all-gather of the layer's stacked slice."""
+    src = _layout_source(inst, _SLICES)
     while src.opcode in ("all-gather-done", "async-done") and src.operands:
         src = src.operands[0]
     if src.opcode == "async-start":
@@ -333,6 +340,13 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             # XLA's own (no trace to the user's code), or autodiff's layout for the
             # backward pass: not a layout the user chose.  (The backward pass of the
             # user's own transpose, jnp.swapaxes, is: it is there because the code is.)
+            continue
+        if k.op_name.rsplit("/", 1)[-1].split("[", 1)[0] not in _LAYOUT_CODE:
+            # Traced to no layout the code asked for: an argument itself (its op_name is
+            # the argument's name: the caller's layout, copied where XLA's batched GEMM
+            # wants another) or elementwise work XLA moved its own transpose past (the
+            # output of an einsum re-laid for a reshape).  No transpose of the code's to
+            # remove, no einsum order to choose: XLA's layout assignment.
             continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
