@@ -421,6 +421,28 @@ def kv_cache_donated():
     return _kv_cache(True)
 
 
+def _es_step(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(theta, noise, fitness):
+        w = jnp.argsort(jnp.argsort(fitness)).astype(jnp.float32) / 15.0 - 0.5
+        return theta + 0.01 * jnp.einsum("p,pd->d", w, noise)
+    fn = jax.jit(step, donate_argnums=(0,) if donate else ())
+    return _compiled(fn, jnp.ones((1 << 22,)), jnp.ones((16, 1 << 22)), jnp.ones((16,)))
+
+
+@case(("HS110",), "an evolution-strategy step returns theta advanced by a term made from "
+      "the other arguments alone (theta + lr * noise^T w): the state updated, one array "
+      "not donated (the sixth blind set's es_update_not_donated)")
+def es_step_not_donated():
+    return _es_step(False)
+
+
+@case((), "the same step with theta donated")
+def es_step_donated():
+    return _es_step(True)
+
+
 @case((), "a function of one array returns one array: whether the caller still needs x is "
       "not the advisor's to guess")
 def elementwise_one_array():
