@@ -363,10 +363,10 @@ def _updates(out: Instruction, p: Instruction) -> str | None:
 
 
 def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) -> bool:
-    """Whether `out` is `p` plus or minus a term that the other arguments alone make
-    (``theta + lr * step(noise, fitness)``, a time step's increment): the state advanced
+    """Whether `out` is `p` plus or minus a term that the other arguments alone make by
+    a matmul or a reduction (``theta + lr * step(noise, fitness)``): the state advanced
     by what the step computed, which replaces it; not a function of `p` itself (``sin(x)
-    * 2 + x``, whose caller may well keep `x`)."""
+    * 2 + x``, whose caller may well keep `x`), nor an elementwise mix of two arrays."""
     if out.opcode == "fusion" and out.called_computations:
         comp, args = out.called_computations[0], list(out.operands)
         root = comp.root
@@ -402,7 +402,21 @@ def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) 
     if len(state) != 1:
         return False
     term = sides[1 - state[0]]
-    return bool(term) and not any(r is p or id(r) in from_p for r in term)
+    # ... and a term the step computed by a contraction (a matmul or a reduction: a
+    # gradient, an estimate): an elementwise mix of two same-shaped arrays (`sin(p) * 2 +
+    # q`) says nothing about which of them is the state.
+    return bool(term) and not any(r is p or id(r) in from_p for r in term) and any(
+        _contracts(_past_moves(r)) for r in term)
+
+
+_CONTRACTIONS = frozenset({"dot", "convolution", "reduce"})
+
+
+def _contracts(inst: Instruction) -> bool:
+    if inst.opcode == "fusion":
+        return any(i.opcode in _CONTRACTIONS for i in fused_instructions(inst))
+    return inst.opcode in _CONTRACTIONS or (
+        inst.opcode == "custom-call" and "gemm" in inst.custom_call_target.lower())
 
 
 def _past_moves(inst: Instruction) -> Instruction:
