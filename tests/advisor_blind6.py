@@ -78,14 +78,9 @@ TUNED: dict[str, str] = {
         "under transpose(: a data-parallel gradient reduced once it is made), as on a GPU: "
         "nothing the user changes hides it (pattern: row_parallel_allreduce_tpu, twin: "
         "data_parallel_step_tpu)",
-    "jpeg_block_dct_einsum_h100":
-        "HS103 fires only on a copy traced to a layout the code chose (op_name ending in "
-        "transpose, reshape, dot_general, conv_general_dilated or fft): here XLA's copy of "
-        "the einsum's result carries the op_name of the rounding it was moved past "
-        "(pattern: block_transform_transposed_gpu, twin: block_transform_einsum_gpu)",
     "pq_scores_contracted_h100":
-        "HS103 as for jpeg_block_dct_einsum_h100: the copy is of an argument itself (op_name "
-        "the argument's name), XLA's layout for its GEMM, no transpose in the code "
+        "HS103 quiet on a copy of an argument itself (op_name the argument's name), XLA's "
+        "layout for its GEMM, no transpose in the code "
         "(pattern: codebook_transposed_by_code_gpu, twin: codebook_contracted_as_stored_gpu)",
     "es_update_not_donated":
         "HS110 also fires on one argument that comes back advanced by a term the other "

@@ -2002,34 +2002,6 @@ def codebook_contracted_as_stored_gpu():
     return _codebook_scores_gpu(False)
 
 
-def _block_transform_gpu(by_code: bool):  # type: ignore[no-untyped-def]
-    jax, jnp, np = _np()
-
-    def f(img, d):
-        b, h, w = img.shape
-        if by_code:  # the code transposes into [.., 8, 8] blocks and back
-            blocks = img.reshape(b, h // 8, 8, w // 8, 8).transpose(0, 1, 3, 2, 4)
-            return jnp.round((d @ blocks @ d.T).transpose(0, 1, 3, 2, 4).reshape(b, h, w))
-        coef = jnp.einsum("ki,bhiwj,lj->bhkwl", d, img.reshape(b, h // 8, 8, w // 8, 8), d)
-        return jnp.round(coef.reshape(b, h, w))
-    return _compiled(f, jnp.ones((16, 1024, 1024)), jnp.ones((8, 8)), target="h100")
-
-
-@case(("HS103",), "an 8x8 block transform on an H100 written with explicit transposes into "
-      "blocks and back around the two small matmuls: copies the code asked for",
-      target="gpu")
-def block_transform_transposed_gpu():
-    return _block_transform_gpu(True)
-
-
-@case((), "the same block transform as one einsum over the reshaped axes: XLA's own copy of "
-      "the result into the output's order, attributed to the rounding it moved it past "
-      "(op_name round): no transpose in the code (the sixth blind set's "
-      "jpeg_block_dct_einsum_h100)", target="gpu")
-def block_transform_einsum_gpu():
-    return _block_transform_gpu(False)
-
-
 def _heads_attention_gpu(b: int):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 

@@ -77,11 +77,6 @@ def _layout_source(inst: Instruction, through: frozenset[str] = _LAYOUT_OPS) -> 
 # What a sharded weight passes through on its way to its all-gather: a layer's slice of
 # the stacked weights, moved.
 _SLICES = _LAYOUT_OPS | {"slice", "dynamic-slice"}
-# HS103: the operations of the code (the last part of an op_name) that choose a layout:
-# a transpose (jnp.transpose, swapaxes, moveaxis, .T), a reshape, a matmul's or
-# convolution's dimension order (einsum, dot_general), an FFT's axes.
-_LAYOUT_CODE = frozenset({"transpose", "reshape", "dot_general", "conv_general_dilated",
-                          "fft", "copy", "copy_p"})
 
 
 def gathered_weight(inst: Instruction) -> bool:
@@ -341,12 +336,11 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             # backward pass: not a layout the user chose.  (The backward pass of the
             # user's own transpose, jnp.swapaxes, is: it is there because the code is.)
             continue
-        if k.op_name.rsplit("/", 1)[-1].split("[", 1)[0] not in _LAYOUT_CODE:
-            # Traced to no layout the code asked for: an argument itself (its op_name is
-            # the argument's name: the caller's layout, copied where XLA's batched GEMM
-            # wants another) or elementwise work XLA moved its own transpose past (the
-            # output of an einsum re-laid for a reshape).  No transpose of the code's to
-            # remove, no einsum order to choose: XLA's layout assignment.
+        if (arg := _layout_source(src)).opcode == "parameter" and \
+                k.op_name == arg.metadata.op_name:
+            # A copy of an argument itself (its op_name the argument's name: no operation
+            # of the code): the caller's layout, copied where XLA's GEMM wants another.
+            # No transpose of the code's to remove: XLA's layout assignment.
             continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
