@@ -78,18 +78,11 @@ TUNED: dict[str, str] = {
         "under transpose(: a data-parallel gradient reduced once it is made), as on a GPU: "
         "nothing the user changes hides it (pattern: row_parallel_allreduce_tpu, twin: "
         "data_parallel_step_tpu)",
-    "pq_scores_contracted_h100":
-        "HS103 quiet on a copy of an argument itself (op_name the argument's name), XLA's "
-        "layout for its GEMM, no transpose in the code "
-        "(pattern: codebook_transposed_by_code_gpu, twin: codebook_contracted_as_stored_gpu)",
     "es_update_not_donated":
         "HS110 also fires on one argument that comes back advanced by a term the other "
         "arguments alone make (theta + lr * step(noise, fitness)): the state updated, "
         "not a function of the argument itself (pattern: es_step_not_donated, twins: "
         "es_step_donated, elementwise_one_array)",
-    "es_fitness_population_vmapped_h100":
-        "HS103 as for pq_scores_contracted_h100 (the population's weights, an argument, "
-        "copied for the vmapped GEMM); its labelled side-by-side is still missed",
 }
 
 

@@ -1975,33 +1975,6 @@ def data_parallel_step_tpu():
     return _reduced_after_matmul_tpu(True)
 
 
-def _codebook_scores_gpu(by_code: bool):  # type: ignore[no-untyped-def]
-    jax, jnp, np = _np()
-
-    def f(q, cb):
-        if by_code:  # the code re-lays the stored codebook on every call
-            flat = cb.transpose(1, 0, 2).reshape(cb.shape[1], -1)
-            return q.reshape(q.shape[0], -1) @ flat.T
-        return jnp.einsum("bmd,mkd->bk", q, cb)
-    return _compiled(f, jnp.ones((1024, 4, 32)), jnp.ones((4, 65536, 32)), target="h100")
-
-
-@case(("HS103",), "product-quantization scores on an H100 where the code transposes the "
-      "stored [4, 65536, 32] codebook into [65536, 4 * 32] on every call before the matmul: "
-      "a copy the code asked for (op_name transpose); storing it transposed once saves it",
-      target="gpu")
-def codebook_transposed_by_code_gpu():
-    return _codebook_scores_gpu(True)
-
-
-@case((), "the same scores as one einsum over the codebook as stored: XLA copies the "
-      "argument into the layout its GEMM reads (op_name the argument's name), no transpose "
-      "in the code: XLA's layout assignment (the sixth blind set's pq_scores_contracted_h100 "
-      "and es_fitness_population_vmapped_h100)", target="gpu")
-def codebook_contracted_as_stored_gpu():
-    return _codebook_scores_gpu(False)
-
-
 def _heads_attention_gpu(b: int):  # type: ignore[no-untyped-def]
     jax, jnp, np = _np()
 

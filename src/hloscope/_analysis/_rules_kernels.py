@@ -336,12 +336,6 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             # backward pass: not a layout the user chose.  (The backward pass of the
             # user's own transpose, jnp.swapaxes, is: it is there because the code is.)
             continue
-        if (arg := _layout_source(src)).opcode == "parameter" and \
-                k.op_name == arg.metadata.op_name:
-            # A copy of an argument itself (its op_name the argument's name: no operation
-            # of the code): the caller's layout, copied where XLA's GEMM wants another.
-            # No transpose of the code's to remove: XLA's layout assignment.
-            continue
         before = [ctx.kernel(e.src) for e in ctx.edges_to.get(k.name, ()) if e.src_kind == "kernel"]
         after = [ctx.kernel(e.dst) for e in ctx.edges_from.get(k.name, ())]
         # The library calls that make the copy's source or read the copy as an operand
