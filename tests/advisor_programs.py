@@ -421,6 +421,28 @@ def kv_cache_donated():
     return _kv_cache(True)
 
 
+def _es_step(donate: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def step(theta, noise, fitness):
+        w = jnp.argsort(jnp.argsort(fitness)).astype(jnp.float32) / 15.0 - 0.5
+        return theta + 0.01 * jnp.einsum("p,pd->d", w, noise)
+    fn = jax.jit(step, donate_argnums=(0,) if donate else ())
+    return _compiled(fn, jnp.ones((1 << 22,)), jnp.ones((16, 1 << 22)), jnp.ones((16,)))
+
+
+@case(("HS110",), "an evolution-strategy step returns theta advanced by a term made from "
+      "the other arguments alone (theta + lr * noise^T w): the state updated, one array "
+      "not donated (the sixth blind set's es_update_not_donated)")
+def es_step_not_donated():
+    return _es_step(False)
+
+
+@case((), "the same step with theta donated")
+def es_step_donated():
+    return _es_step(True)
+
+
 @case((), "a function of one array returns one array: whether the caller still needs x is "
       "not the advisor's to guess")
 def elementwise_one_array():
@@ -780,6 +802,42 @@ def fsdp_unscanned_cpu():
     ws = [jax.ShapeDtypeStruct((4096, 4096), jnp.float32, sharding=rows) for _ in range(8)]
     return _compiled(jax.jit(step, donate_argnums=(0,)), ws,
                      jax.ShapeDtypeStruct((2048, 4096), jnp.float32, sharding=rows))
+
+
+def _residual_layers(sharded):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:8]), ("data",))
+
+    def loss(ws, x):
+        for i in range(ws.shape[0]):
+            w = (jax.lax.with_sharding_constraint(ws[i], NamedSharding(mesh, P()))
+                 if sharded else ws[i])
+            x = x + jax.nn.gelu(x @ w[0]) @ w[1]
+        return (x ** 2).mean()
+
+    def step(ws, x):
+        return ws - 1e-3 * jax.grad(loss)(ws, x)
+    kw = ({"sharding": NamedSharding(mesh, P(None, None, "data", None))} if sharded else {})
+    xs = ({"sharding": NamedSharding(mesh, P("data", None))} if sharded else {})
+    return _compiled(jax.jit(step, donate_argnums=(0,)),
+                     jax.ShapeDtypeStruct((16, 2, 512, 512), jnp.float32, **kw),
+                     jax.ShapeDtypeStruct((256, 512), jnp.float32, **xs))
+
+
+@case(("HS116",), "FSDP over a Python loop of 16 residual layers on 8 CPU devices: each "
+      "layer's gathered weights kept for the backward pass (HS116), and the loop unrolled "
+      "16 times; both have one fix, a scan over the layers, said once by HS116 (HS117 "
+      "quiet: the sixth blind set's fsdp_mlp_unscanned_cpu8)")
+def fsdp_python_loop_of_layers():
+    return _residual_layers(True)
+
+
+@case(("HS111", "HS117"), "the same 16 residual layers in a Python loop, unsharded: no "
+      "gathered weights, so the unrolled loop is said by HS117 itself (and the forward "
+      "values kept for the backward pass, 64% of the peak, by HS111)")
+def python_loop_of_layers():
+    return _residual_layers(False)
 
 
 @case((), "a sort (every 128th of each sorted row kept: quantiles, which need the whole "
@@ -1877,6 +1935,44 @@ def accumulation_allreduce_with_metric_tpu():
       "overlapping it with the next layer's compute is the fix", target="tpu")
 def gathered_layers_in_scan_tpu():
     return _accumulate_tpu(False)
+
+
+def _reduced_after_matmul_tpu(backward: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+    from jax.sharding import PartitionSpec as P
+    if backward:
+        def loss(p, x, y):
+            return jnp.mean((jax.nn.relu(x @ p["w1"]) @ p["w2"] - y) ** 2)
+        step = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 1e-3 * g, p,
+                                                     jax.grad(loss)(p, x, y)),
+                       donate_argnums=0)
+        params = {"w1": jax.ShapeDtypeStruct((1024, 4096), jnp.float32),
+                  "w2": jax.ShapeDtypeStruct((4096, 128), jnp.float32)}
+        return _compiled(step, params, jax.ShapeDtypeStruct((8192, 1024), jnp.float32),
+                         jax.ShapeDtypeStruct((8192, 128), jnp.float32),
+                         target="tpu-v5e:2x4", shard={1: "data,None", 2: "data,None"})
+    f = jax.jit(jax.shard_map(lambda x, w: jax.lax.psum(x @ w, "model"),
+                              in_specs=(P(None, "model"), P("model", None)), out_specs=P(),
+                              check_vma=False))
+    return _compiled(f, jax.ShapeDtypeStruct((8192, 4096), jnp.bfloat16),
+                     jax.ShapeDtypeStruct((4096, 4096), jnp.bfloat16),
+                     target="tpu-v5e:2x4", mesh="model=8", shard={0: "None,model",
+                                                                  1: "model,None"})
+
+
+@case(("HS113",), "a TPU v5e 2x4 row-parallel matmul in the forward pass whose partial "
+      "products are all-reduced with nothing to overlap: a collective matmul would hide it",
+      target="tpu")
+def row_parallel_allreduce_tpu():
+    return _reduced_after_matmul_tpu(False)
+
+
+@case((), "a data-parallel training step on a TPU v5e 2x4 written the usual way: the "
+      "gradient's all-reduce is the backward pass's, reduced once it is made, with nothing "
+      "after it but the update that reads it: no change hides it (the sixth blind set's "
+      "tabular_data_parallel_tpu_2x4)", target="tpu")
+def data_parallel_step_tpu():
+    return _reduced_after_matmul_tpu(True)
 
 
 def _heads_attention_gpu(b: int):  # type: ignore[no-untyped-def]

@@ -96,6 +96,9 @@ class AdviceContext:
         # live-range figure sizes them without TPU tile padding, which the rules' sizes
         # include (a padded buffer must never be many times "the peak").
         self.peak = max(lr.peak_bytes or 0, sum(v.size for v in lr.peak_values))
+        # Each rule's findings once it has run (by rule id, in the rules' order): a later
+        # rule whose finding has the same root cause as an earlier one stays quiet.
+        self.found: dict[str, list[Finding]] = {}
 
     # -- indexes ----------------------------------------------------------------------
     @cached_property

@@ -137,8 +137,8 @@ def advise_groups(module: Module, *, graph: KernelGraph | None = None,
         found: list[Finding] = []
         for rule in RULES:
             if optimized or rule.before_optimization:
-                found.extend(f if f.kind else replace(f, kind=rule.kind)
-                             for f in rule.check(ctx))
+                ctx.found[rule.id] = fired = rule.check(ctx)
+                found.extend(f if f.kind else replace(f, kind=rule.kind) for f in fired)
         groups = group_findings(found, ctx.share)
         if min_share is None:
             kept = [g for g in groups if ctx.worth_it(g.saving) or by_structure(g)]
@@ -164,7 +164,8 @@ def unrolled_before_optimization(advice: Advice, lowered: Module) -> Advice:
     where the optimized one hides the copies (XLA fused each step's elementwise work
     into the next one's, so no two copies compile alike) and none was found there: the
     copies XLA compiled are those of the lowered module."""
-    if any(g.rule == "HS117" for g in advice.groups):
+    if any(g.rule in ("HS116", "HS117") for g in advice.groups):
+        # (HS116's gathered layers: their fix is the same scan, said once there.)
         return advice
     found = unrolled_loop(_Lowered(lowered))  # type: ignore[arg-type]
     n = lowered.instruction_count or 1

@@ -170,6 +170,11 @@ def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
         # reducing once after the loop is the fix (HS122's), not hiding it.
         if in_loop and what != "all-gather" and not _pipelinable(comp, inst, done, what):
             return None, None
+        # Outside loops, the backward pass's collective (a data-parallel gradient
+        # reduced once it is made) has nothing after it but what reads it: XLA already
+        # overlaps what it can, and no change the user makes hides it (as on a GPU).
+        if not in_loop and "transpose(" in inst.metadata.op_name:
+            return None, None
         return "other", None
     if in_loop:
         return ("pipeline" if _pipelinable(comp, inst, done, what) else None), None

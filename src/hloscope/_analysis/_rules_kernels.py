@@ -82,8 +82,10 @@ _SLICES = _LAYOUT_OPS | {"slice", "dynamic-slice"}
 def gathered_weight(inst: Instruction) -> bool:
     """Whether `inst` is an all-gather's result, or XLA's copy of one in another layout,
     of an argument (a sharded weight, or a layer's slice of the stacked weights): FSDP's
-    gathered weight, not an activation gathered for sequence or tensor parallelism."""
-    src = _layout_source(inst)
+    gathered weight, not an activation gathered for sequence or tensor parallelism.  A
+    slice of one counts too: one weight of a layer's gathered weights (w[0], w[1]), each
+    full, as XLA slices them out of one all-gather of the layer's stacked slice."""
+    src = _layout_source(inst, _SLICES)
     while src.opcode in ("all-gather-done", "async-done") and src.operands:
         src = src.operands[0]
     if src.opcode == "async-start":

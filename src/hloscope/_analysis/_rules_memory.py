@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from .._hlo._module import Instruction
+from .._hlo._module import Computation, Instruction
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
@@ -237,7 +237,8 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
                 in_place += how == "in place"
                 del free[name]
                 break
-    if len(pairs) < 2 and not in_place:
+    if len(pairs) < 2 and not in_place and not (
+            pairs and _advanced_by_the_rest(entry, *pairs[0])):
         return []
     size = sum(o.shape.total_byte_size for _, o in pairs)
     at_peak = _at_peak(ctx, [o for _, o in pairs])
@@ -359,6 +360,81 @@ def _updates(out: Instruction, p: Instruction) -> str | None:
         if depth < 2 and i.opcode in _UPDATE_PATH:
             stack.extend((o, depth + 1) for o in i.operands)
     return None
+
+
+def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) -> bool:
+    """Whether `out` is `p` plus or minus a term that the other arguments alone make by
+    a matmul or a reduction (``theta + lr * step(noise, fitness)``): the state advanced
+    by what the step computed, which replaces it; not a function of `p` itself (``sin(x)
+    * 2 + x``, whose caller may well keep `x`), nor an elementwise mix of two arrays."""
+    if out.opcode == "fusion" and out.called_computations:
+        comp, args = out.called_computations[0], list(out.operands)
+        root = comp.root
+    elif out.opcode in ("add", "subtract"):
+        comp, args, root = None, [], out
+    else:
+        return False
+    while root.opcode in ("convert", "bitcast", "copy", "reshape") and root.operands:
+        root = root.operands[0]
+    if root.opcode not in ("add", "subtract") or len(root.operands) != 2:
+        return False
+    # What each side of the add reads from outside the fusion.
+    sides = []
+    for side in root.operands:
+        reads, stack, seen = [], [side], set()
+        while stack:
+            i = stack.pop()
+            if id(i) in seen:
+                continue
+            seen.add(id(i))
+            if comp is not None and i.opcode == "parameter":
+                n = i.parameter_number
+                if n is not None and 0 <= n < len(args):
+                    reads.append(args[n])
+            elif comp is None and i is not root:
+                reads.append(i)
+            else:
+                stack.extend(i.operands)
+        sides.append(reads)
+    from_p = _descendants(entry, p)
+    state = [k for k, reads in enumerate(sides)
+             if reads and all(_past_moves(r) is p for r in reads)]
+    if len(state) != 1:
+        return False
+    term = sides[1 - state[0]]
+    # ... and a term the step computed by a contraction (a matmul or a reduction: a
+    # gradient, an estimate): an elementwise mix of two same-shaped arrays (`sin(p) * 2 +
+    # q`) says nothing about which of them is the state.
+    return bool(term) and not any(r is p or id(r) in from_p for r in term) and any(
+        _contracts(_past_moves(r)) for r in term)
+
+
+_CONTRACTIONS = frozenset({"dot", "convolution", "reduce"})
+
+
+def _contracts(inst: Instruction) -> bool:
+    if inst.opcode == "fusion":
+        return any(i.opcode in _CONTRACTIONS for i in fused_instructions(inst))
+    return inst.opcode in _CONTRACTIONS or (
+        inst.opcode == "custom-call" and "gemm" in inst.custom_call_target.lower())
+
+
+def _past_moves(inst: Instruction) -> Instruction:
+    while inst.opcode in _UPDATE_PATH and inst.operands:
+        inst = inst.operands[0]
+    return inst
+
+
+def _descendants(comp: Computation, p: Instruction) -> set[int]:
+    """The ids of the instructions of `comp` that read `p`, directly or not."""
+    out: set[int] = set()
+    stack = list(p.users)
+    while stack:
+        i = stack.pop()
+        if id(i) not in out:
+            out.add(id(i))
+            stack.extend(i.users)
+    return out
 
 
 def _same_form(p: Instruction, out: Instruction) -> bool:

@@ -113,6 +113,8 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     if saved < MIN_UNROLLED_INSTRUCTIONS:
         return []
     lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
+    if _layers_gathered(ctx, lines):
+        return []
     top = first[max(body, key=lambda k: (size[k], _comparable(k)))]
     kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
     where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
@@ -133,6 +135,14 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
         "unrolling where it helps",
         (ev_inst(top, "instruction"),), ctx.saving(instructions=saved),
         place_key(top.metadata.op_name, str(top.source or ""), "unrolled"))]
+
+
+def _layers_gathered(ctx: AdviceContext, lines: list[str]) -> bool:
+    """Whether the unrolled copies are layers whose gathered weights HS116 reports held
+    together (FSDP without a scan): its fix is the same scan over the layers, so the
+    root cause is said once, there."""
+    said = getattr(ctx, "found", {}).get("HS116", ())
+    return any(e.source in lines for f in said for e in f.evidence)
 
 
 def _key(inst: Instruction) -> tuple[object, ...]:
