@@ -339,13 +339,17 @@ class _Plan:
     reaches it, else the union of the values (calls).
     """
 
-    __slots__ = ("counts", "dirty", "forward", "mult", "need_phi", "param", "snapshot",
-                 "sources", "totals")
+    __slots__ = ("counts", "dirty", "forward", "frozen", "mult", "need_phi", "param",
+                 "snapshot", "sources", "totals")
 
     def __init__(self, param: Instruction) -> None:
         self.param = param
         self.forward: tuple[Instruction, Index] | None = None
         self.need_phi = False
+        # Set once every index holds the parameter's own phi (`_Builder._update_parameter`):
+        # a phi stays a phi whatever else reaches it, so its sources are no longer followed
+        # and its inputs are counted once, after propagation.
+        self.frozen = False
         self.sources: dict[int, Instruction] = {}
         self.mult: dict[int, int] = {}
         self.dirty: dict[int, Instruction] = {}
@@ -481,6 +485,10 @@ class _Builder:
                 changed |= self._resolve_phi(param, index, counts, plan.totals.get(index, 0))
             else:
                 changed |= self._set(param, index, [self.values[i] for i in counts])
+        if plan.need_phi and all(len(vals) == 1 and vals[0].is_phi and vals[0].inst is param
+                                 and vals[0].index == index for index, vals in vs.items()):
+            plan.frozen = True
+            plan.snapshot, plan.counts, plan.totals = {}, {}, {}
         return changed
 
     def _resolve_phi(self, inst: Instruction, index: Index, counts: dict[int, int],
@@ -512,6 +520,9 @@ class _Builder:
         for plan in self.plans.values():
             if not plan.need_phi:
                 continue
+            if plan.frozen:  # count every source's final values once
+                plan.dirty = dict(plan.sources)
+                plan.update(self.sets, self.sets[plan.param])
             for index, vals in self.sets[plan.param].items():
                 if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
                         and vals[0].index == index:
@@ -797,8 +808,10 @@ class _Builder:
             for user in inst.users:
                 add(user)
             for param in self.fed.get(k, ()):
-                self.plans[id(param)].dirty[k] = inst
-                add(param)
+                plan = self.plans[id(param)]
+                if not plan.frozen:
+                    plan.dirty[k] = inst
+                    add(param)
             if inst.is_root:
                 for call in self.callers.get(inst.computation.name, []):
                     add(call)
