@@ -595,8 +595,9 @@ class _Builder:
         cur = vs.get(index)
         if cur is None:
             return False
-        new = sorted({v.id: v for v in new}.values(), key=lambda v: v.id)
-        if [v.id for v in cur] == [v.id for v in new]:
+        if len(new) > 1:
+            new = sorted({v.id: v for v in new}.values(), key=lambda v: v.id)
+        if cur == new:  # one object per value: compared by identity
             return False
         vs[index] = new
         return True
@@ -609,8 +610,18 @@ class _Builder:
         reading one element of a tuple), so a get-tuple-element of a wide tuple costs
         the size of its own shape.
         """
-        ssets = _as_dict(self.sets.get(src))
+        stored = self.sets.get(src)
         dsets = self.sets[inst]
+        if type(stored) is Value:  # an array defined there (most operands): one value at ()
+            if src_prefix or dst_prefix not in dsets or (skip_top and not dst_prefix) or (
+                    arrays_only and inst.shape.subshape(dst_prefix).is_tuple):
+                return False
+            cur = dsets[dst_prefix]  # type: ignore[index]
+            if len(cur) == 1 and cur[0] is stored:
+                return False
+            dsets[dst_prefix] = [stored]  # type: ignore[index]
+            return True
+        ssets = _as_dict(stored)
         if src_prefix and not dst_prefix:
             pairs: Iterable[tuple[Index, Index]] = ((src_prefix + d, d) for d in dsets)
         else:
@@ -623,7 +634,11 @@ class _Builder:
                 continue
             if arrays_only and inst.shape.subshape(didx).is_tuple:
                 continue
-            changed |= self._set(inst, didx, list(vals))
+            if dsets[didx] != vals:  # type: ignore[index]
+                # Stored sets are sorted and hold each value once: the list is shared (no
+                # set is changed in place, only replaced).
+                dsets[didx] = vals  # type: ignore[index]
+                changed = True
         return changed
 
     def _phi(self, inst: Instruction, inputs: list[Instruction]) -> bool:
@@ -631,11 +646,12 @@ class _Builder:
         phi that stays are registered but are no change: the value sets are the same."""
         changed = False
         vs = self.sets[inst]
+        srcs = [_as_dict(self.sets.get(src)) for src in inputs]
         for index, cur_list in vs.items():
             current = cur_list[0] if cur_list else None
             ids: list[Value] = []
-            for src in inputs:
-                ids.extend(_as_dict(self.sets.get(src)).get(index, []))
+            for ssets in srcs:
+                ids.extend(ssets.get(index, _NO_VALUES))
             defined_here = (current is not None and current.inst is inst
                             and current.index == index)
             if not ids:
