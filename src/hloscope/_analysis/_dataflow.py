@@ -374,12 +374,14 @@ class _Plan:
             src_sets = _as_dict(sets.get(src))
             snap = self.snapshot.get(k)
             if snap is None:
+                if not any(src_sets.get(index) for index in indices):
+                    continue  # nothing reaches the parameter from there yet
                 snap = self.snapshot[k] = [_NO_VALUES] * len(indices)
             m = self.mult[k]
             for i, index in enumerate(indices):
                 new = src_sets.get(index, _NO_VALUES)
                 old = snap[i]
-                if new is old:
+                if new is old or not (new or old):
                     continue
                 counts = self.counts.setdefault(index, {})
                 for v in old:
@@ -395,6 +397,18 @@ class _Plan:
                 touched[index] = None
         self.dirty = {}
         return list(touched)
+
+    def recount(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
+                indices: Collection[Index]) -> None:
+        """The distinct values that reach each index from every source (in the order of the
+        sources), after propagation, for a `frozen` plan (`totals` are not kept)."""
+        src_sets = [_as_dict(sets.get(src)) for src in self.sources.values()]
+        self.counts = {}
+        for index in indices:
+            counts = self.counts[index] = {}
+            for ss in src_sets:
+                for v in ss.get(index, _NO_VALUES):
+                    counts[v.id] = 1
 
 
 class _Builder:
@@ -521,8 +535,7 @@ class _Builder:
             if not plan.need_phi:
                 continue
             if plan.frozen:  # count every source's final values once
-                plan.dirty = dict(plan.sources)
-                plan.update(self.sets, self.sets[plan.param])
+                plan.recount(self.sets, self.sets[plan.param])
             for index, vals in self.sets[plan.param].items():
                 if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
                         and vals[0].index == index:
