@@ -876,13 +876,17 @@ class _Builder:
         """Drop folded values, record every value's positions and build the buffers."""
         for vid in self.deleted:
             self.values.pop(vid, None)
+        sets = self.sets
         for comp in self.comps:
             for inst in comp.instructions:
-                for index, vals in _as_dict(self.sets[inst]).items():
+                stored = sets[inst]
+                if type(stored) is Value:
+                    continue  # the instruction's own value, held there only
+                for index, vals in stored.items():  # type: ignore[union-attr]
                     for v in vals:
                         if v.inst is not inst:
                             v.add_position(inst, index)
-        values = sorted(self.values.values(), key=lambda v: v.id)
+        values = list(self.values.values())  # ids were given in increasing order
         df = Dataflow(self.module, self.comps, values, self.sets)
         _build_buffers(df, self.callers, self.in_place, self.deleted)
         return df
