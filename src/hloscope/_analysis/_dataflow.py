@@ -50,7 +50,7 @@ from ._inplace import IN_PLACE_OPCODES, InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
 from ._shapes import byte_size, indices
-from ._walk import INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
+from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
@@ -694,28 +694,31 @@ class _Builder:
             for dst, i in passing:
                 changed |= self._forward(inst, operand(inst, i), dst_prefix=dst)
             return changed
-        if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
-            return self._forward(inst, operand(inst, 0))
-        if op == "copy":
-            return self._forward(inst, operand(inst, 0), skip_top=True)
         if op == "get-tuple-element":
             return self._forward(inst, operand(inst, 0), src_prefix=(gte_index(inst),))
         if op == "tuple":
             changed = False
-            for i in range(len(inst.operand_names)):
-                changed |= self._forward(inst, operand(inst, i), dst_prefix=(i,))
+            by_name = inst.computation.by_name
+            for i, name in enumerate(inst.operand_names):
+                src = by_name.get(name)
+                changed |= self._forward(inst, src if src is not None else operand(inst, i),
+                                         dst_prefix=(i,))
             return changed
+        if op == "while":
+            body = self._callee(inst, "body")
+            if body is None or not body.instructions:
+                return False
+            return self._phi(inst, [body.root, operand(inst, 0)])
+        if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
+            return self._forward(inst, operand(inst, 0))
+        if op == "copy":
+            return self._forward(inst, operand(inst, 0), skip_top=True)
         if op == "parameter":
             return self._update_parameter(inst)
         if op == "call":
             comp = self._callee(inst)
             return self._forward(inst, comp.root) if comp is not None and comp.instructions \
                 else False
-        if op == "while":
-            body = self._callee(inst, "body")
-            if body is None or not body.instructions:
-                return False
-            return self._phi(inst, [body.root, operand(inst, 0)])
         if op == "conditional":
             roots = [c.root for c in inst.called_computations if c.instructions]
             return self._phi(inst, roots) if roots else False
@@ -789,60 +792,74 @@ class _Builder:
         Raises `HloModelError` if the sets keep changing far longer than any module needs
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
         # The instructions that take values from others, in the order they run (their rank
-        # there is their priority); the worklist is a heap of ranks and a flag per rank.
+        # there is their priority).  The worklist is a flag per rank, swept upwards, and a
+        # heap of the ranks queued again behind the sweep.
         rank: dict[Instruction, int] = {}  # by the instruction itself: no id() int objects
         order: list[Instruction] = []
         passing = self.passing
-
-        def number(inst: Instruction) -> None:
-            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst not in rank:
-                rank[inst] = len(order)
-                order.append(inst)
-
+        sets = self.sets
         steps = 0
+        entered: set[str] = set()
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                number(inst)  # type: ignore[arg-type]
                 steps += 1
+                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                        and inst in sets and inst not in rank:
+                    rank[inst] = len(order)  # type: ignore[index]
+                    order.append(inst)  # type: ignore[arg-type]
+            elif event == ENTER:
+                entered.add(inst.name)
         for comp in self.comps:  # computations not reached from the entry
-            for inst in comp.instructions:
-                number(inst)
-                steps += 1
+            steps += len(comp.instructions)
+            if comp.name not in entered:
+                for inst in comp.instructions:
+                    if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                            and inst not in rank:
+                        rank[inst] = len(order)
+                        order.append(inst)
         budget = 64 * (steps + len(self.values)) + 10_000
-        sets = self.sets
-        heap = [r for r, inst in enumerate(order) if inst in sets]  # sorted: a heap
-        queued = bytearray(len(order))
-        for r in heap:
-            queued[r] = 1
+        queued = bytearray(b"\x01") * len(order)
+        heap: list[int] = []
+        sweep = 0  # every rank below it that is queued is in `heap`
 
         def add(inst: Instruction) -> None:
-            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst in sets:
-                r = rank[inst]
-                if not queued[r]:
-                    queued[r] = 1
+            r = rank.get(inst)
+            if r is not None and not queued[r]:
+                queued[r] = 1
+                if r < sweep:
                     heapq.heappush(heap, r)
 
-        while heap:
-            r = heapq.heappop(heap)
+        update = self.update
+        fed = self.fed
+        while True:
+            nxt = queued.find(1, sweep)
+            if heap and (nxt < 0 or heap[0] < nxt):
+                r = heapq.heappop(heap)
+            elif nxt >= 0:
+                r = nxt
+                sweep = nxt + 1
+            else:
+                break
             queued[r] = 0
             inst = order[r]
-            k = id(inst)
             budget -= 1
             if budget < 0:
                 raise HloModelError(f"the dataflow of module {self.module.name} does not "
                                     f"settle (still changing at {inst.name})",
                                     hint="the module text is inconsistent; re-export it from XLA")
-            if not self.update(inst):
+            if not update(inst):
                 continue
-            for user in inst.users:
+            for user in inst.computation.users(inst):
                 add(user)
-            for param in self.fed.get(k, ()):
-                plan = self.plans[id(param)]
-                if not plan.frozen:
-                    plan.dirty[k] = inst
-                    add(param)
+            k = id(inst)
+            if k in fed:
+                for param in fed[k]:
+                    plan = self.plans[id(param)]
+                    if not plan.frozen:
+                        plan.dirty[k] = inst
+                        add(param)
             if inst.is_root:
-                for call in self.callers.get(inst.computation.name, []):
+                for call in self.callers.get(inst.computation.name, ()):
                     add(call)
         self._register_parameter_phis()
 

@@ -126,7 +126,12 @@ class PhiGraph:
         """Record (or replace) the inputs of `phi`."""
         n = self.node(phi.id)
         n.is_phi = True
-        n.operands = [self.node(v.id) for v in inputs]
+        by_id = self.by_id
+        operands = []
+        for v in inputs:
+            o = by_id.get(v.id)
+            operands.append(o if o is not None else self.node(v.id))
+        n.operands = operands
 
     def inputs_equal(self, phi: Value, inputs: list[Value]) -> bool:
         return {o.value_id for o in self.by_id[phi.id].operands} == {v.id for v in inputs}
