@@ -339,7 +339,7 @@ class _Plan:
     reaches it, else the union of the values (calls).
     """
 
-    __slots__ = ("counts", "dirty", "forward", "frozen", "mult", "need_phi", "param",
+    __slots__ = ("counts", "dirty", "forward", "frozen", "mult", "multi", "need_phi", "param",
                  "snapshot", "sources", "totals")
 
     def __init__(self, param: Instruction) -> None:
@@ -357,6 +357,7 @@ class _Plan:
         self.snapshot: dict[int, list[list[Value]]] = {}
         self.counts: dict[Index, dict[int, int]] = {}
         self.totals: dict[Index, int] = {}
+        self.multi = 0  # indices with two or more inputs
 
     def add_source(self, src: Instruction) -> None:
         """`src`'s values reach the parameter (once more, when it is already a source)."""
@@ -392,9 +393,16 @@ class _Plan:
                         del counts[v.id]
                 for v in new:
                     counts[v.id] = counts.get(v.id, 0) + m
-                self.totals[index] = self.totals.get(index, 0) + m * (len(new) - len(old))
+                before = self.totals.get(index, 0)
+                total = self.totals[index] = before + m * (len(new) - len(old))
+                self.multi += (total > 1) - (before > 1)
                 snap[i] = new
                 touched[index] = None
+            if self.need_phi and self.multi == len(indices):
+                # Two or more inputs everywhere: a phi at every index, whatever the other
+                # sources hold (the plan is then `frozen`, its inputs recounted at the end).
+                self.dirty = {}
+                return list(indices)
         self.dirty = {}
         return list(touched)
 
