@@ -294,14 +294,10 @@ class Dataflow:
         if type(stored) is Value:
             return [stored]
         sets = _as_dict(stored)
-        if len(sets) == 1:
-            return [v for vals in sets.values() for v in vals if v.inst is inst]
-        out: dict[int, Value] = {}
-        for vals in sets.values():
-            for v in vals:
-                if v.inst is inst:
-                    out.setdefault(v.id, v)
-        return list(out.values())
+        out = [v for vals in sets.values() for v in vals if v.inst is inst]
+        if len(out) > 1 and len(set(map(id, out))) < len(out):  # held at two indices
+            return list({v.id: v for v in out}.values())
+        return out
 
     def uses_of(self, v: Value) -> list[tuple[Instruction, int, Index]]:
         """`v.uses`, with this dataflow's caches for wide instructions."""
