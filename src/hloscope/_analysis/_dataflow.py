@@ -38,18 +38,18 @@ structure is kept that the later analyses do not read.
 from __future__ import annotations
 
 import heapq
-from array import array
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
 from .._errors import HloModelError
 from .._hlo._module import Computation, Instruction, Module
-from .._hlo._shape import Shape
+from ._buffers import build_buffers
+from ._callsites import CallSites
 from ._check import check_module
-from ._inplace import IN_PLACE_OPCODES, InPlacePairs
+from ._inplace import InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
-from ._shapes import byte_size, indices
+from ._shapes import indices
+from ._values import NO_VALUES, Buffer, Dataflow, Index, Value, as_dict, operand_positions
 from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
@@ -61,8 +61,6 @@ __all__ = [
     "control_flow_computations",
     "operand_positions",
 ]
-
-Index = tuple[int, ...]
 
 # Opcodes whose called computations run as part of the caller's dataflow.
 CONTROL_FLOW_OPCODES = frozenset({"call", "while", "conditional", "async-start",
@@ -80,339 +78,6 @@ _FORWARDING_OPCODES = frozenset({
 _NO_VALUE_OPCODES = frozenset({"bitcast", "add-dependency", "while", "call", "conditional",
                                "get-tuple-element", "domain", "opt-barrier",
                                "copy-done", "all-reduce-done"})
-
-
-class Value:
-    """One SSA value: what `inst` writes at shape index `index`.
-
-    `positions` are every (instruction, index) that holds the value, the
-    defining one first; `uses` the (instruction, operand number, operand
-    index) that read it, by XLA's rules.
-    """
-
-    __slots__ = ("_label", "_more", "id", "index", "inst", "is_phi", "shape", "size")
-
-    def __init__(self, vid: int, inst: Instruction, index: Index, is_phi: bool) -> None:
-        self.id = vid
-        self.inst = inst
-        self.index = index
-        self.is_phi = is_phi
-        self.shape: Shape = inst.shape.subshape(index) if index else inst.shape
-        self.size: int = byte_size(self.shape)  # bytes (a tuple's pointer table for a tuple)
-        self._more: list[tuple[Instruction, Index]] | None = None  # positions after the first
-        self._label: str | None = None
-
-    @property
-    def memory_space(self) -> int:
-        """The layout's memory space: 0 is device memory (HBM); a TPU's on-chip memory
-        (``S(1)``), scalar memory (``S(2)``) and the host (``S(5)``) have allocations of
-        their own, outside XLA's temp allocation (XLA's live-range peak counts every
-        value, whatever its space)."""
-        layout = self.shape.layout
-        return layout.memory_space if layout is not None else 0
-
-    @property
-    def positions(self) -> list[tuple[Instruction, Index]]:
-        """Every (instruction, index) that holds the value, the defining one first (a new
-        list each time: most values have only the one, which is then not stored)."""
-        first = (self.inst, self.index)
-        return [first] if self._more is None else [first, *self._more]
-
-    @property
-    def other_positions(self) -> list[tuple[Instruction, Index]] | tuple[()]:
-        """`positions` without the defining one."""
-        return self._more or ()
-
-    def add_position(self, inst: Instruction, index: Index) -> None:
-        """Record that `inst` holds the value at `index` too."""
-        if self._more is None:
-            self._more = []
-        self._more.append((inst, index))
-
-    @property
-    def label(self) -> str:
-        """``name{index}`` as XLA's dumps print it."""
-        if self._label is None:
-            self._label = f"{self.inst.name}{{{','.join(map(str, self.index))}}}"
-        return self._label
-
-    def __repr__(self) -> str:
-        return f"<Value {self.id} {self.label}{' (phi)' if self.is_phi else ''}>"
-
-    @property
-    def uses(self) -> list[tuple[Instruction, int, Index]]:
-        """The (user, operand number, operand index) that read the value (computed on each
-        use, not kept: a million values' uses are a lot of memory for what is read once)."""
-        return _compute_uses(self)
-
-
-def _may_use(user: Instruction, index: Index) -> bool:
-    op = user.opcode
-    if op == "get-tuple-element" or op == "copy":
-        return not index
-    return op != "tuple" and op != "domain"
-
-
-_PASS_THROUGH = frozenset({"get-tuple-element", "copy", "tuple", "domain"})
-# Users with more operands than this have their operand positions looked up once (cached).
-_WIDE = 8
-
-
-def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
-                  readers: dict[int, tuple[Instruction, ...]] | None = None,
-                  root_reads: dict[int, frozenset[str]] | None = None,
-                  ) -> list[tuple[Instruction, int, Index]]:
-    """The (user, operand number, operand index) that read `value`, by XLA's rules.
-
-    A get-tuple-element, copy, tuple or domain reads only the top of its
-    operand, so for a value inside a tuple only the other users (and the
-    computation roots among the value's positions) are looked at; `readers`
-    caches those per instruction and `root_reads` each root's operand names,
-    which keeps wide tuples linear.
-    """
-    if value._more is None and not value.index and not value.inst.is_root:
-        return _array_uses(value.inst, cache)
-    root_reads = root_reads if root_reads is not None else {}
-    roots = [inst for inst, _ in value.positions if inst.is_root]
-    root_ids = {id(r) for r in roots}
-    uses: list[tuple[Instruction, int, Index]] = []
-    for inst, index in value.positions:
-        if index:
-            key = id(inst)
-            users = readers.get(key) if readers is not None else None
-            if users is None:
-                users = tuple(u for u in inst.users if u.opcode not in _PASS_THROUGH)
-                if readers is not None:
-                    readers[key] = users
-            if roots:
-                users = users + tuple(r for r in roots if r.opcode in _PASS_THROUGH
-                                      and inst.name in _operand_names(r, root_reads)
-                                      and r.computation is inst.computation)
-        else:
-            users = inst.users
-        name = inst.name
-        for user in users:
-            if id(user) in root_ids or _may_use(user, index):
-                names = user.operand_names
-                if len(names) > _WIDE:
-                    where: Iterable[int] = operand_positions(user, cache).get(name, ())
-                else:
-                    where = [i for i, n in enumerate(names) if n == name]
-                for i in where:
-                    uses.append((user, i, index))
-    return uses
-
-
-def _array_uses(inst: Instruction, cache: dict[int, dict[str, list[int]]] | None,
-                ) -> list[tuple[Instruction, int, Index]]:
-    """`_compute_uses` of a value held only where it is defined, an array, not at a root
-    (most values): every user reads it, but a tuple or domain (which read only the top)."""
-    name = inst.name
-    uses: list[tuple[Instruction, int, Index]] = []
-    for user in inst.users:
-        if user.opcode == "tuple" or user.opcode == "domain":
-            continue
-        names = user.operand_names
-        if len(names) > _WIDE:
-            for i in operand_positions(user, cache).get(name, ()):
-                uses.append((user, i, ()))
-        else:
-            for i, n in enumerate(names):
-                if n == name:
-                    uses.append((user, i, ()))
-    return uses
-
-
-def _operand_names(inst: Instruction, cache: dict[int, frozenset[str]]) -> frozenset[str]:
-    names = cache.get(id(inst))
-    if names is None:
-        names = cache[id(inst)] = frozenset(inst.operand_names)
-    return names
-
-
-def operand_positions(user: Instruction, cache: dict[int, dict[str, list[int]]] | None = None,
-                      ) -> dict[str, list[int]]:
-    """Operand name -> the operand numbers where `user` reads it.
-
-    `cache` (keyed by ``id(user)``; the caller keeps the instructions alive while
-    it uses the cache) saves rescanning long operand lists.
-    """
-    if cache is not None:
-        hit = cache.get(id(user))
-        if hit is not None:
-            return hit
-    out: dict[str, list[int]] = {}
-    for i, n in enumerate(user.operand_names):
-        out.setdefault(n, []).append(i)
-    if cache is not None:
-        cache[id(user)] = out
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Buffer:
-    """Values that must share one piece of memory (sorted by value id); `size` is the largest."""
-
-    id: int
-    values: tuple[Value, ...]
-    size: int
-
-
-@dataclass(slots=True)
-class Dataflow:
-    """The values and buffers of a module (see the module docstring)."""
-
-    module: Module
-    computations: list[Computation]          # the control-flow computations
-    values: list[Value]                      # sorted by id
-    # instruction -> index -> values; for an instruction that only defines one array value
-    # (most), that value itself (see `values_at` and `sets_of`).
-    value_sets: dict[Instruction, dict[Index, list[Value]] | Value]
-    buffers: list[Buffer] = field(default_factory=list)
-    buffer_of: dict[int, Buffer] = field(default_factory=dict)  # value id -> buffer
-    kinds: list[str] | None = None  # allocation kind by buffer id (`classify_buffers`)
-    _use_caches: tuple[dict[int, dict[str, list[int]]], dict[int, tuple[Instruction, ...]],
-                       dict[int, frozenset[str]]] = field(default_factory=lambda: ({}, {}, {}))
-
-    def values_at(self, inst: Instruction, index: Index = ()) -> Sequence[Value]:
-        """The values that may be in `inst`'s output at `index` (none for an instruction
-        outside the control-flow computations, or an index its shape lacks)."""
-        sets = self.value_sets.get(inst)
-        if sets is None:
-            return _NO_VALUES
-        if type(sets) is Value:
-            return _NO_VALUES if index else (sets,)
-        return sets.get(index, _NO_VALUES)  # type: ignore[union-attr]
-
-    def sets_of(self, inst: Instruction) -> dict[Index, list[Value]]:
-        """Shape index -> the values that may be there, for every index of `inst`."""
-        return _as_dict(self.value_sets.get(inst))
-
-    def defined_by(self, inst: Instruction) -> list[Value]:
-        """Values `inst` defines, in shape-index order."""
-        stored = self.value_sets.get(inst)
-        if type(stored) is Value:
-            return [stored]
-        sets = _as_dict(stored)
-        out = [v for vals in sets.values() for v in vals if v.inst is inst]
-        if len(out) > 1 and len(set(map(id, out))) < len(out):  # held at two indices
-            return list({v.id: v for v in out}.values())
-        return out
-
-    def uses_of(self, v: Value) -> list[tuple[Instruction, int, Index]]:
-        """`v.uses`, with this dataflow's caches for wide instructions."""
-        return _compute_uses(v, *self._use_caches)
-
-
-_NO_VALUES: list[Value] = []
-_NO_SETS: dict[Index, list[Value]] = {}
-
-
-def _as_dict(sets: dict[Index, list[Value]] | Value | None) -> dict[Index, list[Value]]:
-    """Value sets by shape index, from their stored form (a bare value: its own, at ``()``)."""
-    if sets is None:
-        return _NO_SETS
-    if type(sets) is Value:
-        return {(): [sets]}  # type: ignore[list-item]
-    return sets  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------------
-# The analysis
-# ---------------------------------------------------------------------------
-
-
-class _Plan:
-    """Where the values of a called computation's parameter come from.
-
-    Either `forward` (an async-update's or async-done's chain tuple, at a prefix) or
-    `sources`, the instructions whose values reach it: the callers' operands (and a
-    loop body's root), each with how many times it is an input.  The union of their
-    values is kept per shape index as counts, updated from the sources that changed
-    (`dirty`) only, so a computation with thousands of call sites (a body shared by
-    many loops) costs time in proportion to its call sites, not their square.  With
-    `need_phi` (loops, branches) the parameter holds a phi when more than one input
-    reaches it, else the union of the values (calls).
-    """
-
-    __slots__ = ("counts", "dirty", "forward", "frozen", "mult", "multi", "need_phi", "param",
-                 "snapshot", "sources", "totals")
-
-    def __init__(self, param: Instruction) -> None:
-        self.param = param
-        self.forward: tuple[Instruction, Index] | None = None
-        self.need_phi = False
-        # Set once every index holds the parameter's own phi (`_Builder._update_parameter`):
-        # a phi stays a phi whatever else reaches it, so its sources are no longer followed
-        # and its inputs are counted once, after propagation.
-        self.frozen = False
-        self.sources: dict[int, Instruction] = {}
-        self.mult: dict[int, int] = {}
-        self.dirty: dict[int, Instruction] = {}
-        # Each source's values when last folded in, by position in the parameter's indices.
-        self.snapshot: dict[int, list[list[Value]]] = {}
-        self.counts: dict[Index, dict[int, int]] = {}
-        self.totals: dict[Index, int] = {}
-        self.multi = 0  # indices with two or more inputs
-
-    def add_source(self, src: Instruction) -> None:
-        """`src`'s values reach the parameter (once more, when it is already a source)."""
-        k = id(src)
-        if k not in self.sources:
-            self.sources[k] = src
-            self.mult[k] = 0
-        self.mult[k] += 1
-
-    def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-               indices: Collection[Index]) -> list[Index]:
-        """Fold the dirty sources' current values into the counts; the indices that changed."""
-        touched: dict[Index, None] = {}
-        for k, src in self.dirty.items():
-            src_sets = _as_dict(sets.get(src))
-            snap = self.snapshot.get(k)
-            if snap is None:
-                if not any(src_sets.get(index) for index in indices):
-                    continue  # nothing reaches the parameter from there yet
-                snap = self.snapshot[k] = [_NO_VALUES] * len(indices)
-            m = self.mult[k]
-            for i, index in enumerate(indices):
-                new = src_sets.get(index, _NO_VALUES)
-                old = snap[i]
-                if new is old or not (new or old):
-                    continue
-                counts = self.counts.setdefault(index, {})
-                for v in old:
-                    c = counts[v.id] - m
-                    if c:
-                        counts[v.id] = c
-                    else:
-                        del counts[v.id]
-                for v in new:
-                    counts[v.id] = counts.get(v.id, 0) + m
-                before = self.totals.get(index, 0)
-                total = self.totals[index] = before + m * (len(new) - len(old))
-                self.multi += (total > 1) - (before > 1)
-                snap[i] = new
-                touched[index] = None
-            if self.need_phi and self.multi == len(indices):
-                # Two or more inputs everywhere: a phi at every index, whatever the other
-                # sources hold (the plan is then `frozen`, its inputs recounted at the end).
-                self.dirty = {}
-                return list(indices)
-        self.dirty = {}
-        return list(touched)
-
-    def recount(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-                indices: Collection[Index]) -> None:
-        """The distinct values that reach each index from every source (in the order of the
-        sources), after propagation, for a `frozen` plan (`totals` are not kept)."""
-        src_sets = [_as_dict(sets.get(src)) for src in self.sources.values()]
-        self.counts = {}
-        for index in indices:
-            counts = self.counts[index] = {}
-            for ss in src_sets:
-                for v in ss.get(index, _NO_VALUES):
-                    counts[v.id] = 1
 
 
 class _Builder:
@@ -440,7 +105,7 @@ class _Builder:
             if inst.opcode in PASSING_OPCODES and passes_through(inst)
             and (fwd := forwarded_operands(inst))}
         self.callees: dict[tuple[int, str | None], Computation | None] = {}
-        self.plans: dict[int, _Plan] = {}
+        self.plans: dict[int, CallSites] = {}
         self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
         for comp in self.comps:
             callers = self.callers[comp.name]
@@ -461,7 +126,7 @@ class _Builder:
         """Where `param` (of a computation run by `callers`) takes its values from."""
         comp = param.computation
         number = param.parameter_number
-        plan = self.plans[id(param)] = _Plan(param)
+        plan = self.plans[id(param)] = CallSites(param)
         for call in callers:
             op = call.opcode
             if op == "while":
@@ -638,7 +303,7 @@ class _Builder:
                 return False
             dsets[dst_prefix] = [stored]  # type: ignore[index]
             return True
-        ssets = _as_dict(stored)
+        ssets = as_dict(stored)
         if src_prefix and not dst_prefix:
             pairs: Iterable[tuple[Index, Index]] = ((src_prefix + d, d) for d in dsets)
         else:
@@ -663,12 +328,12 @@ class _Builder:
         phi that stays are registered but are no change: the value sets are the same."""
         changed = False
         vs = self.sets[inst]
-        srcs = [_as_dict(self.sets.get(src)) for src in inputs]
+        srcs = [as_dict(self.sets.get(src)) for src in inputs]
         for index, cur_list in vs.items():
             current = cur_list[0] if cur_list else None
             ids: list[Value] = []
             for ssets in srcs:
-                ids.extend(ssets.get(index, _NO_VALUES))
+                ids.extend(ssets.get(index, NO_VALUES))
             defined_here = (current is not None and current.inst is inst
                             and current.index == index)
             if not ids:
@@ -766,7 +431,7 @@ class _Builder:
         changed = False
         n = len(inst.operand_names)
         for i in range(n):
-            vals = _as_dict(self.sets.get(operand(inst, i))).get((), [])
+            vals = as_dict(self.sets.get(operand(inst, i))).get((), [])
             changed |= self._set(inst, dst(i, n), list(vals))
         return changed
 
@@ -909,7 +574,7 @@ class _Builder:
                             v.add_position(inst, index)
         values = list(self.values.values())  # ids were given in increasing order
         df = Dataflow(self.module, self.comps, values, self.sets)
-        _build_buffers(df, self.callers, self.in_place, self.deleted)
+        build_buffers(df, self.callers, self.in_place, self.deleted)
         return df
 
 
@@ -926,136 +591,6 @@ def control_flow_computations(module: Module) -> list[Computation]:
                         reached.add(name)
                         work.append(module.computation(name))
     return [c for c in module.computations if c.name in reached]
-
-
-def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
-                   in_place: InPlacePairs, deleted: set[int]) -> None:
-    """Group the values into buffers (see the module docstring): a union-find over value
-    ids in flat arrays, `joined` marking the values that share with another (every other
-    value is a buffer of its own).
-
-    Only the instructions whose values share with others are visited (the entry's root,
-    computation roots, in-place operations, loop operands, loops' parameters), each index
-    once with every value there: which values end up together does not depend on the
-    order of the unions, and the root of each group is its lowest id.
-    """
-    size = df.values[-1].id + 1 if df.values else 0  # a larger id is a deleted value's
-    parent = array("q", range(size))
-    joined = bytearray(size)
-    sets = df.value_sets
-
-    def ids_at(inst: Instruction, index: Index) -> list[int]:
-        stored = sets.get(inst)
-        if stored is None:
-            return []
-        if type(stored) is Value:
-            return [] if index else [stored.id]  # type: ignore[union-attr]
-        return [v.id for v in stored.get(index, _NO_VALUES)  # type: ignore[union-attr]
-                if v.id not in deleted]
-
-    def join(ids: list[int]) -> None:
-        """Put every value in `ids` in one buffer."""
-        ra = -1
-        for b in ids:
-            while parent[b] != b:  # find, halving the path
-                parent[b] = parent[parent[b]]
-                b = parent[b]
-            if ra < 0:
-                ra = b
-            elif b != ra:
-                if b < ra:
-                    ra, b = b, ra
-                parent[b] = ra
-                joined[ra] = joined[b] = 1
-
-    def share(inst: Instruction, index: Index, others: Iterable[tuple[Instruction, Index]]
-              ) -> None:
-        """The values at `inst`'s `index` share memory with those at each of `others`."""
-        here = ids_at(inst, index)
-        if here:
-            for other, oidx in others:
-                here += ids_at(other, oidx)
-            join(here)
-
-    # (callers, index) -> a value of the group the callers' values at index were joined in
-    # (None when they hold none): a computation run by thousands of loops is read once.
-    groups: dict[tuple[int, Index], int | None] = {}
-
-    def share_with_calls(here: list[int], calls: list[Instruction], index: Index) -> None:
-        """The values `here` share memory with those of each of `calls` at `index`."""
-        if not here:
-            return
-        key = (id(calls), index)
-        if key in groups:
-            rep = groups[key]
-            if rep is not None:
-                join([*here, rep])
-            return
-        there = [i for c in calls for i in ids_at(c, index)]
-        groups[key] = there[0] if there else None
-        join(here + there)
-
-    module = df.module
-    entry = module.entry
-    entry_params = {p.parameter_number: p for p in entry.parameters}
-    donated: dict[Index, list[tuple[Instruction, Index]]] = {}
-    for out_idx, pnum, pidx, _kind in module.input_output_alias:
-        if pnum in entry_params:
-            donated.setdefault(out_idx, []).append((entry_params[pnum], pidx))
-    # Entry outputs aliased with parameters (donated buffers).
-    if entry.instructions and donated:
-        root = entry.root
-        for index in df.sets_of(root):
-            if index in donated:
-                share(root, index, donated[index])
-    for comp in df.computations:
-        calls = callers.get(comp.name, ())
-        # While loop state, conditional results: a loop body's or a branch's root.
-        sharers = [c for c in calls if c.opcode == "conditional" or (
-            c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == comp.name)]
-        loops = [c for c in calls if c.opcode == "while"]
-        if loops == sharers:
-            loops = sharers  # one group per index for both
-        if sharers and comp.instructions:
-            root = comp.root
-            for index in df.sets_of(root):
-                share_with_calls(ids_at(root, index), sharers, index)
-        for inst in comp.instructions:
-            op = inst.opcode
-            # The parameters of a loop's computations hold the loop's state.
-            if op == "parameter" and loops:
-                for v in df.defined_by(inst):
-                    if v.id not in deleted:
-                        share_with_calls([v.id], loops, v.index)
-            # In-place operations.
-            if op in IN_PLACE_OPCODES:
-                for index, pairs in in_place.by_output(inst).items():
-                    share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
-                                        if opnum < len(inst.operand_names)])
-            # A loop's operand: a while reads the whole of it.
-            whiles = [u for u in inst.users if u.opcode == "while"]
-            if whiles:
-                for index in df.sets_of(inst):
-                    share(inst, index, [(w, index) for w in whiles])
-    # Buffers in the order of their first (lowest-id) value, which is the union's root.
-    members: dict[int, list[Value]] = {}
-    for v in df.values:
-        if joined[v.id]:
-            b = v.id
-            while parent[b] != b:
-                b = parent[b]
-            members.setdefault(b, []).append(v)
-    for v in df.values:
-        if not joined[v.id]:
-            vals: tuple[Value, ...] = (v,)
-        elif v.id in members:
-            vals = tuple(members.pop(v.id))
-        else:
-            continue  # in the buffer of a value that came before it
-        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
-        df.buffers.append(buf)
-        for x in vals:
-            df.buffer_of[x.id] = buf
 
 
 def analyze_dataflow(module: Module) -> Dataflow:

@@ -16,7 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._dataflow import Value
+    from ._values import Value
 
 __all__ = ["PhiGraph"]
 
