@@ -68,15 +68,18 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 here += ids_at(other, oidx)
             join(here)
 
-    # (callers, index) -> a value of the group the callers' values at index were joined in
-    # (None when they hold none): a computation run by thousands of loops is read once.
-    groups: dict[tuple[int, Index], int | None] = {}
+    # (computation, which callers, index) -> a value of the group the callers' values at
+    # index were joined in (None when they hold none): a computation run by thousands of
+    # loops is read once.
+    groups: dict[tuple[str, str, Index], int | None] = {}
 
-    def share_with_calls(here: list[int], calls: list[Instruction], index: Index) -> None:
-        """The values `here` share memory with those of each of `calls` at `index`."""
+    def share_with_calls(here: list[int], calls: list[Instruction], key: tuple[str, str, Index],
+                         ) -> None:
+        """The values `here` share memory with those of each of `calls` at the index `key`
+        ends with."""
         if not here:
             return
-        key = (id(calls), index)
+        index = key[2]
         if key in groups:
             rep = groups[key]
             if rep is not None:
@@ -105,19 +108,18 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
         sharers = [c for c in calls if c.opcode == "conditional" or (
             c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == comp.name)]
         loops = [c for c in calls if c.opcode == "while"]
-        if loops == sharers:
-            loops = sharers  # one group per index for both
+        which = "sharers" if loops == sharers else "loops"  # one group per index for both
         if sharers and comp.instructions:
             root = comp.root
             for index in df.sets_of(root):
-                share_with_calls(ids_at(root, index), sharers, index)
+                share_with_calls(ids_at(root, index), sharers, (comp.name, "sharers", index))
         for inst in comp.instructions:
             op = inst.opcode
             # The parameters of a loop's computations hold the loop's state.
             if op == "parameter" and loops:
                 for v in df.defined_by(inst):
                     if v.id not in deleted:
-                        share_with_calls([v.id], loops, v.index)
+                        share_with_calls([v.id], loops, (comp.name, which, v.index))
             # In-place operations.
             if op in IN_PLACE_OPCODES:
                 for index, pairs in in_place.by_output(inst).items():
