@@ -113,6 +113,14 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             root = comp.root
             for index in df.sets_of(root):
                 share_with_calls(ids_at(root, index), sharers, (comp.name, "sharers", index))
+        # The loops that read each instruction (a while reads the whole of its operand).
+        loop_readers: dict[Instruction, list[Instruction]] = {}
+        for inst in comp.instructions:
+            if inst.opcode == "while":
+                for name in dict.fromkeys(inst.operand_names):
+                    src = comp.by_name.get(name)
+                    if src is not None:
+                        loop_readers.setdefault(src, []).append(inst)
         for inst in comp.instructions:
             op = inst.opcode
             # The parameters of a loop's computations hold the loop's state.
@@ -126,7 +134,7 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                     share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
                                         if opnum < len(inst.operand_names)])
             # A loop's operand: a while reads the whole of it.
-            whiles = [u for u in inst.users if u.opcode == "while"]
+            whiles = loop_readers.get(inst)
             if whiles:
                 for index in df.sets_of(inst):
                     share(inst, index, [(w, index) for w in whiles])
