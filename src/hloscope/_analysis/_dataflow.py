@@ -38,19 +38,19 @@ structure is kept that the later analyses do not read.
 from __future__ import annotations
 
 import heapq
-from array import array
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
 from .._errors import HloModelError
 from .._hlo._module import Computation, Instruction, Module
-from .._hlo._shape import Shape
+from ._buffers import build_buffers
+from ._callsites import CallSites
 from ._check import check_module
-from ._inplace import IN_PLACE_OPCODES, InPlacePairs
+from ._inplace import InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
-from ._shapes import byte_size, indices
-from ._walk import INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
+from ._shapes import indices
+from ._values import NO_VALUES, Buffer, Dataflow, Index, Value, as_dict, operand_positions
+from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
@@ -61,8 +61,6 @@ __all__ = [
     "control_flow_computations",
     "operand_positions",
 ]
-
-Index = tuple[int, ...]
 
 # Opcodes whose called computations run as part of the caller's dataflow.
 CONTROL_FLOW_OPCODES = frozenset({"call", "while", "conditional", "async-start",
@@ -80,317 +78,6 @@ _FORWARDING_OPCODES = frozenset({
 _NO_VALUE_OPCODES = frozenset({"bitcast", "add-dependency", "while", "call", "conditional",
                                "get-tuple-element", "domain", "opt-barrier",
                                "copy-done", "all-reduce-done"})
-
-
-class Value:
-    """One SSA value: what `inst` writes at shape index `index`.
-
-    `positions` are every (instruction, index) that holds the value, the
-    defining one first; `uses` the (instruction, operand number, operand
-    index) that read it, by XLA's rules.
-    """
-
-    __slots__ = ("_label", "_more", "id", "index", "inst", "is_phi", "shape", "size")
-
-    def __init__(self, vid: int, inst: Instruction, index: Index, is_phi: bool) -> None:
-        self.id = vid
-        self.inst = inst
-        self.index = index
-        self.is_phi = is_phi
-        self.shape: Shape = inst.shape.subshape(index) if index else inst.shape
-        self.size: int = byte_size(self.shape)  # bytes (a tuple's pointer table for a tuple)
-        self._more: list[tuple[Instruction, Index]] | None = None  # positions after the first
-        self._label: str | None = None
-
-    @property
-    def memory_space(self) -> int:
-        """The layout's memory space: 0 is device memory (HBM); a TPU's on-chip memory
-        (``S(1)``), scalar memory (``S(2)``) and the host (``S(5)``) have allocations of
-        their own, outside XLA's temp allocation (XLA's live-range peak counts every
-        value, whatever its space)."""
-        layout = self.shape.layout
-        return layout.memory_space if layout is not None else 0
-
-    @property
-    def positions(self) -> list[tuple[Instruction, Index]]:
-        """Every (instruction, index) that holds the value, the defining one first (a new
-        list each time: most values have only the one, which is then not stored)."""
-        first = (self.inst, self.index)
-        return [first] if self._more is None else [first, *self._more]
-
-    @property
-    def other_positions(self) -> list[tuple[Instruction, Index]] | tuple[()]:
-        """`positions` without the defining one."""
-        return self._more or ()
-
-    def add_position(self, inst: Instruction, index: Index) -> None:
-        """Record that `inst` holds the value at `index` too."""
-        if self._more is None:
-            self._more = []
-        self._more.append((inst, index))
-
-    @property
-    def label(self) -> str:
-        """``name{index}`` as XLA's dumps print it."""
-        if self._label is None:
-            self._label = f"{self.inst.name}{{{','.join(map(str, self.index))}}}"
-        return self._label
-
-    def __repr__(self) -> str:
-        return f"<Value {self.id} {self.label}{' (phi)' if self.is_phi else ''}>"
-
-    @property
-    def uses(self) -> list[tuple[Instruction, int, Index]]:
-        """The (user, operand number, operand index) that read the value (computed on each
-        use, not kept: a million values' uses are a lot of memory for what is read once)."""
-        return _compute_uses(self)
-
-
-def _may_use(user: Instruction, index: Index) -> bool:
-    op = user.opcode
-    if op == "get-tuple-element" or op == "copy":
-        return not index
-    return op != "tuple" and op != "domain"
-
-
-_PASS_THROUGH = frozenset({"get-tuple-element", "copy", "tuple", "domain"})
-# Users with more operands than this have their operand positions looked up once (cached).
-_WIDE = 8
-
-
-def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
-                  readers: dict[int, tuple[Instruction, ...]] | None = None,
-                  root_reads: dict[int, frozenset[str]] | None = None,
-                  ) -> list[tuple[Instruction, int, Index]]:
-    """The (user, operand number, operand index) that read `value`, by XLA's rules.
-
-    A get-tuple-element, copy, tuple or domain reads only the top of its
-    operand, so for a value inside a tuple only the other users (and the
-    computation roots among the value's positions) are looked at; `readers`
-    caches those per instruction and `root_reads` each root's operand names,
-    which keeps wide tuples linear.
-    """
-    if value._more is None and not value.index and not value.inst.is_root:
-        return _array_uses(value.inst, cache)
-    root_reads = root_reads if root_reads is not None else {}
-    roots = [inst for inst, _ in value.positions if inst.is_root]
-    root_ids = {id(r) for r in roots}
-    uses: list[tuple[Instruction, int, Index]] = []
-    for inst, index in value.positions:
-        if index:
-            key = id(inst)
-            users = readers.get(key) if readers is not None else None
-            if users is None:
-                users = tuple(u for u in inst.users if u.opcode not in _PASS_THROUGH)
-                if readers is not None:
-                    readers[key] = users
-            if roots:
-                users = users + tuple(r for r in roots if r.opcode in _PASS_THROUGH
-                                      and inst.name in _operand_names(r, root_reads)
-                                      and r.computation is inst.computation)
-        else:
-            users = inst.users
-        name = inst.name
-        for user in users:
-            if id(user) in root_ids or _may_use(user, index):
-                names = user.operand_names
-                if len(names) > _WIDE:
-                    where: Iterable[int] = operand_positions(user, cache).get(name, ())
-                else:
-                    where = [i for i, n in enumerate(names) if n == name]
-                for i in where:
-                    uses.append((user, i, index))
-    return uses
-
-
-def _array_uses(inst: Instruction, cache: dict[int, dict[str, list[int]]] | None,
-                ) -> list[tuple[Instruction, int, Index]]:
-    """`_compute_uses` of a value held only where it is defined, an array, not at a root
-    (most values): every user reads it, but a tuple or domain (which read only the top)."""
-    name = inst.name
-    uses: list[tuple[Instruction, int, Index]] = []
-    for user in inst.users:
-        if user.opcode == "tuple" or user.opcode == "domain":
-            continue
-        names = user.operand_names
-        if len(names) > _WIDE:
-            for i in operand_positions(user, cache).get(name, ()):
-                uses.append((user, i, ()))
-        else:
-            for i, n in enumerate(names):
-                if n == name:
-                    uses.append((user, i, ()))
-    return uses
-
-
-def _operand_names(inst: Instruction, cache: dict[int, frozenset[str]]) -> frozenset[str]:
-    names = cache.get(id(inst))
-    if names is None:
-        names = cache[id(inst)] = frozenset(inst.operand_names)
-    return names
-
-
-def operand_positions(user: Instruction, cache: dict[int, dict[str, list[int]]] | None = None,
-                      ) -> dict[str, list[int]]:
-    """Operand name -> the operand numbers where `user` reads it.
-
-    `cache` (keyed by ``id(user)``; the caller keeps the instructions alive while
-    it uses the cache) saves rescanning long operand lists.
-    """
-    if cache is not None:
-        hit = cache.get(id(user))
-        if hit is not None:
-            return hit
-    out: dict[str, list[int]] = {}
-    for i, n in enumerate(user.operand_names):
-        out.setdefault(n, []).append(i)
-    if cache is not None:
-        cache[id(user)] = out
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Buffer:
-    """Values that must share one piece of memory (sorted by value id); `size` is the largest."""
-
-    id: int
-    values: tuple[Value, ...]
-    size: int
-
-
-@dataclass(slots=True)
-class Dataflow:
-    """The values and buffers of a module (see the module docstring)."""
-
-    module: Module
-    computations: list[Computation]          # the control-flow computations
-    values: list[Value]                      # sorted by id
-    # instruction -> index -> values; for an instruction that only defines one array value
-    # (most), that value itself (see `values_at` and `sets_of`).
-    value_sets: dict[Instruction, dict[Index, list[Value]] | Value]
-    buffers: list[Buffer] = field(default_factory=list)
-    buffer_of: dict[int, Buffer] = field(default_factory=dict)  # value id -> buffer
-    kinds: list[str] | None = None  # allocation kind by buffer id (`classify_buffers`)
-    _use_caches: tuple[dict[int, dict[str, list[int]]], dict[int, tuple[Instruction, ...]],
-                       dict[int, frozenset[str]]] = field(default_factory=lambda: ({}, {}, {}))
-
-    def values_at(self, inst: Instruction, index: Index = ()) -> Sequence[Value]:
-        """The values that may be in `inst`'s output at `index` (none for an instruction
-        outside the control-flow computations, or an index its shape lacks)."""
-        sets = self.value_sets.get(inst)
-        if sets is None:
-            return _NO_VALUES
-        if type(sets) is Value:
-            return _NO_VALUES if index else (sets,)
-        return sets.get(index, _NO_VALUES)  # type: ignore[union-attr]
-
-    def sets_of(self, inst: Instruction) -> dict[Index, list[Value]]:
-        """Shape index -> the values that may be there, for every index of `inst`."""
-        return _as_dict(self.value_sets.get(inst))
-
-    def defined_by(self, inst: Instruction) -> list[Value]:
-        """Values `inst` defines, in shape-index order."""
-        stored = self.value_sets.get(inst)
-        if type(stored) is Value:
-            return [stored]
-        sets = _as_dict(stored)
-        if len(sets) == 1:
-            return [v for vals in sets.values() for v in vals if v.inst is inst]
-        out: dict[int, Value] = {}
-        for vals in sets.values():
-            for v in vals:
-                if v.inst is inst:
-                    out.setdefault(v.id, v)
-        return list(out.values())
-
-    def uses_of(self, v: Value) -> list[tuple[Instruction, int, Index]]:
-        """`v.uses`, with this dataflow's caches for wide instructions."""
-        return _compute_uses(v, *self._use_caches)
-
-
-_NO_VALUES: list[Value] = []
-_NO_SETS: dict[Index, list[Value]] = {}
-
-
-def _as_dict(sets: dict[Index, list[Value]] | Value | None) -> dict[Index, list[Value]]:
-    """Value sets by shape index, from their stored form (a bare value: its own, at ``()``)."""
-    if sets is None:
-        return _NO_SETS
-    if type(sets) is Value:
-        return {(): [sets]}  # type: ignore[list-item]
-    return sets  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------------
-# The analysis
-# ---------------------------------------------------------------------------
-
-
-class _Plan:
-    """Where the values of a called computation's parameter come from.
-
-    Either `forward` (an async-update's or async-done's chain tuple, at a prefix) or
-    `sources`, the instructions whose values reach it: the callers' operands (and a
-    loop body's root), each with how many times it is an input.  The union of their
-    values is kept per shape index as counts, updated from the sources that changed
-    (`dirty`) only, so a computation with thousands of call sites (a body shared by
-    many loops) costs time in proportion to its call sites, not their square.  With
-    `need_phi` (loops, branches) the parameter holds a phi when more than one input
-    reaches it, else the union of the values (calls).
-    """
-
-    __slots__ = ("counts", "dirty", "forward", "mult", "need_phi", "param", "snapshot",
-                 "sources", "totals")
-
-    def __init__(self, param: Instruction) -> None:
-        self.param = param
-        self.forward: tuple[Instruction, Index] | None = None
-        self.need_phi = False
-        self.sources: dict[int, Instruction] = {}
-        self.mult: dict[int, int] = {}
-        self.dirty: dict[int, Instruction] = {}
-        # Each source's values when last folded in, by position in the parameter's indices.
-        self.snapshot: dict[int, list[list[Value]]] = {}
-        self.counts: dict[Index, dict[int, int]] = {}
-        self.totals: dict[Index, int] = {}
-
-    def add_source(self, src: Instruction) -> None:
-        """`src`'s values reach the parameter (once more, when it is already a source)."""
-        k = id(src)
-        if k not in self.sources:
-            self.sources[k] = src
-            self.mult[k] = 0
-        self.mult[k] += 1
-
-    def update(self, sets: dict[Instruction, dict[Index, list[Value]] | Value],
-               indices: Collection[Index]) -> list[Index]:
-        """Fold the dirty sources' current values into the counts; the indices that changed."""
-        touched: dict[Index, None] = {}
-        for k, src in self.dirty.items():
-            src_sets = _as_dict(sets.get(src))
-            snap = self.snapshot.get(k)
-            if snap is None:
-                snap = self.snapshot[k] = [_NO_VALUES] * len(indices)
-            m = self.mult[k]
-            for i, index in enumerate(indices):
-                new = src_sets.get(index, _NO_VALUES)
-                old = snap[i]
-                if new is old:
-                    continue
-                counts = self.counts.setdefault(index, {})
-                for v in old:
-                    c = counts[v.id] - m
-                    if c:
-                        counts[v.id] = c
-                    else:
-                        del counts[v.id]
-                for v in new:
-                    counts[v.id] = counts.get(v.id, 0) + m
-                self.totals[index] = self.totals.get(index, 0) + m * (len(new) - len(old))
-                snap[i] = new
-                touched[index] = None
-        self.dirty = {}
-        return list(touched)
 
 
 class _Builder:
@@ -418,7 +105,7 @@ class _Builder:
             if inst.opcode in PASSING_OPCODES and passes_through(inst)
             and (fwd := forwarded_operands(inst))}
         self.callees: dict[tuple[int, str | None], Computation | None] = {}
-        self.plans: dict[int, _Plan] = {}
+        self.plans: dict[int, CallSites] = {}
         self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
         for comp in self.comps:
             callers = self.callers[comp.name]
@@ -439,7 +126,7 @@ class _Builder:
         """Where `param` (of a computation run by `callers`) takes its values from."""
         comp = param.computation
         number = param.parameter_number
-        plan = self.plans[id(param)] = _Plan(param)
+        plan = self.plans[id(param)] = CallSites(param)
         for call in callers:
             op = call.opcode
             if op == "while":
@@ -481,6 +168,10 @@ class _Builder:
                 changed |= self._resolve_phi(param, index, counts, plan.totals.get(index, 0))
             else:
                 changed |= self._set(param, index, [self.values[i] for i in counts])
+        if plan.need_phi and all(len(vals) == 1 and vals[0].is_phi and vals[0].inst is param
+                                 and vals[0].index == index for index, vals in vs.items()):
+            plan.frozen = True
+            plan.snapshot, plan.counts, plan.totals = {}, {}, {}
         return changed
 
     def _resolve_phi(self, inst: Instruction, index: Index, counts: dict[int, int],
@@ -512,6 +203,8 @@ class _Builder:
         for plan in self.plans.values():
             if not plan.need_phi:
                 continue
+            if plan.frozen:  # count every source's final values once
+                plan.recount(self.sets, self.sets[plan.param])
             for index, vals in self.sets[plan.param].items():
                 if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
                         and vals[0].index == index:
@@ -584,8 +277,9 @@ class _Builder:
         cur = vs.get(index)
         if cur is None:
             return False
-        new = sorted({v.id: v for v in new}.values(), key=lambda v: v.id)
-        if [v.id for v in cur] == [v.id for v in new]:
+        if len(new) > 1:
+            new = sorted({v.id: v for v in new}.values(), key=lambda v: v.id)
+        if cur == new:  # one object per value: compared by identity
             return False
         vs[index] = new
         return True
@@ -598,8 +292,18 @@ class _Builder:
         reading one element of a tuple), so a get-tuple-element of a wide tuple costs
         the size of its own shape.
         """
-        ssets = _as_dict(self.sets.get(src))
+        stored = self.sets.get(src)
         dsets = self.sets[inst]
+        if type(stored) is Value:  # an array defined there (most operands): one value at ()
+            if src_prefix or dst_prefix not in dsets or (skip_top and not dst_prefix) or (
+                    arrays_only and inst.shape.subshape(dst_prefix).is_tuple):
+                return False
+            cur = dsets[dst_prefix]  # type: ignore[index]
+            if len(cur) == 1 and cur[0] is stored:
+                return False
+            dsets[dst_prefix] = [stored]  # type: ignore[index]
+            return True
+        ssets = as_dict(stored)
         if src_prefix and not dst_prefix:
             pairs: Iterable[tuple[Index, Index]] = ((src_prefix + d, d) for d in dsets)
         else:
@@ -612,7 +316,11 @@ class _Builder:
                 continue
             if arrays_only and inst.shape.subshape(didx).is_tuple:
                 continue
-            changed |= self._set(inst, didx, list(vals))
+            if dsets[didx] != vals:  # type: ignore[index]
+                # Stored sets are sorted and hold each value once: the list is shared (no
+                # set is changed in place, only replaced).
+                dsets[didx] = vals  # type: ignore[index]
+                changed = True
         return changed
 
     def _phi(self, inst: Instruction, inputs: list[Instruction]) -> bool:
@@ -620,11 +328,12 @@ class _Builder:
         phi that stays are registered but are no change: the value sets are the same."""
         changed = False
         vs = self.sets[inst]
+        srcs = [as_dict(self.sets.get(src)) for src in inputs]
         for index, cur_list in vs.items():
             current = cur_list[0] if cur_list else None
             ids: list[Value] = []
-            for src in inputs:
-                ids.extend(_as_dict(self.sets.get(src)).get(index, []))
+            for ssets in srcs:
+                ids.extend(ssets.get(index, NO_VALUES))
             defined_here = (current is not None and current.inst is inst
                             and current.index == index)
             if not ids:
@@ -654,28 +363,31 @@ class _Builder:
             for dst, i in passing:
                 changed |= self._forward(inst, operand(inst, i), dst_prefix=dst)
             return changed
-        if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
-            return self._forward(inst, operand(inst, 0))
-        if op == "copy":
-            return self._forward(inst, operand(inst, 0), skip_top=True)
         if op == "get-tuple-element":
             return self._forward(inst, operand(inst, 0), src_prefix=(gte_index(inst),))
         if op == "tuple":
             changed = False
-            for i in range(len(inst.operand_names)):
-                changed |= self._forward(inst, operand(inst, i), dst_prefix=(i,))
+            by_name = inst.computation.by_name
+            for i, name in enumerate(inst.operand_names):
+                src = by_name.get(name)
+                changed |= self._forward(inst, src if src is not None else operand(inst, i),
+                                         dst_prefix=(i,))
             return changed
+        if op == "while":
+            body = self._callee(inst, "body")
+            if body is None or not body.instructions:
+                return False
+            return self._phi(inst, [body.root, operand(inst, 0)])
+        if op in ("bitcast", "add-dependency", "domain", "opt-barrier", "all-reduce-done"):
+            return self._forward(inst, operand(inst, 0))
+        if op == "copy":
+            return self._forward(inst, operand(inst, 0), skip_top=True)
         if op == "parameter":
             return self._update_parameter(inst)
         if op == "call":
             comp = self._callee(inst)
             return self._forward(inst, comp.root) if comp is not None and comp.instructions \
                 else False
-        if op == "while":
-            body = self._callee(inst, "body")
-            if body is None or not body.instructions:
-                return False
-            return self._phi(inst, [body.root, operand(inst, 0)])
         if op == "conditional":
             roots = [c.root for c in inst.called_computations if c.instructions]
             return self._phi(inst, roots) if roots else False
@@ -719,7 +431,7 @@ class _Builder:
         changed = False
         n = len(inst.operand_names)
         for i in range(n):
-            vals = _as_dict(self.sets.get(operand(inst, i))).get((), [])
+            vals = as_dict(self.sets.get(operand(inst, i))).get((), [])
             changed |= self._set(inst, dst(i, n), list(vals))
         return changed
 
@@ -749,58 +461,74 @@ class _Builder:
         Raises `HloModelError` if the sets keep changing far longer than any module needs
         (they cannot, on a module that passed `check_module`; this is the last guard)."""
         # The instructions that take values from others, in the order they run (their rank
-        # there is their priority); the worklist is a heap of ranks and a flag per rank.
+        # there is their priority).  The worklist is a flag per rank, swept upwards, and a
+        # heap of the ranks queued again behind the sweep.
         rank: dict[Instruction, int] = {}  # by the instruction itself: no id() int objects
         order: list[Instruction] = []
         passing = self.passing
-
-        def number(inst: Instruction) -> None:
-            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst not in rank:
-                rank[inst] = len(order)
-                order.append(inst)
-
+        sets = self.sets
         steps = 0
+        entered: set[str] = set()
         for event, inst, _caller in walk_schedule(self.module):
             if event == INSTRUCTION:
-                number(inst)  # type: ignore[arg-type]
                 steps += 1
+                if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                        and inst in sets and inst not in rank:
+                    rank[inst] = len(order)  # type: ignore[index]
+                    order.append(inst)  # type: ignore[arg-type]
+            elif event == ENTER:
+                entered.add(inst.name)
         for comp in self.comps:  # computations not reached from the entry
-            for inst in comp.instructions:
-                number(inst)
-                steps += 1
+            steps += len(comp.instructions)
+            if comp.name not in entered:
+                for inst in comp.instructions:
+                    if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) \
+                            and inst not in rank:
+                        rank[inst] = len(order)
+                        order.append(inst)
         budget = 64 * (steps + len(self.values)) + 10_000
-        sets = self.sets
-        heap = [r for r, inst in enumerate(order) if inst in sets]  # sorted: a heap
-        queued = bytearray(len(order))
-        for r in heap:
-            queued[r] = 1
+        queued = bytearray(b"\x01") * len(order)
+        heap: list[int] = []
+        sweep = 0  # every rank below it that is queued is in `heap`
 
         def add(inst: Instruction) -> None:
-            if (inst.opcode in _FORWARDING_OPCODES or id(inst) in passing) and inst in sets:
-                r = rank[inst]
-                if not queued[r]:
-                    queued[r] = 1
+            r = rank.get(inst)
+            if r is not None and not queued[r]:
+                queued[r] = 1
+                if r < sweep:
                     heapq.heappush(heap, r)
 
-        while heap:
-            r = heapq.heappop(heap)
+        update = self.update
+        fed = self.fed
+        while True:
+            nxt = queued.find(1, sweep)
+            if heap and (nxt < 0 or heap[0] < nxt):
+                r = heapq.heappop(heap)
+            elif nxt >= 0:
+                r = nxt
+                sweep = nxt + 1
+            else:
+                break
             queued[r] = 0
             inst = order[r]
-            k = id(inst)
             budget -= 1
             if budget < 0:
                 raise HloModelError(f"the dataflow of module {self.module.name} does not "
                                     f"settle (still changing at {inst.name})",
                                     hint="the module text is inconsistent; re-export it from XLA")
-            if not self.update(inst):
+            if not update(inst):
                 continue
-            for user in inst.users:
+            for user in inst.computation.users(inst):
                 add(user)
-            for param in self.fed.get(k, ()):
-                self.plans[id(param)].dirty[k] = inst
-                add(param)
+            k = id(inst)
+            if k in fed:
+                for param in fed[k]:
+                    plan = self.plans[id(param)]
+                    if not plan.frozen:
+                        plan.dirty[k] = inst
+                        add(param)
             if inst.is_root:
-                for call in self.callers.get(inst.computation.name, []):
+                for call in self.callers.get(inst.computation.name, ()):
                     add(call)
         self._register_parameter_phis()
 
@@ -834,15 +562,19 @@ class _Builder:
         """Drop folded values, record every value's positions and build the buffers."""
         for vid in self.deleted:
             self.values.pop(vid, None)
+        sets = self.sets
         for comp in self.comps:
             for inst in comp.instructions:
-                for index, vals in _as_dict(self.sets[inst]).items():
+                stored = sets[inst]
+                if type(stored) is Value:
+                    continue  # the instruction's own value, held there only
+                for index, vals in stored.items():  # type: ignore[union-attr]
                     for v in vals:
                         if v.inst is not inst:
                             v.add_position(inst, index)
-        values = sorted(self.values.values(), key=lambda v: v.id)
+        values = list(self.values.values())  # ids were given in increasing order
         df = Dataflow(self.module, self.comps, values, self.sets)
-        _build_buffers(df, self.callers, self.in_place, self.deleted)
+        build_buffers(df, self.callers, self.in_place, self.deleted)
         return df
 
 
@@ -859,98 +591,6 @@ def control_flow_computations(module: Module) -> list[Computation]:
                         reached.add(name)
                         work.append(module.computation(name))
     return [c for c in module.computations if c.name in reached]
-
-
-def _build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
-                   in_place: InPlacePairs, deleted: set[int]) -> None:
-    """Group the values into buffers (see the module docstring): a union-find over value
-    ids in flat arrays, `joined` marking the values that share with another (every other
-    value is a buffer of its own)."""
-    size = df.values[-1].id + 1 if df.values else 0  # a larger id is a deleted value's
-    parent = array("q", range(size))
-    joined = bytearray(size)
-
-    def find(a: int) -> int:
-        root = a
-        while parent[root] != root:
-            root = parent[root]
-        while a != root:  # path compression
-            parent[a], a = root, parent[a]
-        return root
-
-    def union(a: Value, vals: Iterable[Value]) -> None:
-        ra = find(a.id)
-        for b in vals:
-            if b.id in deleted:
-                continue
-            rb = find(b.id)
-            if rb != ra:
-                if rb < ra:
-                    ra, rb = rb, ra
-                parent[rb] = ra
-                joined[ra] = joined[rb] = 1
-
-    module = df.module
-    entry = module.entry
-    entry_params = {p.parameter_number: p for p in entry.parameters}
-    donated: dict[Index, list[tuple[Instruction, Index]]] = {}
-    for out_idx, pnum, pidx, _kind in module.input_output_alias:
-        if pnum in entry_params:
-            donated.setdefault(out_idx, []).append((entry_params[pnum], pidx))
-    # The callers whose result shares a computation root's buffer (a while whose body it
-    # is, a conditional), and the loops that run a computation.
-    root_sharers: dict[str, list[Instruction]] = {}
-    loops: dict[str, list[Instruction]] = {}
-    for name, calls in callers.items():
-        root_sharers[name] = [c for c in calls if c.opcode == "conditional" or (
-            c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == name)]
-        loops[name] = [c for c in calls if c.opcode == "while"]
-    entry_root = entry.root if entry.instructions else None
-    # Instructions a while loop reads: only values held there can have a loop among their uses.
-    loop_operands = {id(c.computation.by_name[n]) for calls in loops.values() for c in calls
-                     for n in c.operand_names}
-    for v in df.values:
-        positions = v.positions
-        for inst, index in positions:
-            # Entry outputs aliased with parameters (donated buffers).
-            if inst is entry_root:
-                for param, pidx in donated.get(index, ()):
-                    union(v, df.values_at(param, pidx))
-            # While loop state, conditional results.
-            if inst.is_root:
-                for call in root_sharers.get(inst.computation.name, ()):
-                    union(v, df.values_at(call, index))
-            # In-place operations.
-            if inst.opcode in IN_PLACE_OPCODES:
-                for opnum, opidx in in_place.by_output(inst).get(index, ()):
-                    if opnum < len(inst.operand_names):
-                        union(v, df.values_at(operand(inst, opnum), opidx))
-        if loop_operands and any(id(p) in loop_operands for p, _idx in positions):
-            # The loops among the value's uses (a while reads the whole of its one operand:
-            # its uses are its operand's positions, at their indices).
-            for p, index in positions:
-                for user in p.users:
-                    if user.opcode == "while":
-                        union(v, df.values_at(user, index))
-        if v.inst.opcode == "parameter":
-            for call in loops.get(v.inst.computation.name, ()):
-                union(v, df.values_at(call, v.index))
-    # Buffers in the order of their first (lowest-id) value, which is the union's root.
-    members: dict[int, list[Value]] = {}
-    for v in df.values:
-        if joined[v.id]:
-            members.setdefault(find(v.id), []).append(v)
-    for v in df.values:
-        if not joined[v.id]:
-            vals: tuple[Value, ...] = (v,)
-        elif v.id in members:
-            vals = tuple(members.pop(v.id))
-        else:
-            continue  # in the buffer of a value that came before it
-        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
-        df.buffers.append(buf)
-        for x in vals:
-            df.buffer_of[x.id] = buf
 
 
 def analyze_dataflow(module: Module) -> Dataflow:

@@ -16,7 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._dataflow import Value
+    from ._values import Value
 
 __all__ = ["PhiGraph"]
 
@@ -95,7 +95,7 @@ def _drop(nodes: list[_Node], at: dict[int, int | list[int]] | None,
     """`nodes` without `node`, and their index (rebuilt only when something was dropped)."""
     if at is not None and id(node) not in at:
         return nodes, at
-    if at is None and not any(x is node for x in nodes):
+    if at is None and node not in nodes:  # nodes compare by identity
         return nodes, at
     kept = [x for x in nodes if x is not node]
     return kept, _positions(kept)
@@ -104,8 +104,7 @@ def _drop(nodes: list[_Node], at: dict[int, int | list[int]] | None,
 def _all_same(nodes: list[_Node], at: dict[int, int | list[int]] | None) -> bool:
     if at is not None:
         return len(at) == 1
-    first = nodes[0]
-    return all(x is first for x in nodes)
+    return nodes.count(nodes[0]) == len(nodes)  # nodes compare by identity
 
 
 class PhiGraph:
@@ -127,7 +126,12 @@ class PhiGraph:
         """Record (or replace) the inputs of `phi`."""
         n = self.node(phi.id)
         n.is_phi = True
-        n.operands = [self.node(v.id) for v in inputs]
+        by_id = self.by_id
+        operands = []
+        for v in inputs:
+            o = by_id.get(v.id)
+            operands.append(o if o is not None else self.node(v.id))
+        n.operands = operands
 
     def inputs_equal(self, phi: Value, inputs: list[Value]) -> bool:
         return {o.value_id for o in self.by_id[phi.id].operands} == {v.id for v in inputs}
@@ -203,8 +207,10 @@ class PhiGraph:
                 else:
                     o.users.append(n)
         for n in self.nodes:
-            n.operand_at = _positions(n.operands)
-            n.user_at = _positions(n.users)
+            if len(n.operands) > _INDEXED:
+                n.operand_at = _positions(n.operands)
+            if len(n.users) > _INDEXED:
+                n.user_at = _positions(n.users)
         changed = True
         mark = -1  # the pass number
         while changed:

@@ -1,0 +1,159 @@
+"""Buffers: the values that must share one piece of memory (XLA's `HloAliasAnalysis`).
+
+A while loop's state across its init, body and result; conditional branch
+results; an in-place operation's operand and result; entry parameters
+aliased to outputs.  Built by the dataflow analysis (`_dataflow`) once the
+values are known.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+
+from .._hlo._module import Instruction
+from ._inplace import IN_PLACE_OPCODES, InPlacePairs
+from ._values import NO_VALUES, Buffer, Dataflow, Index, Value
+from ._walk import operand
+
+__all__ = ["build_buffers"]
+
+
+def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
+                   in_place: InPlacePairs, deleted: set[int]) -> None:
+    """Group the values into buffers (see the module docstring): a union-find over value
+    ids in flat arrays, `joined` marking the values that share with another (every other
+    value is a buffer of its own).
+
+    Only the instructions whose values share with others are visited (the entry's root,
+    computation roots, in-place operations, loop operands, loops' parameters), each index
+    once with every value there: which values end up together does not depend on the
+    order of the unions, and the root of each group is its lowest id.
+    """
+    size = df.values[-1].id + 1 if df.values else 0  # a larger id is a deleted value's
+    parent = array("q", range(size))
+    joined = bytearray(size)
+    sets = df.value_sets
+
+    def ids_at(inst: Instruction, index: Index) -> list[int]:
+        stored = sets.get(inst)
+        if stored is None:
+            return []
+        if type(stored) is Value:
+            return [] if index else [stored.id]  # type: ignore[union-attr]
+        return [v.id for v in stored.get(index, NO_VALUES)  # type: ignore[union-attr]
+                if v.id not in deleted]
+
+    def join(ids: list[int]) -> None:
+        """Put every value in `ids` in one buffer."""
+        ra = -1
+        for b in ids:
+            while parent[b] != b:  # find, halving the path
+                parent[b] = parent[parent[b]]
+                b = parent[b]
+            if ra < 0:
+                ra = b
+            elif b != ra:
+                if b < ra:
+                    ra, b = b, ra
+                parent[b] = ra
+                joined[ra] = joined[b] = 1
+
+    def share(inst: Instruction, index: Index, others: Iterable[tuple[Instruction, Index]]
+              ) -> None:
+        """The values at `inst`'s `index` share memory with those at each of `others`."""
+        here = ids_at(inst, index)
+        if here:
+            for other, oidx in others:
+                here += ids_at(other, oidx)
+            join(here)
+
+    # (computation, which callers, index) -> a value of the group the callers' values at
+    # index were joined in (None when they hold none): a computation run by thousands of
+    # loops is read once.
+    groups: dict[tuple[str, str, Index], int | None] = {}
+
+    def share_with_calls(here: list[int], calls: list[Instruction], key: tuple[str, str, Index],
+                         ) -> None:
+        """The values `here` share memory with those of each of `calls` at the index `key`
+        ends with."""
+        if not here:
+            return
+        index = key[2]
+        if key in groups:
+            rep = groups[key]
+            if rep is not None:
+                join([*here, rep])
+            return
+        there = [i for c in calls for i in ids_at(c, index)]
+        groups[key] = there[0] if there else None
+        join(here + there)
+
+    module = df.module
+    entry = module.entry
+    entry_params = {p.parameter_number: p for p in entry.parameters}
+    donated: dict[Index, list[tuple[Instruction, Index]]] = {}
+    for out_idx, pnum, pidx, _kind in module.input_output_alias:
+        if pnum in entry_params:
+            donated.setdefault(out_idx, []).append((entry_params[pnum], pidx))
+    # Entry outputs aliased with parameters (donated buffers).
+    if entry.instructions and donated:
+        root = entry.root
+        for index in df.sets_of(root):
+            if index in donated:
+                share(root, index, donated[index])
+    for comp in df.computations:
+        calls = callers.get(comp.name, ())
+        # While loop state, conditional results: a loop body's or a branch's root.
+        sharers = [c for c in calls if c.opcode == "conditional" or (
+            c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == comp.name)]
+        loops = [c for c in calls if c.opcode == "while"]
+        which = "sharers" if loops == sharers else "loops"  # one group per index for both
+        if sharers and comp.instructions:
+            root = comp.root
+            for index in df.sets_of(root):
+                share_with_calls(ids_at(root, index), sharers, (comp.name, "sharers", index))
+        # The loops that read each instruction (a while reads the whole of its operand).
+        loop_readers: dict[Instruction, list[Instruction]] = {}
+        for inst in comp.instructions:
+            if inst.opcode == "while":
+                for name in dict.fromkeys(inst.operand_names):
+                    src = comp.by_name.get(name)
+                    if src is not None:
+                        loop_readers.setdefault(src, []).append(inst)
+        for inst in comp.instructions:
+            op = inst.opcode
+            # The parameters of a loop's computations hold the loop's state.
+            if op == "parameter" and loops:
+                for v in df.defined_by(inst):
+                    if v.id not in deleted:
+                        share_with_calls([v.id], loops, (comp.name, which, v.index))
+            # In-place operations.
+            if op in IN_PLACE_OPCODES:
+                for index, pairs in in_place.by_output(inst).items():
+                    share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
+                                        if opnum < len(inst.operand_names)])
+            # A loop's operand: a while reads the whole of it.
+            whiles = loop_readers.get(inst)
+            if whiles:
+                for index in df.sets_of(inst):
+                    share(inst, index, [(w, index) for w in whiles])
+    # Buffers in the order of their first (lowest-id) value, which is the union's root.
+    members: dict[int, list[Value]] = {}
+    for v in df.values:
+        if joined[v.id]:
+            b = v.id
+            while parent[b] != b:
+                b = parent[b]
+            members.setdefault(b, []).append(v)
+    for v in df.values:
+        if not joined[v.id]:
+            vals: tuple[Value, ...] = (v,)
+        elif v.id in members:
+            vals = tuple(members.pop(v.id))
+        else:
+            continue  # in the buffer of a value that came before it
+        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
+        df.buffers.append(buf)
+        for x in vals:
+            df.buffer_of[x.id] = buf
