@@ -745,8 +745,8 @@ def _maker(cls: type[T]) -> Callable[..., T]:
     same object, made 2-3x faster than through `cls`'s own ``__init__``, whose frozen
     check costs an ``object.__setattr__`` per field (a graph of a million kernels makes
     millions of kernels and edges)."""
-    plain = make_dataclass(f"_{cls.__name__}", [f.name for f in fields(cls)],  # type: ignore[arg-type]
-                           slots=True, repr=False, eq=False)
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    plain = make_dataclass(f"_{cls.__name__}", names, slots=True, repr=False, eq=False)
 
     def make(*args: Any) -> T:
         obj = plain(*args)
