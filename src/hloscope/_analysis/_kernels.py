@@ -621,7 +621,7 @@ class _Builder:
         src, src_kind = self.source_of(v)
         kind = self.kinds[self.df.buffer_of[v.id].id]
         return _make_edge(src, src_kind, dst, v.label, str(v.shape), v.size,
-                    "argument" if kind == "parameter" else kind, v.id in self.peak_ids)
+                          "argument" if kind == "parameter" else kind, v.id in self.peak_ids)
 
     def kernel(self, inst: Instruction, comp: Computation) -> tuple[Kernel, list[Edge]]:
         """The kernel `inst` and the arrays passed to it (each value once)."""
