@@ -498,12 +498,10 @@ def report(
             m = entry.module
             df = analyze_dataflow(m)
             lr = compute_live_ranges(df)
-            # The memory analysis first: its heap packing's working set (hundreds of MB
-            # at 10^6 instructions) is freed before the kernel graph is held.
-            memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
-                                     memory_analysis=entry.memory_analysis)
             graph_ = kernel_graph(m, df=df, lr=lr)
             kernels_n = len(graph_.kernels)
+            memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
+                                     memory_analysis=entry.memory_analysis)
             dev = find_device(device) if device else None
             times = read_measured(profile, m) if profile is not None else None
             advice = advise_groups(m, graph=graph_, df=df, lr=lr,
