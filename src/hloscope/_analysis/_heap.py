@@ -299,8 +299,8 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         depth += 1
     n = 1 << depth
     levels = range(depth + 1)  # a leaf's ancestors: leaf >> 0 (itself) ... leaf >> depth (root)
-    alive: list[list[int] | None] = [None] * (2 * n)
-    born: list[list[int] | None] = [None] * (2 * n)
+    alive: list[list[int] | tuple[int, int] | None] = [None] * (2 * n)
+    born: list[list[int] | tuple[int, int] | None] = [None] * (2 * n)
     alive_at, born_at = alive.__getitem__, born.__getitem__
     offsets: dict[int, int] = {}
     heap_size = 0
@@ -308,7 +308,7 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
 
     for g, size, start, end in items:
         own = spans.get(g) or ((start, end),)
-        parts: list[list[int]] = []
+        parts: list[list[int] | tuple[int, int]] = []
         paths = []
         for s_lo, s_hi in own:
             # What is alive at the start (on the path up from its leaf), and what is born
@@ -323,7 +323,7 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         # and a few passes in C, not a Python loop over every range; the gaps are listed
         # only when one is large enough (usually none is: what is live is packed tight).
         if len(parts) == 1:
-            flat = parts[0]
+            flat = list(parts[0])
             starts, below = flat[0::2], flat[1::2]
         else:
             flat = list(chain.from_iterable(parts))
@@ -351,13 +351,19 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         if best_off + size > heap_size:
             heap_size = best_off + size
         top = -(-(best_off + size) // align) * align
+        # A node's first range is this one pair, shared (most nodes never get a second:
+        # a list each would be a third of the memory); a list replaces it at the second.
+        pair = (best_off, top)
         for (s_lo, s_hi), path in zip(own, paths):
             for tree, nodes in ((alive, _cover(s_lo + n, s_hi + n + 1)), (born, path)):
                 for i in nodes:
                     r = tree[i]
                     if r is None:  # the usual cases without a call: a node's first range,
-                        tree[i] = [best_off, top]
-                    elif r[-1] < best_off:  # a range above all others,
+                        tree[i] = pair
+                        continue
+                    if r.__class__ is tuple:
+                        tree[i] = r = list(r)
+                    if r[-1] < best_off:  # a range above all others,
                         r.append(best_off)
                         r.append(top)
                     elif r[-1] == best_off:  # or one meeting the highest
