@@ -318,3 +318,22 @@ def test_a_gpu_sort_fusion_has_the_copy_thunk_xlas_emitter_runs_before_it():
             "their output: neg{} into sorted (4.00 KiB)") in render_kernels(g)
     cpu = _GPU_SORT.replace(', backend_config={"operation_queue_id":"0"}', "")
     assert kernel_graph(hloscope.parse(cpu)).emitter_copies == ()
+
+
+def test_kernels_and_edges_are_frozen_and_equal_to_ones_made_plainly():
+    """The graph makes its kernels and edges through a faster constructor (`_maker`): they
+    are the same frozen, hashable objects as the classes' own."""
+    import dataclasses
+
+    from hloscope._analysis._kernels import Edge, Kernel
+
+    module = hloscope.read_text("HloModule m, is_scheduled=true\nENTRY e {\n"
+                                "  p = f32[8]{0} parameter(0)\n  n = f32[8]{0} negate(p)\n"
+                                "  ROOT x = f32[8]{0} exponential(n)\n}\n").module
+    g = kernel_graph(module)
+    for obj, cls in [(g.kernels[0], Kernel), (g.edges[0], Edge)]:
+        assert type(obj) is cls
+        plain = cls(*(getattr(obj, f.name) for f in dataclasses.fields(cls)))
+        assert obj == plain and hash(obj) == hash(plain) and repr(obj) == repr(plain)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, dataclasses.fields(cls)[0].name, "other")

@@ -22,8 +22,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from operator import sub
+from itertools import chain, repeat
+from operator import rshift, sub
 
 from .._hlo._module import Instruction
 from ._allocation import assign_allocations
@@ -274,22 +274,6 @@ def _occupy(r: list[int], lo: int, hi: int) -> None:
         r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
 
 
-def _occupy_nodes(tree: list[list[int] | None], nodes: list[int], lo: int, hi: int) -> None:
-    """`_occupy` [lo, hi) at each of the tree's `nodes`; the usual cases (a node's first
-    range, a range above all others or meeting the highest) without a call."""
-    for i in nodes:
-        r = tree[i]
-        if r is None:
-            tree[i] = [lo, hi]
-        elif r[-1] < lo:
-            r.append(lo)
-            r.append(hi)
-        elif r[-1] == lo:
-            r[-1] = hi
-        else:
-            _occupy(r, lo, hi)
-
-
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
               spans: dict[int, list[tuple[int, int]]] | None = None, top_gap: bool = True
               ) -> tuple[int, dict[int, int]]:
@@ -310,52 +294,49 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     multiple: the gaps found are the same, and chunks packed side by side merge
     into one range however small they are (thousands of live scalars).
     """
-    n = 1
-    while n < end_time + 2:
-        n *= 2
-    alive: list[list[int] | None] = [None] * (2 * n)
-    born: list[list[int] | None] = [None] * (2 * n)
+    depth = 1
+    while (1 << depth) < end_time + 2:
+        depth += 1
+    n = 1 << depth
+    levels = range(depth + 1)  # a leaf's ancestors: leaf >> 0 (itself) ... leaf >> depth (root)
+    alive: list[list[int] | tuple[int, int] | None] = [None] * (2 * n)
+    born: list[list[int] | tuple[int, int] | None] = [None] * (2 * n)
+    alive_at, born_at = alive.__getitem__, born.__getitem__
     offsets: dict[int, int] = {}
     heap_size = 0
+    spans = spans or {}
 
     for g, size, start, end in items:
-        own = (spans or {}).get(g) or ((start, end),)
-        parts: list[list[int]] = []
+        own = spans.get(g) or ((start, end),)
+        parts: list[list[int] | tuple[int, int]] = []
+        paths = []
         for s_lo, s_hi in own:
-            i = s_lo + n
-            while i:
-                r = alive[i]
-                if r is not None:
-                    parts.append(r)
-                i >>= 1
-            lo, hi = s_lo + 1 + n, s_hi + n + 1
-            while lo < hi:
-                if lo & 1:
-                    r = born[lo]
-                    if r is not None:
-                        parts.append(r)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    r = born[hi]
-                    if r is not None:
-                        parts.append(r)
-                lo >>= 1
-                hi >>= 1
+            # What is alive at the start (on the path up from its leaf), and what is born
+            # inside (the nodes covering the steps after it): lists gathered in C.
+            path = list(map(rshift, repeat(s_lo + n, depth + 1), levels))
+            paths.append(path)
+            parts += filter(None, map(alive_at, path))
+            parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
         # The free gaps between the occupied ranges: with the starts and the ends sorted
         # apart, the room below the k-th start is free where it is above the (k-1)-th end
         # (between two ranges that overlap, the difference is not positive).  Sorting ints
-        # and a few passes in C, not a Python loop over every range.
+        # and a few passes in C, not a Python loop over every range; the gaps are listed
+        # only when one is large enough (usually none is: what is live is packed tight).
         if len(parts) == 1:
-            starts, ends = parts[0][0::2], parts[0][1::2]
+            flat = list(parts[0])
+            starts, below = flat[0::2], flat[1::2]
         else:
-            starts = sorted(chain.from_iterable(r[0::2] for r in parts))
-            ends = sorted(chain.from_iterable(r[1::2] for r in parts))
-        below = [0, *ends]
-        gaps = list(map(sub, starts, below))
-        best_gap = min(filter(size.__le__, gaps), default=-1)  # the first smallest that fits
-        best_off = below[gaps.index(best_gap)] if best_gap >= 0 else -1
-        cur = below[-1]  # offsets are aligned: so is every end (each chunk's top)
+            flat = list(chain.from_iterable(parts))
+            starts, below = flat[0::2], flat[1::2]
+            starts.sort()
+            below.sort()
+        cur = below[-1] if below else 0  # offsets are aligned: so is every end (a chunk's top)
+        below.insert(0, 0)
+        best_gap = best_off = -1
+        if starts and max(map(sub, starts, below)) >= size:
+            gaps = list(map(sub, starts, below))
+            best_gap = min(filter(size.__le__, gaps))  # the first smallest that fits
+            best_off = below[gaps.index(best_gap)]
         # The room above the last chunk, up to the heap's present size, is a gap too:
         # XLA's best fit takes it where it is the smallest that fits (openxla/xla
         # heap_simulator.cc, GlobalDecreasingSizeBestFitHeap::FindChunkCandidate: the last
@@ -367,25 +348,41 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         if best_off < 0:
             best_off = cur
         offsets[g] = best_off
-        heap_size = max(heap_size, best_off + size)
+        if best_off + size > heap_size:
+            heap_size = best_off + size
         top = -(-(best_off + size) // align) * align
-        for s_lo, s_hi in own:
-            lo, hi = s_lo + n, s_hi + n + 1
-            cover = []
-            while lo < hi:
-                if lo & 1:
-                    cover.append(lo)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    cover.append(hi)
-                lo >>= 1
-                hi >>= 1
-            _occupy_nodes(alive, cover, best_off, top)
-            i = s_lo + n
-            above = []
-            while i:
-                above.append(i)
-                i >>= 1
-            _occupy_nodes(born, above, best_off, top)
+        # A node's first range is this one pair, shared (most nodes never get a second:
+        # a list each would be a third of the memory); a list replaces it at the second.
+        pair = (best_off, top)
+        for (s_lo, s_hi), path in zip(own, paths):
+            for tree, nodes in ((alive, _cover(s_lo + n, s_hi + n + 1)), (born, path)):
+                for i in nodes:
+                    r = tree[i]
+                    if r is None:  # the usual cases without a call: a node's first range,
+                        tree[i] = pair
+                        continue
+                    if r.__class__ is tuple:
+                        tree[i] = r = list(r)
+                    if r[-1] < best_off:  # a range above all others,
+                        r.append(best_off)
+                        r.append(top)
+                    elif r[-1] == best_off:  # or one meeting the highest
+                        r[-1] = top
+                    else:
+                        _occupy(r, best_off, top)
     return heap_size, offsets
+
+
+def _cover(lo: int, hi: int) -> list[int]:
+    """The nodes of a bottom-up segment tree that cover the leaves [lo, hi) exactly."""
+    out = []
+    while lo < hi:
+        if lo & 1:
+            out.append(lo)
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            out.append(hi)
+        lo >>= 1
+        hi >>= 1
+    return out
