@@ -179,15 +179,6 @@ def gsplat_adam_not_donated_h100() -> Program:
     return Program(jax.jit(_gsplat_adam), _gsplat_args(), target="h100")
 
 
-@case([], "The same Gaussian-splatting Adam step with params, m and v donated "
-      "(donate_argnums=(0, 2, 3)): the 1.35 GB of updated state reuses its input buffers; "
-      "only the gradients are read and dropped.", target="gpu")
-def gsplat_adam_donated_h100() -> Program:
-    jax, _ = _jax()
-    return Program(jax.jit(_gsplat_adam, donate_argnums=(0, 2, 3)), _gsplat_args(),
-                   target="h100")
-
-
 # --------------------------------------------------------------------------- remat
 
 def _nerf_loss(params, pts, rgb, remat):
@@ -551,7 +542,7 @@ def _reward_mlp_loss(p, x, y):
     h = x
     for k in ("w1", "w2", "w3"):
         h = jax.nn.gelu(h @ p[k])
-    return jnp.mean((h @ p["out"])[:, 0] - y) ** 2
+    return jnp.mean(((h @ p["out"])[:, 0] - y) ** 2)
 
 
 def _reward_params(d=1024):
@@ -845,25 +836,35 @@ def richardson_lucy_python_loop() -> Program:
 # --------------------------------------------------------------------------- more clean programs
 
 def _sigma_clipped_stack(frames, iters=5, kappa=3.0):
-    """Astronomical image stacking: iterative kappa-sigma clipping over the frame axis."""
+    """Astronomical image stacking: iterative kappa-sigma clipping over the frame axis.
+
+    The loop carries only the per-pixel mean and deviation; each pass rebuilds the clip mask
+    from the frames inside the fused reductions.
+    """
     jax, jnp = _jax()
 
-    def body(_, mask):
-        n = jnp.maximum(mask.sum(0), 1.0)
-        mean = (frames * mask).sum(0) / n
-        var = (((frames - mean) ** 2) * mask).sum(0) / n
-        return (jnp.abs(frames - mean) <= kappa * jnp.sqrt(var)).astype(frames.dtype)
+    def clipped_mean(mean, std):
+        keep = jnp.abs(frames - mean) <= kappa * std
+        n = jnp.maximum(keep.sum(0), 1)
+        return jnp.where(keep, frames, 0.0).sum(0) / n, keep, n
 
-    mask = jax.lax.fori_loop(0, iters, body, jnp.ones_like(frames))
-    return (frames * mask).sum(0) / jnp.maximum(mask.sum(0), 1.0)
+    def body(_, carry):
+        mean, std = carry
+        new_mean, keep, n = clipped_mean(mean, std)
+        var = jnp.where(keep, (frames - new_mean) ** 2, 0.0).sum(0) / n
+        return new_mean, jnp.sqrt(var)
+
+    mean, std = jax.lax.fori_loop(0, iters, body, (frames.mean(0), frames.std(0)))
+    return clipped_mean(mean, std)[0]
 
 
-@case([], "Astronomical image stacking of 32 aligned 1024 x 1024 exposures with 5 rounds of "
-      "kappa-sigma clipping in a fori_loop: f32 throughout, the reductions over the frame "
-      "axis fuse with the mask arithmetic, one loop body.")
-def image_stack_sigma_clip_fori() -> Program:
+@case([], "Astronomical image stacking of 32 aligned 1024 x 1024 exposures on an H100 with 5 "
+      "rounds of kappa-sigma clipping in a fori_loop: f32 throughout, the loop carries only the "
+      "per-pixel mean and deviation (4 MiB each) and rebuilds the clip mask inside the fused "
+      "reductions over the frame axis.", target="gpu")
+def image_stack_sigma_clip_fori_h100() -> Program:
     jax, _ = _jax()
-    return Program(jax.jit(_sigma_clipped_stack), (_s((32, 1024, 1024)),))
+    return Program(jax.jit(_sigma_clipped_stack), (_s((32, 1024, 1024)),), target="h100")
 
 
 def _reward_dp_step(params, m, v, x, y):
