@@ -29,6 +29,23 @@ ran on them. Only the optimized HLO (``Report.hlo_after``) and XLA's memory figu
 (``Report.memory_analysis``) were looked at, to confirm that each labelled pattern is really in
 the compiled program and to size it.
 
+Changed before any advisor run, from the compiled HLO alone: a batched inverse-kinematics
+program with joint angles [batch, 7] and a Ledoit-Wolf shrinkage over [4096, 252, 12] returns
+were written as tpu-padding, but the TPU compiler lays those arrays out batch-minor (no
+padding), so the first is kept as a clean program and the second (and a batch-minor IK twin)
+was dropped; a reward-model head upcast to f32 on a TPU v5e was moved to an H100 (on the TPU
+the converts fold into the default-precision matmul, so the upcast costs nothing there); a
+lax.scan twin of the MPC program was dropped as a clean program (its peak, 545 MiB, is above
+the unrolled form's 211 MiB without a checkpoint); the sigma-clipping stack first carried an
+f32 mask of all frames through its loop and ran on the CPU (whose reductions did not fuse
+with the mask); it now carries mean and deviation only and runs on an H100. Notes for the
+clean programs: in ``sac_critic_update_donated`` XLA copies six donated weights (23 MiB of
+temporaries) but the peak equals the arguments' size; in ``world_model_fsdp_scan_cpu8`` the CPU
+backend all-reduces each layer's weight gradient where a GPU/TPU would reduce-scatter (XLA's
+choice on the host, not the user's code).
+Figures quoted in the ``why`` texts are XLA's (``Report.memory_analysis``) from compiles
+with ``check=False``; compiling all 30 programs took about 130 s on this loaded 2-core machine.
+
 Vocabulary and the meaning of a label: as in tests/advisor_blind.py (``KINDS``, plus
 ``other:<short-name>`` for a real issue outside it). A label means the pattern is present in
 the compiled program and fixing it saves at least about 2-3% of the program's peak memory
@@ -438,16 +455,19 @@ def _seir_lowered():
     def simulate(y0, beta, sigma, gamma):
         dt = 1.0
 
-        def step(y, _):
+        def step(t, carry):
+            y, peak, peak_day = carry
             k1 = rhs(y, beta, sigma, gamma)
             k2 = rhs(y + 0.5 * dt * k1, beta, sigma, gamma)
             k3 = rhs(y + 0.5 * dt * k2, beta, sigma, gamma)
             k4 = rhs(y + dt * k3, beta, sigma, gamma)
             y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            return y, y[2]
+            higher = y[2] > peak
+            return y, jnp.where(higher, y[2], peak), jnp.where(higher, t, peak_day)
 
-        _, infected = jax.lax.scan(step, y0, None, length=365)
-        return infected.max(0), infected.argmax(0)
+        init = (y0, y0[2], jnp.zeros(y0.shape[1], jnp.int32))
+        _, peak, peak_day = jax.lax.fori_loop(0, 365, step, init)
+        return peak, peak_day
 
     n = 100_000
     f64 = np.dtype("float64")
@@ -456,10 +476,11 @@ def _seir_lowered():
                                        *[jax.ShapeDtypeStruct((n,), f64)] * 3)
 
 
-@case(["f64"], "SEIR epidemic ensemble (100,000 parameter draws, RK4, 365 daily steps) "
-      "entirely in f64: the [365, 100000] infected trajectory and every RK4 stage are f64, "
-      "twice the memory and traffic of f32 (and f64 arithmetic at a fraction of the rate on "
-      "accelerators), while compartment fractions over a year need nothing near f64.")
+@case(["f64"], "SEIR epidemic ensemble (100,000 parameter draws, RK4, 365 daily steps, "
+      "running peak and peak day carried in the fori_loop) entirely in f64: the state and "
+      "every RK4 stage ([4, 100000] each) are f64, twice the memory and traffic of f32 in "
+      "every step (and f64 arithmetic at a fraction of the f32 rate on accelerators), while "
+      "compartment fractions over a year need nothing near f64.")
 def seir_ensemble_rk4_f64() -> Program:
     return Program(_seir_lowered(), ())
 
@@ -526,8 +547,8 @@ def decision_transformer_129_tokens_tpu() -> Program:
 @case(["tpu-padding"], "Transformer world model over 257 tokens per frame (16x16 image tokens "
       "plus an action token) for 256 imagined frames on a TPU v5e: the [256, 8, 257, 257] "
       "attention scores put 257 on the 128-lane minor dimension, padded to 384 lanes (264 "
-      "sublanes), about 1.5x: XLA's peak is 687 MiB against 450 MiB for 256 tokens (the action added to "
-      "every token's embedding) fill the tiles.", target="tpu")
+      "sublanes), about 1.5x: XLA's peak is 687 MiB against 450 MiB for 256 tokens (the "
+      "action added to every token's embedding), which fill the tiles.", target="tpu")
 def world_model_257_tokens_tpu() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_self_attention_block),
@@ -716,12 +737,16 @@ def _context_parallel_attention(x, wq, wk, wv, wo, heads=16):
     return x + o @ wo
 
 
-@case(["exposed-collective"], "Context-parallel attention over 16,384 tokens on 8 H100s "
+@case(["exposed-collective", "other:materialized-attention"],
+      "Context-parallel attention over 16,384 tokens on 8 H100s "
       "(shard_map, 2048 tokens per GPU): K and V are all-gathered (28 MiB received per GPU "
       "each) right before the attention; in the compiled schedule the K gather has only three "
       "small slice kernels beside it and the QK^T matmul waits for it (the V gather does "
       "overlap the scores), about 5% of the step exposed; a ring schedule (ppermute of the next "
-      "K/V block while computing on the current one) hides it.", target="gpu")
+      "K/V block while computing on the current one) hides it. Second issue: the [16, 2048, "
+      "16384] scores are materialized in f32 (2 GiB per GPU, most of the 3 GiB peak and of "
+      "the step's memory traffic); a fused (flash) attention kernel avoids them.",
+      target="gpu")
 def context_parallel_kv_allgather_h100x8() -> Program:
     jax, _ = _jax()
     P = _spec
