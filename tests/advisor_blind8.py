@@ -44,7 +44,7 @@ temporaries) but the peak equals the arguments' size; in ``world_model_fsdp_scan
 backend all-reduces each layer's weight gradient where a GPU/TPU would reduce-scatter (XLA's
 choice on the host, not the user's code).
 Figures quoted in the ``why`` texts are XLA's (``Report.memory_analysis``) from compiles
-with ``check=False``; compiling all 30 programs took about 130 s on this loaded 2-core machine.
+with ``check=False``; compiling all 30 programs took about 135 s on this loaded 2-core machine.
 
 Vocabulary and the meaning of a label: as in tests/advisor_blind.py (``KINDS``, plus
 ``other:<short-name>`` for a real issue outside it). A label means the pattern is present in
@@ -147,9 +147,10 @@ def _sac_args():
 
 
 @case(["donate"], "SAC twin-critic update (2 x 2.2 M-parameter Q networks): params, target "
-      "critics and both Adam moments (4 x 17.3 MiB in f32) are all updated and returned but "
-      "none is donated, so XLA allocates a second copy of each: about 69 MiB of outputs beside "
-      "69 MiB of inputs that are dead after the step; donating all four halves the peak.")
+      "critics and both Adam moments (4 x 16.6 MiB in f32) are all updated and returned but "
+      "none is donated, so XLA allocates a second copy of each: 66.5 MiB of outputs beside "
+      "66.6 MiB of inputs that are dead after the step; donating all four halves XLA's peak "
+      "(133 -> 67 MiB).")
 def sac_critic_update_not_donated() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_sac_critic_step), _sac_args())
@@ -190,7 +191,7 @@ def _gsplat_args(n=2_000_000):
       "quaternions, opacity, 48 SH coefficients: 59 floats each, 450 MiB per tree): the "
       "parameters and both moments are returned updated without donation, so 1.35 GB of new "
       "outputs sit beside 1.35 GB of dead inputs (plus the gradients); donating params, m and "
-      "v cuts the peak by about a third.", target="gpu")
+      "v cuts XLA's peak from 3151 to 1831 MiB.", target="gpu")
 def gsplat_adam_not_donated_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_gsplat_adam), _gsplat_args(), target="h100")
@@ -224,7 +225,7 @@ def _nerf_args(n=65536, layers=8):
       "(256 -> 1024 -> 256) without jax.checkpoint save each block's [65536, 1024] f32 hidden "
       "activation (and its ReLU mask) for the backward pass: about 2 GiB of residuals against "
       "0.5 GiB of block inputs; checkpointing the block body keeps only the inputs and cuts "
-      "the peak by well over half.", target="gpu")
+      "XLA's peak from 3834 to 1339 MiB.", target="gpu")
 def nerf_mlp_scan_no_remat_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(jax.grad(lambda p, x, y: _nerf_loss(p, x, y, False))),
@@ -305,8 +306,9 @@ def _dpo_args(b=4, t=512, d=2048, v=32000):
 @case(["upcast"], "DPO loss head: the bf16 final hidden states [4, 512, 2048] of chosen and "
       "rejected answers and the bf16 LM head [2048, 32000] are cast to f32 before the head "
       "matmul (and its gradient), so the H100 runs two 2048x2048x32000 matmuls forward and "
-      "four backward in f32 instead of bf16 with f32 accumulation, and holds a 250 MiB f32 copy "
-      "of the head; preferred_element_type=f32 on bf16 operands gives the same f32 logits.",
+      "four backward in f32 instead of bf16 with f32 accumulation (the converts fuse into the "
+      "GEMMs, so the peak is unchanged: the cost is the GEMMs' rate, most of the step); "
+      "preferred_element_type=f32 on bf16 operands gives the same f32 logits.",
       target="gpu")
 def dpo_head_upcast_h100() -> Program:
     jax, _ = _jax()
@@ -631,15 +633,15 @@ def _critic_accum_scan(params, xs, ys):
 
 
 @case(["repeated-collective"], "Critic gradient accumulation on a TPU v5e 2x4 slice: a "
-      "lax.scan over 8 microbatches pmean's the 32 MiB f32 gradient tree over the 8 chips in "
-      "every step (8 all-reduces inside the loop) where one pmean of the accumulated sum after "
-      "the scan gives the same result.", target="tpu")
+      "lax.scan over 4 microbatches pmean's the 32 MiB f32 gradient tree over the 8 chips in "
+      "every step (4 all-reduces of 32 MiB inside the loop) where one pmean of the accumulated "
+      "sum after the scan gives the same result.", target="tpu")
 def critic_accum_pmean_in_scan_tpu_2x4() -> Program:
     jax, _ = _jax()
     P = _spec
     fn = jax.jit(jax.shard_map(_critic_accum_scan, in_specs=(P(), P(None, "data"),
                                                              P(None, "data")), out_specs=P()))
-    return Program(fn, (_reward_params(), _s((8, 2048, 1024)), _s((8, 2048))),
+    return Program(fn, (_reward_params(), _s((4, 2048, 1024)), _s((4, 2048))),
                    target="tpu-v5e:2x4", kwargs={"shard": {1: "None,data,None",
                                                            2: "None,data"}})
 
@@ -667,8 +669,8 @@ def _fsdp_loop_cpu8(layers=8, d=2048, batch=1024):
       "per layer, sharded over 8 CPU devices on the rows) written as a Python loop over "
       "layers: each layer's full 16 MiB weight is all-gathered in the forward pass and kept "
       "alive for the backward pass, so all 8 gathered weights (128 MiB per device, against 16 "
-      "MiB of shards) are live together at the peak; a scan over stacked layers with "
-      "jax.checkpoint re-gathers one layer at a time.")
+      "MiB of shards) are live together at the peak (XLA's temporaries 256 MiB, against 41 "
+      "MiB for the checkpointed scan below, which re-gathers one layer at a time).")
 def world_model_fsdp_python_loop_cpu8() -> Program:
     return _fsdp_loop_cpu8()
 
@@ -769,7 +771,7 @@ def _tp_mlp_stack(x, w1s, w2s):
     return h
 
 
-@case(["exposed-collective"], "Tensor-parallel MLP stack (4 layers, d=4096, ffn=16384 split "
+@case(["exposed-collective"], "Tensor-parallel MLP stack (2 layers, d=4096, ffn=16384 split "
       "over 8 chips) on a TPU v5e 2x4: each layer's row-parallel output [8192, 4096] bf16 (64 "
       "MiB) is psum'ed and the next layer's matmul needs the result at once, so every "
       "all-reduce waits with no compute beside it; decomposing it (reduce-scatter + all-gather "
