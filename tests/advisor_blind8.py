@@ -12,8 +12,10 @@ the definitions of ``KINDS``, ``Program``, ``BlindCase``, ``_jax``, ``_s``, ``_c
 1) and the imports, ``CASES``/``REVISED``/``TUNED`` declarations and the ``case`` decorator
 (set 7), and the names of all their cases (``grep -n "^def "``, to write different programs).
 It also read /work/wt/PREAMBLE.md, issue 28, a grep of docs/targets.md (mesh and shard
-arguments), the signature of ``hloscope.inspect`` and the ``grep -n blind`` lines of
-tests/test_advisor_blind_set.py.
+arguments) and its lines 60-80 and 118-135, the signature of ``hloscope.inspect`` and the
+``grep -n blind`` lines of tests/test_advisor_blind_set.py (plus a ``grep -n target`` of that
+file, which also printed its lines 59-60: a CPU case's ``assert p.target is None`` and its
+``hloscope.inspect`` call).
 
 What it saw that it should not have: nothing beyond the above (no ``TUNED`` or ``REVISED``
 entry, no case body of an earlier set, no rule, advisor code or advisor output).
@@ -711,7 +713,8 @@ def _ffn_stack_loss(ws, x):
       "16384 -> 4096, 256 MiB of weights per layer) sharded over 'data' and applied in a Python "
       "loop under jax.grad: every layer's gathered weights are saved for the backward pass, "
       "1.5 GiB of full weights alive together per device against 192 MiB of shards; a "
-      "checkpointed scan keeps one layer gathered at a time.", target="gpu")
+      "checkpointed scan over stacked layers keeps one layer gathered at a time (XLA's peak "
+      "3088 MiB here, 992 MiB for that form).", target="gpu")
 def reward_trunk_fsdp_python_loop_h100x8() -> Program:
     jax, _ = _jax()
     mesh = _cpu_mesh()
