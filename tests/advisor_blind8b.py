@@ -89,26 +89,26 @@ def _b_gaussian_basis_on_grid():
 
 def _b_density_on_grid(phi, dm):
     jax, jnp = _jax()
-    # rho(r_g) = sum_{mu,nu} phi_g,mu P_mu,nu phi_g,nu  for a batch of density matrices
-    return jnp.einsum("gm,bmn,gn->bg", phi, dm, phi)
+    # rho(r_g) = sum_{mu,nu} phi_g,mu P_mu,nu phi_g,nu
+    return jnp.einsum("gm,mn,gn->g", phi, dm, phi)
 
 
 @case(["constant-rebuilt"],
       "DFT-style density on a real-space grid: the Gaussian basis evaluated on a fixed "
       "16384-point grid at 512 fixed centres (a [16384, 512] f32 table, 32 MiB, 8.4M exps and "
       "a [16384, 512, 3] difference) depends on nothing the function is given, yet is rebuilt "
-      "on every call before the two matmuls with the density matrices; building it is a "
+      "on every call before the matmul with the density matrix; building it is a "
       "sizeable share of the step (pass it in, or build it once outside jit).", target="gpu")
 def dft_basis_on_grid_rebuilt_h100() -> Program:
     def density(dm):
         return _b_density_on_grid(_b_gaussian_basis_on_grid(), dm)
-    return Program(density, (_s((2, 512, 512)),), "h100")
+    return Program(density, (_s((512, 512)),), "h100")
 
 
 @case((), "Clean twin: the basis table is an argument, built once by the caller; the step is "
-      "two matmuls and a fused product-reduce.", target="gpu")
+      "one matmul and a fused product-reduce.", target="gpu")
 def dft_basis_on_grid_argument_h100() -> Program:
-    return Program(_b_density_on_grid, (_s((16384, 512)), _s((2, 512, 512))), "h100")
+    return Program(_b_density_on_grid, (_s((16384, 512)), _s((512, 512))), "h100")
 
 
 def _b_qaoa_expectation(gammas, betas, n=16):
@@ -421,3 +421,337 @@ def ewald_real_space_one_pass_h100() -> Program:
     def f(pos, q):
         return _b_ewald_real_rows(pos, q, pos, q)
     return Program(f, (_s((8192, 3)), _s((8192,))), "h100")
+
+
+# --- loop-state -------------------------------------------------------------------------------
+
+def _b_routing(runoff, uh):
+    """Unit-hydrograph routing of daily runoff for 65536 catchments over 240 lag days."""
+    jax, jnp = _jax()
+    c = runoff.shape[1]
+
+    def step(buf, r):
+        buf = buf + uh[:, None] * r[None, :]                  # spread today's runoff over lags
+        out = buf[0]
+        buf = jnp.concatenate([buf[1:], jnp.zeros((1, c))])  # shift the lag buffer by a day
+        return buf, out
+
+    _, q = jax.lax.scan(step, jnp.zeros((uh.shape[0], c)), runoff)
+    return jnp.mean(q, axis=1)
+
+
+@case(["loop-state"],
+      "Hydrological routing: the scan carries a [240, 65536] f32 lag buffer (60 MiB) and "
+      "shifts it by one row with a concatenate every day, so each of the 365 steps rewrites "
+      "the whole buffer into a new one (and the loop copies it back into its carry) besides "
+      "the add; a ring buffer indexed by t % 240 (or an FFT convolution over time) keeps the "
+      "state in place.")
+def hydrology_routing_lag_buffer_shift() -> Program:
+    return Program(_b_routing, (_s((365, 65536)), _s((240,))))
+
+
+def _b_shallow_ice_rhs(h, bed):
+    """Shallow-ice approximation: dH/dt = div(D grad s), D = c H^5 |grad s|^2."""
+    jax, jnp = _jax()
+    s = h + bed
+    sx = (jnp.roll(s, -1, 1) - s)
+    sy = (jnp.roll(s, -1, 0) - s)
+    hm = 0.5 * (h + jnp.roll(h, -1, 1))
+    d = 1e-3 * hm ** 5 * (sx ** 2 + sy ** 2)
+    fx, fy = d * sx, d * sy
+    return (fx - jnp.roll(fx, 1, 1)) + (fy - jnp.roll(fy, 1, 0))
+
+
+@case(["loop-state"],
+      "Shallow-ice model stepped with third-order Adams-Bashforth for 200 steps on a "
+      "2048 x 2048 grid: the last three tendencies are carried as one [3, 2048, 2048] array "
+      "(48 MiB) shifted with jnp.concatenate([hist[1:], f[None]]) every step, which rewrites "
+      "all three fields (and the loop copies the new history into its carry), a large share "
+      "of each step's memory traffic; keep the three tendencies in a ring indexed by step % 3 "
+      "(or unroll the loop by 3 so the fields rotate by name).", target="gpu")
+def shallow_ice_ab3_history_concat_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(h, bed):
+        def body(_, carry):
+            h, hist = carry
+            hist = jnp.concatenate([hist[1:], _b_shallow_ice_rhs(h, bed)[None]], axis=0)
+            h = h + 0.1 * (23.0 * hist[2] - 16.0 * hist[1] + 5.0 * hist[0]) / 12.0
+            return jnp.maximum(h, 0.0), hist
+        hist0 = jnp.zeros((3,) + h.shape)
+        return jax.lax.fori_loop(0, 200, body, (h, hist0))[0]
+    return Program(jax.jit(f, donate_argnums=0), (_s((2048, 2048)), _s((2048, 2048))), "h100")
+
+
+# --- side-by-side -----------------------------------------------------------------------------
+
+def _b_dense_crf(unary, feats, compat):
+    """Five mean-field iterations of a dense CRF over one 64 x 64 image (4096 pixels)."""
+    jax, jnp = _jax()
+    sq = jnp.sum(feats * feats, axis=-1)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * feats @ feats.T
+    kern = jnp.exp(-0.5 * d2) * (1.0 - jnp.eye(feats.shape[0], dtype=feats.dtype))
+    q = jax.nn.softmax(-unary, axis=-1)
+    for _ in range(5):
+        q = jax.nn.softmax(-unary - (kern @ q) @ compat, axis=-1)
+    return q
+
+
+@case(["side-by-side"],
+      "Dense-CRF post-processing of a batch of 16 segmentations (64 x 64 pixels, 21 classes) "
+      "with jax.vmap: the [4096, 4096] f32 pairwise kernel (64 MiB) of all 16 images is "
+      "materialised side by side (~1 GiB of the peak) although each image's kernel is needed "
+      "only for its own five mean-field steps; lax.map over images keeps one at a time.",
+      target="gpu")
+def dense_crf_meanfield_vmapped_h100() -> Program:
+    jax, _ = _jax()
+
+    def f(unary, feats, compat):
+        return jax.vmap(_b_dense_crf, in_axes=(0, 0, None))(unary, feats, compat)
+    return Program(f, (_s((16, 4096, 21)), _s((16, 4096, 5)), _s((21, 21))), "h100")
+
+
+@case((), "Clean twin: lax.map over the 16 images, one 64 MiB pairwise kernel alive at a "
+      "time; each image's work (a [4096, 4096] x [4096, 21] matmul per step) is large enough "
+      "that the sequential map costs little.", target="gpu")
+def dense_crf_meanfield_lax_map_h100() -> Program:
+    jax, _ = _jax()
+
+    def f(unary, feats, compat):
+        return jax.lax.map(lambda a: _b_dense_crf(a[0], a[1], compat), (unary, feats))
+    return Program(f, (_s((16, 4096, 21)), _s((16, 4096, 5)), _s((21, 21))), "h100")
+
+
+@case(["side-by-side"],
+      "DGCNN edge features: the k=20 nearest-neighbour graph of 16 point clouds of 4096 points "
+      "built with jax.vmap, so all 16 [4096, 4096] f32 distance matrices (1 GiB) exist side "
+      "by side before top_k; mapping over clouds (lax.map) needs 64 MiB at a time.")
+def dgcnn_knn_graph_vmapped() -> Program:
+    jax, jnp = _jax()
+
+    def knn_edges(x, w):
+        sq = jnp.sum(x * x, axis=-1)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * x @ x.T
+        _, idx = jax.lax.top_k(-d2, 20)
+        nbr = x[idx]                                               # [N, 20, 3]
+        e = jnp.concatenate([jnp.broadcast_to(x[:, None], nbr.shape), nbr - x[:, None]], -1)
+        return jnp.max(jax.nn.relu(e @ w), axis=1)                 # [N, 64]
+
+    def f(clouds, w):
+        return jax.vmap(knn_edges, in_axes=(0, None))(clouds, w)
+    return Program(f, (_s((16, 4096, 3)), _s((6, 64))))
+
+
+# --- recompute --------------------------------------------------------------------------------
+
+def _b_laplace(u):
+    jax, jnp = _jax()
+    p = jnp.pad(u, 1)
+    return 4.0 * u - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+
+
+@case(["recompute"],
+      "Matrix-free conjugate gradient for a 2048 x 2048 Poisson problem (150 iterations): "
+      "each iteration recomputes the residual b - A x with a second stencil application "
+      "besides A p, although r can be updated as r - alpha A p; the extra stencil pass is a "
+      "quarter or more of each iteration's memory traffic.", target="gpu")
+def poisson_cg_recomputes_residual_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(b):
+        def body(_, s):
+            x, p = s
+            r = b - _b_laplace(x)                      # recomputed from x every iteration
+            ap = _b_laplace(p)
+            rr = jnp.sum(r * r)
+            alpha = rr / jnp.sum(p * ap)
+            x = x + alpha * p
+            r_new = r - alpha * ap
+            p = r_new + (jnp.sum(r_new * r_new) / rr) * p
+            return x, p
+        return jax.lax.fori_loop(0, 150, body, (jnp.zeros_like(b), b))[0]
+    return Program(f, (_s((2048, 2048)),), "h100")
+
+
+@case(["recompute"],
+      "MALA sampler for a Bayesian logistic propensity model (16384 units, 256 covariates, "
+      "500 steps): every step evaluates the log-density and its gradient at the current point "
+      "and at the proposal, although the current point's values were computed in the previous "
+      "step (as its proposal or its own point); carrying (theta, logp, grad) halves the "
+      "[16384, 256] matvec pairs per step.")
+def mala_propensity_grad_recomputed() -> Program:
+    jax, jnp = _jax()
+
+    def logp(beta, x, t):
+        z = x @ beta
+        return jnp.sum(t * z - jax.nn.softplus(z)) - 0.5 * jnp.sum(beta * beta)
+
+    def f(beta0, x, t, key):
+        vg = jax.value_and_grad(logp)
+        eps = 1e-3
+
+        def body(i, carry):
+            beta, acc = carry
+            k1, k2 = jax.random.split(jax.random.fold_in(key, i))
+            lp, g = vg(beta, x, t)
+            prop = beta + eps * g + jnp.sqrt(2 * eps) * jax.random.normal(k1, beta.shape)
+            lp_p, g_p = vg(prop, x, t)
+            fwd = -jnp.sum((prop - beta - eps * g) ** 2) / (4 * eps)
+            bwd = -jnp.sum((beta - prop - eps * g_p) ** 2) / (4 * eps)
+            accept = jnp.log(jax.random.uniform(k2)) < lp_p - lp + bwd - fwd
+            return jnp.where(accept, prop, beta), acc + accept
+        return jax.lax.fori_loop(0, 500, body, (beta0, 0))
+    return Program(f, (_s((256,)), _s((16384, 256)), _s((16384,)), _s((2,), "uint32")))
+
+
+# --- large-constant ---------------------------------------------------------------------------
+
+def _b_bem_operator(targets=2048, panels=1024):
+    """2-D Laplace single-layer potential from panels on an ellipse to field points (NumPy)."""
+    import numpy as np
+    th = 2 * np.pi * (np.arange(panels) + 0.5) / panels
+    src = np.stack([2.0 * np.cos(th), np.sin(th)], -1)
+    rng = np.random.default_rng(1)
+    fld = rng.uniform(-4.0, 4.0, (targets, 2)) + np.array([0.0, 3.5])
+    d = np.linalg.norm(fld[:, None, :] - src[None, :, :], axis=-1)
+    ds = 2 * np.pi * 1.5 / panels
+    return (-np.log(d) * ds / (2 * np.pi)).astype(np.float32)         # [targets, panels]
+
+
+@case(["large-constant"],
+      "Boundary-element potential flow: the [2048, 1024] single-layer evaluation operator "
+      "(8 MiB f32) is built once in NumPy (good) but closed over, so it is an 8 MiB constant "
+      "in the program; the call itself is one matmul with 32 panel-strength vectors "
+      "(128 KiB in, 256 KiB out), so the constant is most of the program's memory; pass it "
+      "as an argument.")
+def bem_potential_operator_closed_over() -> Program:
+    _, jnp = _jax()
+    op = _b_bem_operator()
+
+    def potential(sigma):
+        phi = op @ sigma
+        return phi, jnp.max(jnp.abs(phi), axis=0)
+    return Program(potential, (_s((1024, 32)),))
+
+
+def _b_reverb_ir_spectrum(channels=8, n_fft=2 ** 19):
+    """A synthetic room's impulse responses (decaying noise, 5.5 s at 48 kHz), as spectra."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    t = np.arange(2 ** 18) / 48000.0
+    ir = rng.standard_normal((channels, t.size)) * np.exp(-t / 0.9)
+    return np.fft.rfft(ir, n=n_fft).astype(np.complex64)            # [8, 262145]
+
+
+def _b_reverb(dry, ir_spec, wet=0.3, n_fft=2 ** 19):
+    _, jnp = _jax()
+    spec = jnp.fft.rfft(dry, n=n_fft)
+    tail = jnp.fft.irfft(spec * ir_spec, n=n_fft)[:, :dry.shape[1]]
+    return (1.0 - wet) * dry + wet * tail
+
+
+@case(["large-constant"],
+      "Convolution reverb of 8 channels of 5.5 s: the room's impulse-response spectra "
+      "(complex64 [8, 262145], 16 MiB) are computed in NumPy and closed over, so they are a "
+      "16 MiB constant in the program, a large share next to the ~64 MiB of audio and FFT "
+      "buffers; pass them as an argument.", target="gpu")
+def reverb_ir_spectrum_closed_over_h100() -> Program:
+    spec = _b_reverb_ir_spectrum()
+
+    def f(dry):
+        return _b_reverb(dry, spec)
+    return Program(f, (_s((8, 2 ** 18)),), "h100")
+
+
+@case((), "Clean twin: the impulse-response spectra are an argument; two FFTs, a product "
+      "and the mix.", target="gpu")
+def reverb_ir_spectrum_argument_h100() -> Program:
+    return Program(_b_reverb, (_s((8, 2 ** 18)), _s((8, 2 ** 18 + 1), "complex64")), "h100")
+
+
+# --- donation-unused --------------------------------------------------------------------------
+
+def _b_ctc_greedy(logits, blank=0):
+    """CTC greedy decoding: best class per frame, collapse repeats, drop blanks, left-pack."""
+    jax, jnp = _jax()
+
+    def one(row):
+        best = jnp.argmax(row, axis=-1).astype(jnp.int32)                      # [T]
+        prev = jnp.concatenate([jnp.full((1,), -1, jnp.int32), best[:-1]])
+        keep = (best != prev) & (best != blank)
+        pos = jnp.where(keep, jnp.cumsum(keep) - 1, best.shape[0])
+        out = jnp.full(best.shape, blank, jnp.int32).at[pos].set(best, mode="drop")
+        return out, jnp.sum(keep)
+    return jax.vmap(one)(logits)
+
+
+@case(["donation-unused"],
+      "OCR CTC greedy decoding on a TPU: the [128, 1024, 256] f32 logits (128 MiB) are "
+      "donated, but the outputs are int32 [128, 1024] ids and [128] lengths, so no output can "
+      "reuse the donated buffer: the donation frees nothing and only invalidates the "
+      "caller's logits (drop donate_argnums).", target="tpu")
+def ctc_greedy_decode_donates_logits_tpu() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_b_ctc_greedy, donate_argnums=0), (_s((128, 1024, 256)),),
+                   "tpu-v5e")
+
+
+@case((), "Clean: the same CTC greedy decoder, batch-sharded over a TPU v5e 2x4 slice, no "
+      "donation; argmax, a cumsum and a scatter per row, no communication.", target="tpu")
+def ctc_greedy_decode_sharded_tpu_2x4() -> Program:
+    return Program(_b_ctc_greedy, (_s((128, 1024, 256)),), "tpu-v5e:2x4",
+                   {"shard": {0: "data,None,None"}})
+
+
+@case(["donation-unused"],
+      "Inverse-propensity-weighted effect estimate on an H100: the covariates "
+      "[1048576, 64] f32 (256 MiB) are donated, but the outputs are the [1048576] weights and "
+      "two scalars, none of the covariates' shape, so XLA cannot use the donated buffer; the "
+      "donation saves nothing and destroys the caller's data.", target="gpu")
+def ipw_effect_donates_covariates_h100() -> Program:
+    jax, jnp = _jax()
+
+    def f(x, treated, y, coef):
+        e = jnp.clip(jax.nn.sigmoid(x @ coef), 0.01, 0.99)
+        w = treated / e + (1.0 - treated) / (1.0 - e)
+        ate = jnp.sum(treated * y / e) / jnp.sum(treated / e) \
+            - jnp.sum((1.0 - treated) * y / (1.0 - e)) / jnp.sum((1.0 - treated) / (1.0 - e))
+        return w, ate, jnp.max(w)
+    return Program(jax.jit(f, donate_argnums=0),
+                   (_s((1048576, 64)), _s((1048576,)), _s((1048576,)), _s((64,))), "h100")
+
+
+# --- clean data-parallel training on a CPU mesh ----------------------------------------------
+
+def _b_pointseg_loss(params, pts, labels):
+    jax, jnp = _jax()
+    (w1, b1), (w2, b2), (w3, b3) = params
+    b, n, _ = pts.shape
+    h = jax.nn.relu(pts.reshape(b * n, 3) @ w1 + b1)                  # [B*N, 128]
+    g = jnp.max(jax.nn.relu(h @ w2 + b2).reshape(b, n, -1), axis=1)   # [B, 512] global feature
+    logits = h @ w3[:128] + jnp.repeat(g @ w3[128:], n, axis=0) + b3  # [B*N, 16]
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.take_along_axis(logp, labels.reshape(-1, 1), axis=-1))
+
+
+@case((), "Clean: PointNet part-segmentation training step, data parallel over an 8-device "
+      "CPU mesh with jit and shardings (batch split, parameters replicated): one gradient "
+      "all-reduce per parameter (XLA may combine them), SGD with momentum, parameters and "
+      "momentum donated and updated in place.")
+def pointseg_data_parallel_train_cpu8() -> Program:
+    jax, jnp = _jax()
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = _cpu_mesh()
+    rep, bat = NamedSharding(mesh, P()), NamedSharding(mesh, P("data"))
+
+    def step(params, mom, pts, labels):
+        loss, grads = jax.value_and_grad(_b_pointseg_loss)(params, pts, labels)
+        mom = jax.tree.map(lambda m, g: 0.9 * m + g, mom, grads)
+        params = jax.tree.map(lambda p, m: p - 1e-2 * m, params, mom)
+        return params, mom, loss
+
+    dims = [(3, 128), (128, 512), (640, 16)]
+    params = [(_s(d, sharding=rep), _s((d[1],), sharding=rep)) for d in dims]
+    return Program(jax.jit(step, donate_argnums=(0, 1)),
+                   (params, params, _s((64, 2048, 3), sharding=bat),
+                    _s((64, 2048), "int32", sharding=bat)))
