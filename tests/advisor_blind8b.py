@@ -137,7 +137,8 @@ def _b_qaoa_expectation(gammas, betas, n=16):
       "(48 edges, ~48 shift/and/xor/convert/add steps per state) is the same for every "
       "call but rebuilt from iota each time, and used by each of the 3 phase layers and the "
       "final expectation; it is a large share of the work next to the mixer's 48 small "
-      "passes (pass the diagonal in).")
+      "passes (pass the diagonal in). The mixer's Python loop over qubits is 16 different "
+      "reshapes per layer, not one body a scan could take, and is not labelled.")
 def qaoa_cost_diagonal_rebuilt() -> Program:
     def energy(params):
         return _b_qaoa_expectation([params[i] for i in range(3)],
@@ -355,7 +356,9 @@ def pointnet_batched_clouds_h100() -> Program:
       "Propensity-weighted treatment effect with 48 bootstrap propensity models, written as a "
       "Python loop over the bootstrap replicates: each is an [8192, 32] x [32] matvec, a "
       "sigmoid and a weighted mean (~3 kernels of ~1 MiB or less each, ~150 in all), where "
-      "one [8192, 32] x [32, 48] matmul and one fused reduction do the same.", target="gpu")
+      "one [8192, 32] x [32, 48] matmul and one fused reduction do the same (and read the "
+      "covariates once, not 48 times). The 48-copy Python loop is the same issue: its fix "
+      "is batching, not a scan.", target="gpu")
 def ipw_bootstrap_loop_h100() -> Program:
     jax, jnp = _jax()
 
