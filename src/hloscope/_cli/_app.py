@@ -6,8 +6,9 @@ stops the command (the error is printed as one located message, never a
 traceback); 3 on an internal error (a bug: rerun with HLOSCOPE_DEBUG=1 for the
 traceback).
 
-The commands live in `_commands`, `_run_cmd`, `_bench_cmds` and `_plot_cmd`; what they
-share in `_common`.  This module imports them all, so that each registers
+The commands live in `_commands` (the ones that read HLO), `_diff_cmd`, `_inspect_cmds`,
+`_profile_cmd`, `_run_cmd`, `_bench_cmds` and `_plot_cmd`; what they share in `_common`,
+`_options` and `_functions`.  This module imports them all, so that each registers
 with the one Typer app.
 """
 
@@ -21,7 +22,8 @@ import typer
 from .. import _errors
 from .._render._term import safe_text
 # Each registers its commands with the app.
-from . import _bench_cmds, _commands, _plot_cmd, _profile_cmd, _run_cmd  # noqa: F401
+from . import (_bench_cmds, _commands, _diff_cmd, _inspect_cmds, _plot_cmd,  # noqa: F401
+               _profile_cmd, _run_cmd)
 from ._common import EXIT_INTERNAL, app, fail
 
 __all__ = ["app", "main"]

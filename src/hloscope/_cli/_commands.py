@@ -1,5 +1,6 @@
-"""The commands that read HLO: summary, check, memory, kernels, lint, graph, report, diff,
-and those that compile a JAX function or a built-in example: inspect, demo.
+"""The commands that read HLO: summary, check, memory, kernels, lint, graph, report (diff
+is in `_diff_cmd`; inspect, targets and demo, which compile or show a built-in example,
+in `_inspect_cmds`).
 
 Every reading command takes the same inputs (a file, an XLA dump folder, a
 Markdown report, a log, torch_xla's saved graphs) and the same ``--module`` /
@@ -9,7 +10,6 @@ Markdown report, a log, torch_xla's saved graphs) and the same ``--module`` /
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,31 +20,14 @@ from .._analysis._summary import SUMMARY_SCHEMA, is_optimized, summarize
 from .._render._text import render_json, render_module_list, render_summary
 from .._units import format_bytes
 from .._write import write_text
-from ._common import (FUNCTION_HELP, INPUT_HELP, MODULE_HELP, WIDE_HELP, command, echo, fail,
-                      fail_user, load_inputs, pick, pick_module, text_width)
+from ._common import (INPUT_HELP, command, echo, fail, fail_user, load_inputs, pick,
+                      pick_module, text_width)
+from ._functions import compile_function
 from ._help import at_least
+from ._options import (ARG_OPT, DEVICES_OPT, FUNCTION_OPT, HW_OPT, INPUTS_OPT, MESH_OPT,
+                       MODULE_OPT, NO_CHECK_OPT, SHARD_OPT, STATIC_OPT, WIDE_OPT)
 from ._profile_cmd import PROFILE_HELP, read_measured
-from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, call_inputs,
-                       hardware_target, is_function_target, load_target, require_jax,
-                       static_hint, static_kwargs)
-
-_MODULE = typer.Option(None, "--module", "-m", metavar="NAME|INDEX", help=MODULE_HELP)
-_FUNCTION = typer.Option(None, "--function", metavar="NAME", help=FUNCTION_HELP)
-_WIDE = typer.Option(False, "--wide", help=WIDE_HELP)
-_TARGET_HELP = "The function: FILE.py:FUNCTION or package.module:FUNCTION."
-_NO_CHECK = typer.Option(False, "--no-check", help="Do not compile the advisor's "
-                         "mechanical fixes to check their savings (they stay estimated).")
-_ARG = typer.Option([], "--arg", metavar="SHAPE", help="An argument's shape, e.g. f32[128,2] "
-                    "(zeros of that shape); repeat for each argument.")
-_INPUTS = typer.Option(None, "--inputs", metavar="CALL", help="A call in the same file that "
-                       "returns the arguments (one, or a tuple of them: pytrees, sharded "
-                       "arrays), e.g. 'make_inputs(8)'; after any --arg.")
-_STATIC = typer.Option([], "--static", metavar="NAME=VALUE", help="A static keyword "
-                       "argument (a Python literal); repeat.")
-_HW = typer.Option(None, "--target", metavar="NAME", help=HW_TARGET_HELP)
-_MESH = typer.Option(None, "--mesh", metavar="AXES", help=HW_MESH_HELP)
-_SHARD = typer.Option([], "--shard", metavar="I=SPEC", help=HW_SHARD_HELP)
-_DEVICES = typer.Option(None, "--devices", metavar="N", help="Run on N virtual CPU devices.")
+from ._targets import is_function_target, static_hint
 
 
 @command()
@@ -54,9 +37,9 @@ def summary(
     list_: bool = typer.Option(False, "--list", help="List the modules in PATH: index, "
                                "name, phase, size, copies, and for torch_xla the graph hash "
                                "and the Python frame that made it."),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
-    wide: bool = _WIDE,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
+    wide: bool = WIDE_OPT,
 ) -> None:
     """What is in a module: opcodes, fusions, library calls, collectives.
 
@@ -91,7 +74,7 @@ def check(
     path: Path = typer.Argument(..., metavar="PATH", help="An HLO text file, or a Markdown "
                                 "report or a log with modules in it."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.check/1)."),
-    wide: bool = _WIDE,
+    wide: bool = WIDE_OPT,
 ) -> None:
     """Check HLO text strictly, the way XLA's own parser does.
 
@@ -135,9 +118,9 @@ def memory(
                             help="How many values to list at the peak."),
     plot: Path | None = typer.Option(None, "--plot", metavar="FILE",
                                      help="Write the timeline to a .png or .svg."),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
-    wide: bool = _WIDE,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
+    wide: bool = WIDE_OPT,
 ) -> None:
     """What is alive at the memory peak, and which line of code put it there.
 
@@ -214,9 +197,9 @@ def kernels(
     top: int | None = typer.Option(None, "--top", metavar="N",
                                    help="Show the first N kernels only."),
     profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
-    wide: bool = _WIDE,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
+    wide: bool = WIDE_OPT,
 ) -> None:
     """The kernels XLA launches, and the arrays passed between them.
 
@@ -310,17 +293,17 @@ def lint(
     profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP
                                         + " Groups are ranked by the measured time of "
                                         "their kernels."),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
-    arg: list[str] = _ARG,
-    inputs: str | None = _INPUTS,
-    static: list[str] = _STATIC,
-    devices: int | None = _DEVICES,
-    hw: str | None = _HW,
-    mesh: str | None = _MESH,
-    shard: list[str] = _SHARD,
-    no_check: bool = _NO_CHECK,
-    wide: bool = _WIDE,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
+    arg: list[str] = ARG_OPT,
+    inputs: str | None = INPUTS_OPT,
+    static: list[str] = STATIC_OPT,
+    devices: int | None = DEVICES_OPT,
+    hw: str | None = HW_OPT,
+    mesh: str | None = MESH_OPT,
+    shard: list[str] = SHARD_OPT,
+    no_check: bool = NO_CHECK_OPT,
+    wide: bool = WIDE_OPT,
 ) -> None:
     """The advisor: what in the compiled program costs memory or time, and how much.
 
@@ -400,7 +383,7 @@ def _lint_function(target: str, arg: list[str], inputs: str | None, static: list
     """`hloscope lint FILE.py:FUNCTION`: the function compiled, its advice (checked
     unless `check` is off) and its module."""
     try:
-        rep = _compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
+        rep = compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
                                 shard, False)
         if dev is None and min_share is None:
             advice = rep.advice
@@ -431,8 +414,8 @@ def graph(
     max_kernels: int = typer.Option(300, "--max-kernels", metavar="N", help="Refuse larger "
                                     "graphs (the picture gets unreadable); raise it to draw "
                                     "anyway."),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
 ) -> None:
     """Draw the kernel graph of a small module as SVG or PNG.
 
@@ -472,8 +455,8 @@ def report(
                                       "tpu-v4, tpu-v5e, tpu-v5p, cpu; default: the one the "
                                       "module was compiled for)."),
     profile: Path | None = typer.Option(None, "--profile", metavar="DIR", help=PROFILE_HELP),
-    module: str | None = _MODULE,
-    function: str | None = _FUNCTION,
+    module: str | None = MODULE_OPT,
+    function: str | None = FUNCTION_OPT,
 ) -> None:
     """One self-contained HTML page: summary, memory, kernel graph, advice.
 
@@ -533,291 +516,3 @@ def report(
     n = kernels_n
     echo(f"wrote {output} ({format_bytes(len(text.encode('utf-8')))}, {n} "
          f"kernel{'' if n == 1 else 's'})\n")
-
-
-_DIFF_SIDE = ("The first version: " + INPUT_HELP[0].lower() + INPUT_HELP[1:-1] + "; or a JAX "
-              "function, FILE.py:FUNCTION or package.module:FUNCTION (compiled with --arg).")
-
-
-@command()
-def diff(
-    a: str = typer.Argument(..., metavar="A", help=_DIFF_SIDE),
-    b: str = typer.Argument(..., metavar="B", help="The second version, of the same kind: "
-                            "a file, or a function compiled with the same arguments."),
-    json_out: bool = typer.Option(False, "--json", help="Print JSON (schema hloscope.diff/1)."),
-    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE", help="Also "
-                                       "write an HTML page with the two kernel graphs, "
-                                       "differences coloured."),
-    module: str | None = typer.Option(None, "--module", "-m", metavar="NAME|INDEX",
-                                      help=MODULE_HELP + " Applies to both inputs."),
-    function: str | None = _FUNCTION,
-    arg: list[str] = typer.Option([], "--arg", metavar="SHAPE", help="With two functions: an "
-                                  "argument's shape, e.g. f32[128,2] (zeros of that shape); "
-                                  "repeat for each argument."),
-    inputs: str | None = typer.Option(None, "--inputs", metavar="CALL", help="With two "
-                                      "functions: a call in A's file that returns the "
-                                      "arguments, e.g. 'make_inputs(8)'; after any --arg."),
-    static: list[str] = typer.Option([], "--static", metavar="NAME=VALUE", help="With two "
-                                     "functions: a static keyword argument (a Python "
-                                     "literal); repeat."),
-    devices: int | None = typer.Option(None, "--devices", metavar="N", help="With two "
-                                       "functions: compile on N virtual CPU devices."),
-    hw: str | None = typer.Option(None, "--target", metavar="NAME", help="With two "
-                                  "functions: " + HW_TARGET_HELP),
-    mesh: str | None = _MESH,
-    shard: list[str] = _SHARD,
-    profile: list[Path] = typer.Option([], "--profile", metavar="DIR", help="Twice, with "
-                                       "two files: a profile of A's runs, then one of B's "
-                                       "(see hloscope kernels --profile); adds each "
-                                       "kernel's measured time change."),
-    wide: bool = _WIDE,
-) -> None:
-    """What changed between two versions of a program.
-
-    Kernels matched by what they compute, arrays between kernels, every memory
-    figure side by side and what is live at the peak on one side only,
-    collectives, flops, and the advisor's findings.  A and B are two files, or
-    two JAX functions (prog.py:attn prog.py:attn_f32 --arg bf16[128,64] ...)
-    compiled here with the same arguments.
-    """
-    from .._analysis._diff import DIFF_SCHEMA, diff_modules
-    from .._render._diff_text import render_diff
-
-    timed = None
-    try:
-        compile_options = (devices, hw, mesh, shard)
-        result = _diff_functions(a, b, arg, inputs, static, module, function, compile_options)
-        if result is None:
-            if arg or inputs or static or devices is not None or hw or mesh or shard:
-                raise _errors.HloscopeError("--arg, --inputs, --static, --devices, --target, "
-                                            "--mesh and --shard are for two functions; A and "
-                                            "B are files",
-                                            hint="give FILE.py:FUNCTION for A and B")
-            ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
-                                                                          function)
-            result = diff_modules(ma, mb)
-        if profile:
-            if len(profile) != 2 or is_function_target(a):
-                raise _errors.HloscopeError("--profile goes twice, with two files: A's "
-                                            "profile, then B's",
-                                            hint="hloscope diff a.hlo b.hlo --profile A_DIR "
-                                                 "--profile B_DIR")
-            from .._profile._diff import time_diff
-
-            timed = time_diff(result.a, read_measured(profile[0], ma), result.b,
-                              read_measured(profile[1], mb))
-        if output is not None:
-            from .._render._diff_html import render_diff_html
-
-            write_text(output, render_diff_html(result))
-    except _errors.HloscopeError as e:
-        fail(e)
-    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
-        fail_user(e, static_hint(static))
-    if json_out:
-        extra = {"measured": timed.to_dict()} if timed is not None else {}
-        sys.stdout.write(render_json({"schema": DIFF_SCHEMA, **result.to_dict(), **extra}))
-        return
-    text = render_diff(result, width=text_width(wide))
-    if timed is not None:
-        from .._render._profile_text import render_time_diff
-
-        text += "\n" + render_time_diff(timed, width=text_width(wide))
-    echo(text)
-
-
-def _diff_functions(a: str, b: str, arg: list[str], inputs: str | None, static: list[str],
-                    module: str | None, function: str | None,
-                    compile_options: tuple):  # type: ignore[no-untyped-def,type-arg]
-    """`hloscope diff` on two functions: both compiled with the same arguments (and
-    `compile_options`: --devices, --target, --mesh, --shard, as inspect takes them) and
-    compared with every memory figure; None when A and B are files."""
-    from .._jax._compare import diff as diff_functions
-    from .._jax._user import check_call
-
-    fa, fb = is_function_target(a), is_function_target(b)
-    for side, is_fn in ((a, fa), (b, fb)):
-        if not is_fn and side.endswith(".py") and not Path(side).is_dir():
-            raise _errors.HloscopeError(
-                f"{side} is a Python file, not HLO: name the function in it",
-                hint=f"hloscope diff {side}:FUNCTION OTHER.py:FUNCTION --arg SHAPE ...")
-    if not fa and not fb:
-        return None
-    if fa != fb:
-        fn, path = (a, b) if fa else (b, a)
-        raise _errors.HloscopeError(f"{fn} is a function and {path} a file: diff compares "
-                                    "two of a kind",
-                                    hint="give two functions (FILE.py:FUNCTION) or two HLO "
-                                         "files")
-    if module is not None or function is not None:
-        raise _errors.HloscopeError("--module and --function pick a module in a file; A and "
-                                    "B are functions")
-    require_jax("diff")
-    devices, hw, mesh, shard = compile_options
-    extra = hardware_target(hw, mesh, shard, devices)
-    if devices is not None:
-        from .._jax._compare import use_cpu_devices
-
-        use_cpu_devices(devices)
-    from .._jax._quiet import start_jax_quietly
-
-    start_jax_quietly()
-    kwargs = static_kwargs(static)
-    fns = [load_target(a), load_target(b)]
-    args = array_args(arg, abstract=hw is not None) + (call_inputs(a, inputs) if inputs else [])
-    for fn in fns:
-        check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-    return diff_functions(*fns, *args, static_argnames=tuple(kwargs), **extra, **kwargs)
-
-
-def _compile_function(command_name: str, target: str, arg: list[str], inputs: str | None,
-                      static: list[str], devices: int | None, hw: str | None,
-                      mesh: str | None, shard: list[str], check: bool):  # type: ignore[no-untyped-def]
-    """`hloscope.inspect` on the function FILE.py:FUNCTION with the command line's
-    arguments (raises `HloscopeError`, or the user's own exception)."""
-    from .._jax._user import check_call
-
-    require_jax(command_name)
-    extra = hardware_target(hw, mesh, shard, devices)
-    if devices is not None:
-        from .._jax._compare import use_cpu_devices
-
-        use_cpu_devices(devices)
-    from .._jax._quiet import start_jax_quietly
-
-    start_jax_quietly()
-    kwargs = static_kwargs(static)
-    fn = load_target(target)
-    args = array_args(arg, abstract=hw is not None) + (
-        call_inputs(target, inputs) if inputs else [])
-    check_call(fn, len(args), kwargs, given="--arg" if not inputs else "argument(s)")
-    from .._checked._api import inspect as run_inspect
-
-    return run_inspect(fn, *args, check=check, static_argnames=tuple(kwargs), **extra,
-                       **kwargs)
-
-
-@command("inspect")
-def inspect_cmd(
-    target: str = typer.Argument(..., metavar="TARGET", help=_TARGET_HELP),
-    arg: list[str] = _ARG,
-    inputs: str | None = _INPUTS,
-    static: list[str] = _STATIC,
-    devices: int | None = _DEVICES,
-    hw: str | None = _HW,
-    mesh: str | None = _MESH,
-    shard: list[str] = _SHARD,
-    output: Path | None = typer.Option(None, "-o", "--output", metavar="FILE",
-                                       help="Write the HTML report."),
-    save: Path | None = typer.Option(None, "--save", metavar="FILE", help="Save the report "
-                                     "as JSON (hloscope.load and every command read it)."),
-    no_check: bool = _NO_CHECK,
-    wide: bool = _WIDE,
-) -> None:
-    """Compile a JAX function once and show what XLA did.
-
-    Its kernels, its memory (beside XLA's own figures), the advisor's findings
-    (each saving checked by compiling its fix where the fix is mechanical), and the
-    time of each compile phase.  With --target, for a GPU or TPU that need not be
-    here, and whether it fits in that device's memory.
-    """
-    from .._render._kernels_text import render_advice, render_kernels
-    from .._render._memory_text import render_memory
-
-    try:
-        rep = _compile_function("inspect", target, arg, inputs, static, devices, hw, mesh,
-                                shard, not no_check)
-        advice = rep.advice  # checked now (its time among the timings)
-        if output is not None:
-            write_text(output, rep.html())
-        if save is not None:
-            rep.save(str(save))
-    except _errors.HloscopeError as e:
-        fail(e)
-    except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
-        fail_user(e, static_hint(static))
-    t = rep.timings
-    width = text_width(wide)
-    m = rep.module
-    head = "".join(line + "\n" for line in rep.target_lines())
-    device = rep.roofline_device()
-    echo(rep.summary_line() + "\n" + head
-         + "timings: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in t.items())
-         + f"; {rep.device.get('count')} {rep.device.get('kind')} device(s); "
-         f"jax {rep.versions.get('jax')}\n\n"
-         + render_kernels(rep.kernels, device=device, scheduled=is_optimized(m), width=width)
-         + "\n" + render_memory(rep.memory, width=width) + "\n"
-         + render_advice(m.name, advice, width=width),
-         width)
-
-
-@command()
-def targets(
-    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
-    wide: bool = _WIDE,
-) -> None:
-    """List the GPUs and TPUs that inspect --target compiles for, with their memory and
-    peak figures per device and where those come from."""
-    from .._render._target_text import render_catalog
-    from .._target._catalog import targets as catalog
-
-    rows = catalog()
-    if json_out:
-        sys.stdout.write(render_json({"schema": "hloscope.targets/1", "targets": rows}))
-        return
-    echo(render_catalog(rows, width=text_width(wide)), text_width(wide))
-
-
-@command()
-def demo(
-    wide: bool = _WIDE,
-    save: Path | None = typer.Option(None, "--save", metavar="FILE",
-                                     help="Write the built-in module to FILE instead, to try "
-                                          "the other commands on it."),
-) -> None:
-    """Run hloscope on a built-in example: a 3-D FFT sharded over 8 devices.
-
-    Shows what is in it, its kernels, its memory peak, and the advisor's
-    findings: summary, kernels, memory and lint in turn.
-    """
-    from .._analysis._advisor import advise_groups
-    from .._analysis._kernels import kernel_graph
-    from .._analysis._memory import analyze_memory
-    from .._render._kernels_text import render_advice, render_kernels
-    from .._render._memory_text import render_memory
-
-    from .._sources._reader import read_text
-
-    data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
-    if save is not None:
-        try:
-            write_text(save, data.read_text(encoding="utf-8"))
-        except _errors.HloscopeError as e:
-            fail(e)
-        echo(f"wrote {save}: try hloscope report {save} -o fft.html\n")
-        return
-    name = "<built-in example fft_pencil_4x2.hlo>"
-    data = resources.files("hloscope") / "_data" / "fft_pencil_4x2.hlo"
-    m = read_text(data.read_text(encoding="utf-8"), filename=name).module
-    width = text_width(wide)
-    parts = [
-        ("hloscope summary", render_summary(summarize(m), width=width)),
-        ("hloscope kernels", render_kernels(kernel_graph(m), scheduled=is_optimized(m),
-                                            width=width)),
-        ("hloscope memory", render_memory(analyze_memory(m), top=5, width=width)),
-        ("hloscope lint", render_advice(m.name, advise_groups(m), width=width)),
-    ]
-    echo("".join(f"==> {title} {name}\n\n{text}\n" for title, text in parts), width)
-    echo("This is hloscope on a built-in module: a 32x32x32 FFT that JAX sharded over a\n"
-         "4x2 mesh of CPU devices (source generate.py:159 is the line of the script that\n"
-         "built it, jnp.fft.fftn(...); your own modules point into your files).  Next, the\n"
-         "HTML report of the same module (opens from disk):\n"
-         "  hloscope demo --save fft.hlo && hloscope report fft.hlo -o fft.html\n"
-         "Then your own module: any HLO text works (compiled.as_text(), an XLA dump\n"
-         "folder, a log); with JAX installed (pip install 'hloscope[jax]'), straight from\n"
-         "a function:\n"
-         "  hloscope inspect my_model.py:loss --arg f32[128,784] -o loss.html\n"
-         "and whether it fits on 8 H100s (or a TPU slice), compiled for them without them\n"
-         "(pip install 'hloscope[gpu-target]'; hloscope targets lists the chips):\n"
-         "  hloscope inspect my_model.py:train_step --target h100x8 --arg bf16[8192,4096] \\\n"
-         "      --shard 0=data\n", width)

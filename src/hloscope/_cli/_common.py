@@ -1,7 +1,7 @@
 """What every `hloscope` command shares: the Typer app, exit codes, the one-line error,
 the input every command reads, the module the user means and the width of the text.
 
-Command modules (`_commands`, `_run_cmd`, `_bench_cmds`) import from here;
+Command modules (`_commands`, `_diff_cmd`, `_inspect_cmds`, `_run_cmd`, ...) import from here;
 `_app` imports them all and holds `main`.  Imports flow one way.
 """
 
