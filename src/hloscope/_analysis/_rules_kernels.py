@@ -29,6 +29,10 @@ LARGE_CONSTANT_BYTES = 512 * 1024
 # HS105: loops longer than this, or whose body runs library calls, are not unrolled.
 SHORT_LOOP = 16
 
+# HS125: a rotated carry's copies under this share of the program are not worth
+# restructuring the loop for.
+ROTATION_SHARE = 0.1
+
 _CHEAP_OPS = frozenset({"iota", "broadcast", "constant", "add", "subtract", "multiply", "negate",
                         "convert", "compare", "select", "maximum", "minimum", "and", "or", "not",
                         "reshape", "concatenate", "slice", "abs", "xor", "shift-left",
@@ -662,6 +666,9 @@ def rotated_carry(ctx: AdviceContext) -> list[Finding]:
         caller = _caller(ctx, g)
         n = trip_count(caller) if caller is not None else 1
         runs = ctx.runs(g.name)
+        saving = ctx.saving(traffic=2 * size * runs, kernels=len(copies) * runs)
+        if ctx.share(saving)[0] < ROTATION_SHARE:
+            continue  # restructuring the loop for a few percent: not worth a line
         out.append(Finding(
             "HS125", "a loop's state is rotated and copied every iteration",
             f"the body of {g.caller} returns its state rotated ("
@@ -670,8 +677,7 @@ def rotated_carry(ctx: AdviceContext) -> list[Finding]:
             f"{format_bytes(size)}" + (f", {n} iterations" if n > 1 else "") + ")",
             "compute as many steps per iteration as the rotation is long (lax.fori_loop(..., "
             "unroll=2) for `(new, u)`), so each new value overwrites the oldest in place",
-            tuple(ev_inst(c, "copy of the loop state") for c in copies),
-            ctx.saving(traffic=2 * size * runs, kernels=len(copies) * runs),
+            tuple(ev_inst(c, "copy of the loop state") for c in copies), saving,
             place_key(caller.metadata.op_name if caller is not None else g.caller,
                       str(caller.source or "") if caller is not None else "")))
     return out
