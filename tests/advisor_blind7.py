@@ -89,7 +89,26 @@ CASES: list[BlindCase] = []
 REVISED: dict[str, tuple[tuple[str, ...], str]] = {}
 
 # Rules tuned to a program of this set after the advisor ran: name -> what changed.
-TUNED: dict[str, str] = {}
+TUNED: dict[str, str] = {
+    "sine_gordon_carry_rotated":
+        "HS125 (loop-state) added: a while body that returns an element of its state at "
+        "another index (the carry rotated, (u, u_prev) -> (new, u)) and copies elements of "
+        "the state in the same layout is said, with the copies' traffic every iteration, "
+        "where they are 10% of the program's time or more (smith_waterman_scan, a clean "
+        "program, rotates its two anti-diagonals for 4%: quiet) "
+        "(pattern: leapfrog_carry_rotated, twin: leapfrog_two_steps_in_place)",
+    "batchnorm_stats_blocked_fori_h100":
+        "HS126 (reduction-split) added: on a GPU, a loop whose body reduces, with "
+        "elementwise work only, a dynamic slice of state it passes through unchanged and "
+        "adds the result into its state is one reduction in blocks; its saving is the "
+        "loop's launches (pattern: column_norms_in_blocks_gpu, twin: "
+        "column_norms_one_pass_gpu)",
+    "tcn_stream_shift_buffer":
+        "HS127 (loop-state) added: a loop body that writes an element of its state whole as "
+        "a slice of itself and a piece an eighth of its size or less (concatenate([buf[1:], "
+        "x]): a shifted window) is said, with the element's bytes beyond the piece every "
+        "iteration (pattern: history_shifted_in_scan, twin: history_ring_buffer_in_scan)",
+}
 
 
 def case(expect: tuple[str, ...] | list[str], why: str, target: str | None = None):

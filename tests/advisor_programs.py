@@ -2042,3 +2042,101 @@ def eye_added_after_short_sum():
         r2 = jnp.sum(d * d, -1) + jnp.eye(pos.shape[0])
         return jnp.einsum("ij,ijk->ik", 1.0 / r2, d)
     return _compiled(f, jnp.ones((2048, 3)))
+
+
+def _wave_leapfrog(rotated: bool):  # type: ignore[no-untyped-def]
+    # A wave equation's leapfrog over 40 steps on a 512^2 grid (1 MiB fields).
+    jax, jnp, np = _np()
+
+    def new(u, u_prev):
+        lap = (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1)
+               + jnp.roll(u, -1, 1) - 4 * u)
+        return 2 * u - u_prev + 0.1 * lap
+
+    if rotated:
+        def body(_, c):
+            return new(*c), c[0]
+        f = lambda u, v: jax.lax.fori_loop(0, 40, body, (u, v))  # noqa: E731
+    else:
+        def body2(_, c):
+            u, u_prev = c
+            u_prev = new(u, u_prev)
+            return new(u_prev, u), u_prev
+        f = lambda u, v: jax.lax.fori_loop(0, 20, body2, (u, v))  # noqa: E731
+    return _compiled(jax.jit(f, donate_argnums=(0, 1)), jnp.ones((512, 512)),
+                     jnp.ones((512, 512)))
+
+
+@case(("HS125",), "a leapfrog whose fori_loop carry is rotated, (u, u_prev) -> (new, u): XLA "
+      "copies the fields in every iteration (the seventh blind set's "
+      "sine_gordon_carry_rotated)")
+def leapfrog_carry_rotated():
+    return _wave_leapfrog(True)
+
+
+@case((), "the same leapfrog two steps per iteration, each new field overwriting the older")
+def leapfrog_two_steps_in_place():
+    return _wave_leapfrog(False)
+
+
+def _column_norms(blocks: int):  # type: ignore[no-untyped-def]
+    # The root-mean-square of each column of [65536, 256] f32 features on an H100.
+    jax, jnp, np = _np()
+
+    def f(x):
+        if not blocks:
+            return jnp.sqrt((x * x).mean(0))
+        n = x.shape[0] // blocks
+
+        def body(i, s):
+            xb = jax.lax.dynamic_slice_in_dim(x, i * n, n)
+            return s + (xb * xb).sum(0)
+        return jnp.sqrt(jax.lax.fori_loop(0, blocks, body, jnp.zeros(x.shape[1]))
+                        / x.shape[0])
+    return _compiled(f, jnp.ones((65536, 256)), target="h100")
+
+
+@case(("HS126",), "column norms of [65536, 256] f32 summed over 256 row blocks in a "
+      "fori_loop on an H100: one fused reduction becomes 256 iterations of small kernels "
+      "(the seventh blind set's batchnorm_stats_blocked_fori_h100)", target="gpu")
+def column_norms_in_blocks_gpu():
+    return _column_norms(256)
+
+
+@case((), "the same column norms as one fused reduction", target="gpu")
+def column_norms_one_pass_gpu():
+    return _column_norms(0)
+
+
+def _history_scan(ring: bool):  # type: ignore[no-untyped-def]
+    # A streaming filter over 2048 frames of 128 channels whose scan state is the last 512
+    # frames (256 KiB); each step reads 8 taps of the history.
+    jax, jnp, np = _np()
+    W = 512
+    taps = jnp.arange(0, W, 64)
+
+    def f(frames, w):
+        if ring:
+            def step(c, x):
+                buf, i = c
+                buf = jax.lax.dynamic_update_slice(buf, x[None], (i % W, 0))
+                return (buf, i + 1), jnp.tanh(buf[(i - taps) % W].reshape(-1) @ w)
+        else:
+            def step(c, x):
+                buf, i = c
+                buf = jnp.concatenate([buf[1:], x[None]], 0)
+                return (buf, i + 1), jnp.tanh(buf[W - 1 - taps].reshape(-1) @ w)
+        return jax.lax.scan(step, (jnp.zeros((W, frames.shape[1])), 0), frames)[1]
+    return _compiled(f, jnp.ones((2048, 128)), jnp.ones((8 * 128, 128)))
+
+
+@case(("HS127",), "a scan whose state is a 512-frame history shifted by "
+      "concatenate([buf[1:], x]) every step: each step rewrites 256 KiB to add 512 B (the "
+      "seventh blind set's tcn_stream_shift_buffer)")
+def history_shifted_in_scan():
+    return _history_scan(False)
+
+
+@case((), "the same history as a ring buffer written with dynamic_update_slice at i % W")
+def history_ring_buffer_in_scan():
+    return _history_scan(True)

@@ -26,7 +26,8 @@ from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
-from ._rules_kernels import large_constant, layout_copy, loop_state, recompute, reduction_split
+from ._rules_kernels import (large_constant, layout_copy, loop_state, recompute, reduction_in_blocks,
+                             reduction_split, rotated_carry, shifted_state)
 from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
                              small_kernels, unrolled_loop)
 from ._rules_sharded import accumulated_collective, gathered_weights
@@ -86,6 +87,12 @@ RULES: tuple[Rule, ...] = (
          "multiplied by", inverse_instead_of_solve),
     Rule("HS124", "sort-for-top-k", "a full sort where only the top k are kept",
          sort_for_top_k),
+    Rule("HS125", "loop-state", "a loop's state is rotated and copied every iteration",
+         rotated_carry),
+    Rule("HS126", "reduction-split", "a reduction is computed in blocks by a loop",
+         reduction_in_blocks),
+    Rule("HS127", "loop-state", "a loop shifts its state to add a piece of it",
+         shifted_state),
 )
 
 

@@ -49,6 +49,10 @@ ESTIMATED = {
     "HS115": "from the padding's bytes",
     "HS123": "from the triangular solves' flops for the identity's right-hand sides",
     "HS124": "from the sorted outputs' bytes written and read back",
+    "HS125": "from the copies' bytes written and read, every iteration",
+    "HS126": "from the loop's kernel launches beyond one",
+    "HS127": "from the state's bytes rewritten (and copied) beyond the new piece, every "
+             "iteration",
 }
 NOT_MECHANICAL = "the fix is a change to the program's code"
 
