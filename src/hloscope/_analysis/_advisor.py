@@ -26,8 +26,8 @@ from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
-from ._rules_kernels import (large_constant, layout_copy, loop_state, recompute, reduction_in_blocks,
-                             reduction_split, rotated_carry, shifted_state)
+from ._rules_kernels import large_constant, layout_copy, recompute, reduction_split
+from ._rules_loops import loop_state, reduction_in_blocks, rotated_carry, shifted_state
 from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
                              small_kernels, unrolled_loop)
 from ._rules_sharded import accumulated_collective, gathered_weights

@@ -1,0 +1,318 @@
+"""The advisor's rules about loops and their state: what an iteration passes to the next
+through memory that it need not.
+
+A short loop whose cheap body reads its state from memory every iteration (HS105:
+unroll it), a reduction written as a loop over blocks of an array (HS126: one reduction
+over the whole array is one kernel), a carry rotated every iteration (HS125: XLA copies
+it; compute as many steps per iteration as the rotation is long) and a window shifted
+by rewriting the whole state to add a piece (HS127: a ring buffer writes the piece
+only).
+"""
+
+from __future__ import annotations
+
+from .._hlo._module import Instruction
+from .._units import format_bytes
+from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel, trip_count
+from ._findings import Finding, place_key
+from ._rules_kernels import _is_library, fused_instructions
+from ._walk import gte_index, operand
+
+__all__ = ["loop_state", "reduction_in_blocks", "rotated_carry", "shifted_state"]
+
+# HS105: loops longer than this, or whose body runs library calls, are not unrolled.
+SHORT_LOOP = 16
+
+# HS125: a rotated carry's copies under this share of the program are not worth
+# restructuring the loop for.
+ROTATION_SHARE = 0.1
+
+
+# -- HS105 -----------------------------------------------------------------------------
+
+def loop_state(ctx: AdviceContext) -> list[Finding]:
+    """A short loop (a known trip count of at most SHORT_LOOP) whose body runs only fused
+    kernels reads its state from memory every iteration: unrolled, XLA fuses the
+    iterations and the state never leaves the kernel."""
+    out = []
+    for g in ctx.graph.groups:
+        if g.kind != "while body":
+            continue
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        # (Not the loop counter's scalar add, a kernel of its own on a TPU.)
+        kernels = [k for k in ctx.graph.kernels_in(g.name) if k.bytes_out > 64]
+        if n < 2 or n > SHORT_LOOP or not kernels \
+                or any(k.category != "fusion" or _is_library(k) for k in kernels):
+            continue
+        if _runs_loops(ctx, g.name):
+            # A loop inside the body (an inner scan whose results the outer one stacks):
+            # unrolled, each iteration still ends at the inner loop; XLA fuses nothing
+            # across it.
+            continue
+        if any(op == "reduce" for k in kernels for op, _ in k.fused):
+            # A reduction (a row's log-density, a norm) needs the whole of what the
+            # iteration before made: unrolled, XLA still ends a kernel at each one.
+            continue
+        state = [e for e in ctx.edges_into_group(g.name) if e.src_kind == "loop state"]
+        values = list(dict.fromkeys((e.value, e.bytes, e.shape) for e in state))
+        total = sum(b for _, b, _ in values)
+        if not values:
+            continue
+        runs = ctx.runs(g.parent)
+        out.append(Finding(
+            "HS105", "a short loop keeps its state in memory between iterations",
+            f"the body of {g.caller} runs {len(kernels)} kernel(s) in each of its {n} "
+            f"iterations and reads its state ({', '.join(f'{v} {s}' for v, _, s in values)}, "
+            f"{format_bytes(total)}) from memory each time",
+            "the loop is short and its body cheap: unroll it (lax.fori_loop(..., "
+            f"unroll={n}) or a Python for loop) so XLA fuses the iterations into one kernel",
+            tuple(ev_kernel(k) for k in kernels),
+            ctx.saving(traffic=2 * total * (n - 1) * runs,
+                       kernels=(len(kernels) * n - 1) * runs),
+            place_key(caller.metadata.op_name if caller is not None else g.caller,
+                      str(caller.source or "") if caller is not None else "")))
+    return out
+
+
+# -- HS126 -----------------------------------------------------------------------------
+
+def reduction_in_blocks(ctx: AdviceContext) -> list[Finding]:
+    """A loop that reduces a block of an array its body never changes (a dynamic slice
+    of loop state passed through unchanged) with elementwise work only, and adds the
+    result into its state: one reduction over the whole array, written as a sum in
+    blocks.  XLA fuses the elementwise work into one reduction kernel over the whole
+    array, which keeps nothing larger than the result, so the blocks save no memory and
+    cost a kernel launch or more per block."""
+    launch = LAUNCH_SECONDS.get(ctx.platform)
+    if launch is None:
+        return []
+    out = []
+    for g in ctx.graph.groups:
+        if g.kind != "while body" or _runs_loops(ctx, g.name):
+            continue
+        try:
+            body = ctx.module.computation(g.name)
+        except Exception:  # noqa: BLE001
+            continue
+        root = body.root
+        if root.opcode != "tuple":
+            continue
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        kernels = ctx.graph.kernels_in(g.name)
+        if n < 2 or not kernels or any(k.category != "fusion" or _is_library(k)
+                                       for k in kernels):
+            continue
+        state = {j: _state_index(body.by_name[name]) for j, name in enumerate(root.operand_names)}
+        invariant = {j for j, i in state.items() if i == j}
+        reductions = [i for i in body.instructions if _reduces_block(i, invariant)]
+        accumulated = [j for j, name in enumerate(root.operand_names)
+                       if _accumulates(body.by_name[name], j, reductions)]
+        if not reductions or not accumulated:
+            continue
+        runs = ctx.runs(g.parent)
+        saved = (len(kernels) + 1) * n - 1  # each iteration's kernels and its condition
+        whole = sum({o.name: o.shape.total_byte_size for r in reductions
+                     for o in r.operands if o.shape.rank}.values())
+        out.append(Finding(
+            "HS126", "a reduction is computed in blocks by a loop",
+            f"the body of {g.caller} reduces a block of an array it never changes "
+            f"({format_bytes(whole)} in all) and adds the result into its state, in each "
+            f"of {n} iterations ({len(kernels)} kernel(s) each): one reduction over the "
+            "whole array is one kernel, and keeps nothing larger than its result",
+            "reduce the whole array at once (x.sum(0), (x * x).sum(0)): XLA fuses the "
+            "elementwise work into the reduction",
+            tuple(ev_inst(r, "reduction of a block") for r in reductions),
+            ctx.saving(kernels=saved * runs, seconds=saved * launch * runs),
+            place_key(caller.metadata.op_name if caller is not None else g.caller,
+                      str(caller.source or "") if caller is not None else "")))
+    return out
+
+
+def _reduces_block(inst: Instruction, invariant: set[int]) -> bool:
+    """A fusion that reduces, with elementwise work only, a dynamic slice of loop state
+    the body passes through unchanged (its other operands scalars: the block's index)."""
+    if inst.opcode != "fusion":
+        return False
+    arrays = [o for o in inst.operands if o.shape.rank]
+    if not arrays or any(_state_index(o) not in invariant or o.opcode == "copy"
+                         for o in arrays):
+        return False
+    ops = {i.opcode for i in fused_instructions(inst)}
+    return "reduce" in ops and "dynamic-slice" in ops and not ops & {
+        "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
+        "reduce-window", "dynamic-update-slice"}
+
+
+def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> bool:
+    """Whether `out` (element `j` of the body's result) is element `j` of the state
+    plus a block's reduction."""
+    ops = [operand(o, 0) if o.opcode == "get-tuple-element" else o for o in out.operands]
+    if not any(o in reductions for o in ops) \
+            or not any(_state_index(o) == j for o in out.operands):
+        return False
+    return out.opcode == "add" or (out.opcode == "fusion" and {
+        i.opcode for i in fused_instructions(out)} <= {"add", "parameter", "bitcast",
+                                                        "reshape", "broadcast", "convert"})
+
+
+# -- HS125 -----------------------------------------------------------------------------
+
+def rotated_carry(ctx: AdviceContext) -> list[Finding]:
+    """A loop whose body returns an element of its state at another index of the state
+    (`(u, u_prev) -> (new, u)`: a carry rotated): the new value cannot be written over
+    the old one, so XLA copies the state in the body every iteration.  Computing as many
+    steps per iteration as the rotation is long lets each new value overwrite the oldest
+    in place."""
+    out = []
+    for g in ctx.graph.groups:
+        if g.kind != "while body":
+            continue
+        try:
+            body = ctx.module.computation(g.name)
+        except Exception:  # noqa: BLE001
+            continue
+        root = body.root
+        if root.opcode != "tuple":
+            continue
+        moved = []
+        for j, name in enumerate(root.operand_names):
+            i = _state_index(body.by_name[name])
+            if i is not None and i != j:
+                moved.append((i, j))
+        # The rotated elements' copies (not one into another layout, nor the counter's).
+        rotated = {x for pair in moved for x in pair}
+        copies = [c for c in body.instructions
+                  if c.opcode == "copy" and _state_index(c) in rotated
+                  and str(c.shape) == str(operand(c, 0).shape) and c.shape.total_byte_size > 64]
+        copies.sort(key=lambda c: not c.metadata.op_name)  # one that names the code first
+        if not moved or not copies:
+            continue
+        size = sum(c.shape.total_byte_size for c in copies)
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        runs = ctx.runs(g.name)
+        saving = ctx.saving(traffic=2 * size * runs, kernels=len(copies) * runs)
+        if ctx.share(saving)[0] < ROTATION_SHARE:
+            continue  # restructuring the loop for a few percent: not worth a line
+        out.append(Finding(
+            "HS125", "a loop's state is rotated and copied every iteration",
+            f"the body of {g.caller} returns its state rotated ("
+            + ", ".join(f"element {i} as element {j}" for i, j in moved)
+            + f"), so XLA copies the state in every iteration ({len(copies)} copies, "
+            f"{format_bytes(size)}" + (f", {n} iterations" if n > 1 else "") + ")",
+            "compute as many steps per iteration as the rotation is long (lax.fori_loop(..., "
+            "unroll=2) for `(new, u)`), so each new value overwrites the oldest in place",
+            tuple(ev_inst(c, "copy of the loop state") for c in copies), saving,
+            place_key(caller.metadata.op_name if caller is not None else g.caller,
+                      str(caller.source or "") if caller is not None else "")))
+    return out
+
+
+# -- HS127 -----------------------------------------------------------------------------
+
+def shifted_state(ctx: AdviceContext) -> list[Finding]:
+    """A loop whose body writes an element of its state whole as a concatenation of a
+    slice of that element and a small new piece (`concatenate([buf[1:], x])`: a window
+    shifted by one step): each iteration rewrites the whole element to add the piece,
+    where a ring buffer (`dynamic_update_slice` at `i % n`) writes only the piece."""
+    out = []
+    for g in ctx.graph.groups:
+        if g.kind != "while body":
+            continue
+        try:
+            body = ctx.module.computation(g.name)
+        except Exception:  # noqa: BLE001
+            continue
+        root = body.root
+        if root.opcode != "tuple":
+            continue
+        for j, name in enumerate(root.operand_names):
+            new = body.by_name[name]
+            copies = []
+            while new.opcode == "copy":
+                copies.append(new)
+                new = operand(new, 0)
+            piece = _shifted_piece(new, j)
+            if piece is None:
+                continue
+            size = new.shape.total_byte_size
+            caller = _caller(ctx, g)
+            n = trip_count(caller) if caller is not None else 1
+            runs = ctx.runs(g.name)
+            moved = size - piece + sum(c.shape.total_byte_size for c in copies)
+            out.append(Finding(
+                "HS127", "a loop shifts its state to add a piece of it",
+                f"the body of {g.caller} writes element {j} of its state "
+                f"({new.shape}, {format_bytes(size)}) whole, as a slice of itself and a new "
+                f"piece of {format_bytes(piece)}"
+                + (f" (and XLA copies it: {len(copies)} cop{'y' if len(copies) == 1 else 'ies'})"
+                   if copies else "") + (f", in each of {n} iterations" if n > 1 else ""),
+                "keep the window as a ring buffer: write the new piece with "
+                "lax.dynamic_update_slice at i % n and read the window at indices from "
+                "(i - k) % n, so each iteration writes the piece only",
+                tuple([ev_inst(new, "state rewritten whole")]
+                      + [ev_inst(c, "copy of the state") for c in copies]),
+                ctx.saving(traffic=2 * moved * runs, kernels=len(copies) * runs),
+                place_key(new.metadata.op_name, str(new.source or ""), str(new.shape))))
+    return out
+
+
+def _shifted_piece(inst: Instruction, j: int) -> int | None:
+    """The bytes of the new piece where `inst` (element `j` of a loop body's result)
+    concatenates a slice of element `j` of the state with pieces no larger than what it
+    keeps of it (the window's older part, rewritten to move it by a step); None where it does not."""
+    if inst.opcode == "fusion" and inst.called_computations:
+        fused = inst.called_computations[0].root
+        params = inst.operands
+    else:
+        fused, params = inst, None
+    if fused.opcode != "concatenate":
+        return None
+
+    def state_of(x: Instruction) -> int | None:
+        if params is None:
+            return _state_index(x)
+        if x.opcode == "parameter" and 0 <= x.parameter_number < len(params):
+            return _state_index(params[x.parameter_number])
+        return None
+
+    kept, piece = 0, 0
+    for o in fused.operands:
+        src = o
+        while src.opcode in ("bitcast", "reshape"):
+            src = operand(src, 0)
+        if src.opcode == "slice" and state_of(operand(src, 0)) == j:
+            kept += o.shape.total_byte_size
+        else:
+            piece += o.shape.total_byte_size
+    total = inst.shape.total_byte_size
+    if not kept or not piece or piece > kept:
+        return None
+    return piece
+
+
+def _state_index(inst: Instruction) -> int | None:
+    """Which element of a loop body's state `inst` is, unchanged (through copies)."""
+    while inst.opcode == "copy":
+        inst = operand(inst, 0)
+    if inst.opcode == "get-tuple-element" and operand(inst, 0).opcode == "parameter":
+        return gte_index(inst)
+    return None
+
+
+def _runs_loops(ctx: AdviceContext, name: str) -> bool:
+    """Whether computation `name` runs a loop or a conditional of its own."""
+    try:
+        comp = ctx.module.computation(name)
+    except Exception:  # noqa: BLE001
+        return False
+    return any(i.opcode in ("while", "conditional") for i in comp.instructions)
+
+
+def _caller(ctx: AdviceContext, g) -> Instruction | None:  # type: ignore[no-untyped-def]
+    try:
+        return ctx.module.computation(g.parent).by_name.get(g.caller)
+    except Exception:  # noqa: BLE001
+        return None
