@@ -2140,3 +2140,36 @@ def history_shifted_in_scan():
 @case((), "the same history as a ring buffer written with dynamic_update_slice at i % W")
 def history_ring_buffer_in_scan():
     return _history_scan(True)
+
+
+def _ab3_scan(ring: bool):  # type: ignore[no-untyped-def]
+    # Third-order Adams-Bashforth over 64 steps of a 512 x 512 field: the last three
+    # tendencies (3 MiB) are the scan's state.
+    jax, jnp, np = _np()
+    coef = jnp.array([5.0, -16.0, 23.0]) / 12.0
+
+    def f(h0):
+        def step(c, _):
+            h, hist, i = c
+            t = jnp.tanh(h) - 0.1 * h
+            if ring:
+                hist = jax.lax.dynamic_update_slice(hist, t[None], (i % 3, 0, 0))
+                w = jnp.roll(coef, (i + 1) % 3)
+            else:
+                hist = jnp.concatenate([hist[1:], t[None]], 0)
+                w = coef
+            return (h + 0.01 * jnp.tensordot(w, hist, 1), hist, i + 1), None
+        return jax.lax.scan(step, (h0, jnp.zeros((3,) + h0.shape), 0), None, length=64)[0][0]
+    return _compiled(f, jnp.ones((512, 512)))
+
+
+@case(("HS127",), "an Adams-Bashforth history of three tendencies shifted by "
+      "concatenate([hist[1:], t[None]]) every step: two thirds of it rewritten to move it "
+      "(the eighth blind set's shallow_ice_ab3_history_concat_h100)")
+def ab3_history_shifted_in_scan():
+    return _ab3_scan(False)
+
+
+@case((), "the same three tendencies in a ring indexed by step % 3")
+def ab3_history_ring_in_scan():
+    return _ab3_scan(True)
