@@ -26,7 +26,7 @@ target is at most 1.5).  The load average is printed beside each row.
   memory     hloscope memory FILE
   lint       hloscope lint FILE
   report     hloscope report FILE -o TMP.html
-  graph      hloscope graph FILE -o TMP.svg (refused past --max-kernels, after the analysis)
+  graph      hloscope graph FILE -o TMP.svg (refused past --max-kernels, counted before any analysis)
 
 Usage:
   python benchmarks/scale.py                         # every size (takes many minutes)
