@@ -548,27 +548,21 @@ def _block_params(layers, d, bf="bfloat16"):
             "w1": _s((layers, d, 4 * d), bf), "w2": _s((layers, 4 * d, d), bf)}
 
 
-def _speech_loss(params, frames, heads=4):
-    _, jnp = _jax()
-    h = frames
-    for p in params:
-        h = _attn_mlp_block(h, p, heads)
-    return (h.astype(jnp.float32) ** 2).mean()
+def _speech_encode(params, frames, heads=4):
+    jax, _ = _jax()
+    return jax.lax.scan(lambda c, p: (_attn_mlp_block(c, p, heads), None), frames, params)[0]
 
 
-@case(["tpu-padding"], "Training a small speech encoder (3 attention+MLP blocks, d=256, 4 heads, "
-      "bf16) on 2.56 s clips framed with a centred STFT: 256 hops + 1 = 257 "
-      "frames. On the TPU the [64, 4, 257, 257] f32 attention scores and their gradients are "
-      "tiled to [264, 384] (1.5x); with 256 frames (center=False or dropping the last frame) "
-      "the same step's peak falls by about 40% (measured on a 2-block probe: 300 -> 178 MiB).",
-      target="tpu")
+@case(["tpu-padding"], "A speech encoder at inference (8 attention+MLP blocks scanned, d=256, "
+      "4 heads, bf16, batch 256) on 2.56 s clips framed with a centred STFT: 256 hops + 1 = "
+      "257 frames. On the TPU the [256, 4, 257, 257] f32 attention scores, the largest arrays "
+      "of each block, are tiled to [264, 384] (1.5x their size); with 256 frames "
+      "(center=False, or dropping the last frame) they are not padded: XLA's peak 900 -> 588 "
+      "MiB (the same program compiled with 256 frames).", target="tpu")
 def speech_encoder_257_frames_tpu() -> Program:
     jax, _ = _jax()
-    bf = "bfloat16"
-    block = {"wqkv": _s((256, 768), bf), "wo": _s((256, 256), bf), "w1": _s((256, 1024), bf),
-             "w2": _s((1024, 256), bf)}
-    return Program(jax.jit(jax.grad(_speech_loss)), ([block] * 3, _s((64, 257, 256), bf)),
-                   target="tpu-v5e")
+    return Program(jax.jit(_speech_encode),
+                   (_block_params(8, 256), _s((256, 257, 256), "bfloat16")), target="tpu-v5e")
 
 
 def _uvit_denoise(params, patches, t_emb, y_emb, heads=8):
@@ -583,7 +577,8 @@ def _uvit_denoise(params, patches, t_emb, y_emb, heads=8):
       "blocks, d=768, 8 heads, batch 64, bf16, one sampling step): the [64, 8, 258, 258] "
       "attention scores are tiled to [264, 384] on the TPU (1.5x), and they are the largest "
       "arrays of the step; conditioning by adaLN as DiT does (256 tokens) removes the "
-      "padding.", target="tpu")
+      "padding: XLA's peak 577 -> 412 MiB (the same blocks compiled on 256 tokens).",
+      target="tpu")
 def uvit_denoiser_258_tokens_tpu() -> Program:
     jax, _ = _jax()
     d = 768
@@ -653,3 +648,221 @@ def _beam_search_scan(params, tokens, scores, h):
 def beam_search_scan_tpu() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_beam_search_scan), (_beam_params(), *_BEAM_STATE), target="tpu-v5e")
+
+
+# -- repeated-collective: SimCLR and BERT4Rec with gradient accumulation --------------------
+
+def _simclr_loss(params, x1, x2, temp=0.1):
+    jax, jnp = _jax()
+
+    def enc(x):
+        for w in params[:-1]:
+            x = jax.nn.relu(x @ w)
+        z = x @ params[-1]
+        return z * jax.lax.rsqrt((z * z).sum(-1, keepdims=True))
+
+    z = jnp.concatenate([enc(x1), enc(x2)])
+    n = x1.shape[0]
+    sim = (z @ z.T) / temp - 1e9 * jnp.eye(2 * n)
+    pos = jnp.concatenate([jnp.arange(n, 2 * n), jnp.arange(n)])
+    return -jnp.take_along_axis(jax.nn.log_softmax(sim, -1), pos[:, None], 1).mean()
+
+
+def _simclr_accum(psum_each, mesh):
+    jax, jnp = _jax()
+    P = _P()
+
+    def local(params, v1, v2):                  # v1, v2: [microbatches, local batch, 1024]
+        def body(g, views):
+            gi = jax.grad(_simclr_loss)(params, *views)
+            if psum_each:
+                gi = jax.lax.pmean(gi, "data")
+            return jax.tree.map(jnp.add, g, gi), None
+
+        g, _ = jax.lax.scan(body, jax.tree.map(jnp.zeros_like, params), (v1, v2))
+        if not psum_each:
+            g = jax.lax.pmean(g, "data")
+        return [w - 0.1 * gw / v1.shape[0] for w, gw in zip(params, g)]
+
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), P(None, "data"),
+                                                             P(None, "data")),
+                                 out_specs=P(), check_vma=False), donate_argnums=0)
+
+
+def _simclr_args(mesh):
+    rep, batch = _named(mesh), _named(mesh, None, "data")
+    params = [_s((1024, 2048), sharding=rep), _s((2048, 2048), sharding=rep),
+              _s((2048, 2048), sharding=rep), _s((2048, 256), sharding=rep)]
+    return (params, _s((8, 2048, 1024), sharding=batch), _s((8, 2048, 1024), sharding=batch))
+
+
+@case(["repeated-collective"], "SimCLR data parallel over 8 devices (shard_map, check_vma=False) "
+      "with 8 microbatches accumulated in a scan: the encoder's gradients (10.5M f32, 42 MiB) "
+      "are pmean-ed inside the scan body, so the compiled loop all-reduces 42 MiB in each of "
+      "the 8 microbatches where one all-reduce after the loop gives the same update (7 of 8 "
+      "all-reduces are waste).")
+def simclr_accum_pmean_per_microbatch_cpu8() -> Program:
+    mesh = _cpu_mesh()
+    return Program(_simclr_accum(True, mesh), _simclr_args(mesh))
+
+
+@case([], "The same SimCLR accumulation with the gradients summed locally in the scan and "
+      "pmean-ed once after it (params donated); check_vma=False so that JAX adds no "
+      "all-reduce of its own for the replicated parameters inside the loop: one all-reduce "
+      "per step.")
+def simclr_accum_pmean_after_cpu8() -> Program:
+    mesh = _cpu_mesh()
+    return Program(_simclr_accum(False, mesh), _simclr_args(mesh))
+
+
+def _bert4rec_loss(params, ids, labels):
+    jax, jnp = _jax()
+    x = params["emb"][ids] + params["pos"]
+    for blk in params["blocks"]:
+        x = _attn_mlp_block(x, blk, 4)
+    logits = (_ln(x) @ params["emb"].T).astype(jnp.float32)             # tied item embedding
+    nll = -jnp.take_along_axis(jax.nn.log_softmax(logits, -1), labels[..., None], -1)[..., 0]
+    return jnp.where(labels > 0, nll, 0.0).sum() / jnp.maximum((labels > 0).sum(), 1)
+
+
+def _bert4rec_accum_step(params, ids, labels):
+    jax, jnp = _jax()
+
+    def body(i, g):
+        gi = jax.grad(_bert4rec_loss)(params, ids[i], labels[i])
+        return jax.tree.map(jnp.add, g, gi)
+
+    g = jax.lax.fori_loop(0, ids.shape[0], body, jax.tree.map(jnp.zeros_like, params))
+    return jax.tree.map(lambda w, gw: w - 1e-3 * gw.astype(w.dtype), params, g)
+
+
+@case(["repeated-collective"], "BERT4Rec (40000 items, d=256, one block, max length 128, "
+      "bf16) trained data parallel on 8 H100s by sharding the batch (jit, batch dimension over "
+      "'data', parameters replicated) with 4 microbatches accumulated in a fori_loop: the "
+      "compiled loop body all-reduces the tied item embedding's gradient (two 20 MiB "
+      "all-reduces each microbatch, one for the lookup's part and one for the output "
+      "layer's) inside the loop, 8 all-reduces of 20 MiB where one after the loop would do.",
+      target="gpu")
+def bert4rec_accum_fori_h100x8() -> Program:
+    jax, _ = _jax()
+    bf = "bfloat16"
+    d = 256
+    block = {"wqkv": _s((d, 3 * d), bf), "wo": _s((d, d), bf), "w1": _s((d, 4 * d), bf),
+             "w2": _s((4 * d, d), bf)}
+    params = {"emb": _s((40000, d), bf), "pos": _s((128, d), bf), "blocks": [block]}
+    return Program(jax.jit(_bert4rec_accum_step, donate_argnums=0),
+                   (params, _s((4, 256, 128), "int32"), _s((4, 256, 128), "int32")),
+                   target="h100x8", kwargs={"shard": {1: "None,data,None", 2: "None,data,None"}})
+
+
+# -- gathered-weights: FSDP without a scan --------------------------------------------------
+
+def _residual_mlp_loss(ws, x):
+    jax, jnp = _jax()
+    for w1, w2 in ws:
+        x = x + jax.nn.gelu(_ln(x) @ w1) @ w2
+    return (x.astype(jnp.float32) ** 2).mean()
+
+
+def _fsdp_step(ws, x):
+    jax, _ = _jax()
+    g = jax.grad(_residual_mlp_loss)(ws, x)
+    return jax.tree.map(lambda w, gw: w - 1e-3 * gw, ws, g)
+
+
+@case(["gathered-weights"], "FSDP training of a CLIP text tower's MLP blocks (8 layers, d=1024, "
+      "f32, weights sharded over 8 CPU devices on their first axis, a small local batch of "
+      "8 x 64 tokens) written as a Python loop over layers: each layer's weights are "
+      "all-gathered in the forward pass and the full 16 MiB matrices are kept for the "
+      "backward, so 256 MiB of gathered weights are alive together per device (the shards "
+      "are 32 MiB and the activations far less); a scan over layers with the gather inside "
+      "a checkpointed body keeps one layer's.")
+def fsdp_clip_text_mlp_python_layers_cpu8() -> Program:
+    jax, _ = _jax()
+    mesh = _cpu_mesh()
+    w = _named(mesh, "data", None)
+    ws = [(_s((1024, 4096), sharding=w), _s((4096, 1024), sharding=w))] * 8
+    return Program(jax.jit(_fsdp_step, donate_argnums=0),
+                   (ws, _s((64, 64, 1024), sharding=_named(mesh, "data"))))
+
+
+@case(["gathered-weights"], "ZeRO-3 training of a Conformer-size FFN stack on 8 H100s (16 "
+      "layers, d=2048, hidden 8192, bf16, weights sharded on their first axis, local batch 4 "
+      "x 256 frames) as a Python loop over layers: every layer's 64 MiB of weights is "
+      "all-gathered and kept for the backward pass, ~1 GiB of full weights alive together "
+      "per device against 128 MiB of shards and ~100 MiB of activations.", target="gpu")
+def zero3_conformer_ffn_python_layers_h100x8() -> Program:
+    jax, _ = _jax()
+    bf = "bfloat16"
+    ws = [(_s((2048, 8192), bf), _s((8192, 2048), bf))] * 16
+    shard = {0: "data,None", 1: "data,None,None"}
+    return Program(jax.jit(_fsdp_step, donate_argnums=0), (ws, _s((32, 256, 2048), bf)),
+                   target="h100x8", kwargs={"shard": shard})
+
+
+# -- exposed-collective: FSDP scan gathering in the body, a pipeline's ppermute -------------
+
+def _ranker_fsdp_infer(ws, x):
+    jax, _ = _jax()
+    P = _P()
+
+    def layer(h, w):
+        w = jax.lax.with_sharding_constraint(w, P())               # all-gather this layer
+        return h + jax.nn.relu(h @ w[0]) @ w[1], None
+
+    return jax.lax.scan(layer, x, ws)[0]
+
+
+@case(["exposed-collective"], "Inference of a deep ranking tower stored ZeRO-3 style on 8 H100s "
+      "(24 residual MLP layers, d=4096, hidden 4096, bf16, weights stacked [24, 2, 4096, "
+      "4096] and sharded over 'data' on the row axis; batch 2048 sharded): the scan body "
+      "all-gathers its layer's 64 MiB and the matmuls wait for it, with no prefetch of the "
+      "next layer's weights, so each layer's all-gather (a large share of the layer's time) "
+      "is exposed.", target="gpu")
+def ranker_zero3_scan_gather_in_body_h100x8() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_ranker_fsdp_infer),
+                   (_s((24, 2, 4096, 4096), "bfloat16"), _s((2048, 4096), "bfloat16")),
+                   target="h100x8",
+                   kwargs={"shard": {0: "None,None,data,None", 1: "data,None"}})
+
+
+def _gpipe(ws, xs):
+    jax, jnp = _jax()
+    P = _P()
+
+    def local(w, xs):                        # w: [1, 2, D, F] this stage; xs: all microbatches
+        stage = jax.lax.axis_index("data")
+        n_stages, m = 8, xs.shape[0]
+        w = w[0]
+
+        def tick(t, c):
+            state, outs = c
+            inp = jnp.where(stage == 0, xs[jnp.minimum(t, m - 1)], state)
+            out = inp + jax.nn.gelu(inp @ w[0]) @ w[1].T
+            k = t - (n_stages - 1)
+            outs = jnp.where((stage == n_stages - 1) & (k >= 0),
+                             outs.at[jnp.maximum(k, 0)].set(out), outs)
+            state = jax.lax.ppermute(out, "data", [(i, (i + 1) % n_stages)
+                                                   for i in range(n_stages)])
+            return state, outs
+
+        _, outs = jax.lax.fori_loop(0, m + n_stages - 1, tick,
+                                    (jnp.zeros_like(xs[0]), jnp.zeros_like(xs)))
+        return outs[None]
+
+    return jax.shard_map(local, in_specs=(P("data"), P()), out_specs=P("data"),
+                         check_vma=False)(ws, xs)
+
+
+@case(["exposed-collective"], "A GPipe forward pipeline over the 8 chips of a TPU v5e 2x4 (one "
+      "MLP stage per chip, d=4096, hidden 16384, bf16; 16 microbatches of 512 tokens) in a "
+      "fori_loop whose every tick computes the stage and then ppermutes its 4 MiB output to "
+      "the next chip: the next tick's matmul needs that ppermute, so every transfer sits "
+      "between two matmuls with nothing to overlap it (sending microbatch t while computing "
+      "t+1 hides it).", target="tpu")
+def gpipe_stage_ppermute_tpu_2x4() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_gpipe),
+                   (_s((8, 2, 4096, 16384), "bfloat16"), _s((16, 512, 4096), "bfloat16")),
+                   target="tpu-v5e:2x4", kwargs={"shard": {0: "data,None,None,None"}})
