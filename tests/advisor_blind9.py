@@ -627,7 +627,7 @@ def _beam_search_python(params, tokens, scores, h):
       "16000) decoding 32 tokens with a Python for loop inside jit: the compiled program holds "
       "32 copies of the decoder step (embedding gather, matmuls, log-softmax, top-k over "
       "64000 candidates, beam reorder) where lax.scan holds one.", target="gpu")
-def beam_search_python_loop_h100() -> Program:
+def beam_search_gru_python_loop_h100() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_beam_search_python), (_beam_params(), *_BEAM_STATE), target="h100")
 
@@ -645,7 +645,7 @@ def _beam_search_scan(params, tokens, scores, h):
 
 @case([], "The same beam search written with lax.scan over 32 steps on a TPU: one decoder step "
       "in a while loop, the beams' tokens stacked as the scan's output.", target="tpu")
-def beam_search_scan_tpu() -> Program:
+def beam_search_gru_scan_tpu() -> Program:
     jax, _ = _jax()
     return Program(jax.jit(_beam_search_scan), (_beam_params(), *_BEAM_STATE), target="tpu-v5e")
 
