@@ -22,6 +22,13 @@ reduction done in blocks", "a shifted window rewritten each step") and the seven
 sets' blind figures. No ``TUNED`` or ``REVISED`` entry, no case body of an earlier set, and no
 rule, advisor code or advisor output was seen.
 
+A traceback from a compile that failed (an XLA GPU tiling error, since fixed by changing the
+program's shape) printed two file names and lines of the checked-savings package
+(``src/hloscope/_checked/_program.py:36 [Program.inspect]``, ``_checked/_api.py:23
+[inspect]``), i.e. that ``hloscope.inspect`` passes through it; no line of their code was shown.
+tests/test_advisor_blind_set.py was not changed: its structure test asks each set for at least
+44 cases, so the lead adds this set there once the two halves are joined.
+
 Its programs are what practitioners write in domains the earlier sets did not use: weather
 models (Fourier neural operators, icosahedral mesh GNNs), diffusion sampling and EMA weights,
 Conformer speech encoders and CTC, LLM inference (beam search, speculative verification over a
@@ -371,7 +378,8 @@ _CONF = (_conformer_params(), _s((16, 512, 512), "bfloat16"))
       "jax.checkpoint: every block saves its attention scores and probabilities "
       "([16, 8, 512, 512], 128 + 64 MiB), the 4x FFN hiddens and the conv module's "
       "intermediates for the backward pass, so the saved residuals (GiBs) dominate the peak "
-      "while the weights are ~120 MiB; checkpointing each block keeps only its 8 MiB input.",
+      "while the weights are ~140 MiB: XLA's temp 9162 MiB, 588 MiB with each block in "
+      "jax.checkpoint (measured).",
       target="gpu")
 def conformer_encoder_scan_no_remat_h100() -> Program:
     jax, _ = _jax()
@@ -381,7 +389,9 @@ def conformer_encoder_scan_no_remat_h100() -> Program:
 
 @case([], "The same 12-block Conformer training gradient with each scanned block wrapped in "
       "jax.checkpoint: one block's activations are live at a time, the blocks' inputs are "
-      "what is saved; channels-last (NWC) depthwise conv, bf16 matmuls with f32 softmax.",
+      "what is saved (XLA's temp 588 MiB against 9162 MiB without); channels-last (NWC) "
+      "depthwise conv, bf16 matmuls with f32 softmax. The only transposes are the usual "
+      "per-head ones of q/k/v (8 MiB each) around the einsum attention.",
       target="gpu")
 def conformer_encoder_scan_remat_h100() -> Program:
     jax, _ = _jax()
@@ -407,9 +417,9 @@ def _mesh_gnn_loss(params, x, src, dst, target):
 @case(["remat"], "A GraphCast-style processor on an icosahedral mesh (refinement 5: 10242 "
       "nodes, 61440 directed edges, latent 128, 16 message-passing layers scanned, f32) "
       "trained without jax.checkpoint: each layer saves the gathered sender/receiver features "
-      "and edge-MLP activations ([61440, 256] and [61440, 128] arrays, ~100 MiB per layer), "
-      "~1.6 GiB in all, while the parameters are ~2 MiB; checkpointing the layer keeps its "
-      "5 MiB input.")
+      "and the edge-MLP activations ([61440, 256] and [61440, 128] arrays) for the backward "
+      "pass, XLA's temp 3682 MiB while the parameters are ~2 MiB; with the layer wrapped in "
+      "jax.checkpoint the same gradient's temp is 301 MiB (measured).")
 def icosahedral_mesh_gnn_no_remat() -> Program:
     jax, _ = _jax()
     n, e, d, layers = 10242, 61440, 128, 16
@@ -840,9 +850,9 @@ def _gpipe(ws, xs):
             state, outs = c
             inp = jnp.where(stage == 0, xs[jnp.minimum(t, m - 1)], state)
             out = inp + jax.nn.gelu(inp @ w[0]) @ w[1].T
-            k = t - (n_stages - 1)
-            outs = jnp.where((stage == n_stages - 1) & (k >= 0),
-                             outs.at[jnp.maximum(k, 0)].set(out), outs)
+            k = jnp.maximum(t - (n_stages - 1), 0)
+            last = (stage == n_stages - 1) & (t >= n_stages - 1)
+            outs = outs.at[k].set(jnp.where(last, out, outs[k]))
             state = jax.lax.ppermute(out, "data", [(i, (i + 1) % n_stages)
                                                    for i in range(n_stages)])
             return state, outs
