@@ -521,3 +521,116 @@ def _b_gp_fit_regular_grid(y, log_params, n_iter=16):
       "where the kernel is formed it costs nothing and the 64 MiB buffer goes away.")
 def gp_lag_matrix_stored_outside_loop() -> Program:
     return Program(_b_gp_fit_regular_grid, (_s((4096,)), _s((2,))))
+
+
+# -- large-constant -----------------------------------------------------------------------
+
+def _b_qmc_asian_pricer():
+    jax, jnp = _jax()
+    import numpy as np
+    rng = np.random.default_rng(7)
+    # "quasi-random" normals precomputed once in NumPy and closed over: [131072, 64] f32
+    z = rng.standard_normal((65536, 64)).astype(np.float32)
+
+    def price(s0, sigma, strikes):
+        dt = 1.0 / 64
+        logs = jnp.log(s0) + jnp.cumsum((0.02 - 0.5 * sigma ** 2) * dt
+                                        + sigma * jnp.sqrt(dt) * z, axis=1)
+        avg = jnp.exp(logs).mean(1)                                   # arithmetic Asian
+        return jnp.exp(-0.02) * jnp.maximum(avg[None, :] - strikes[:, None], 0.0).mean(1)
+
+    return price
+
+
+@case(["large-constant"],
+      "Asian option Monte Carlo on an H100 whose [65536, 64] f32 normal draws (16 MiB) are "
+      "a NumPy array closed over by the jitted pricer: XLA folds them into the executable "
+      "as a 16 MiB constant (a large share of the peak, recompiled if they change); passed as an "
+      "argument (or drawn on device) they are an ordinary buffer.", target="gpu")
+def asian_mc_numpy_normals_closed_over_h100() -> Program:
+    return Program(_b_qmc_asian_pricer(), (_s(()), _s(()), _s((256,))), target="h100")
+
+
+def _b_admm_lasso_closed_over():
+    jax, jnp = _jax()
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2048, 1024)).astype(np.float32)          # design matrix
+    rho = 1.0
+    m_inv = np.linalg.inv(a.T @ a + rho * np.eye(1024)).astype(np.float32)
+
+    def solve(b, lam):
+        atb = a.T @ b
+
+        def body(_, s):
+            x, z, u = s
+            x = m_inv @ (atb + rho * (z - u))
+            z = jnp.sign(x + u) * jnp.maximum(jnp.abs(x + u) - lam / rho, 0.0)
+            return x, z, u + x - z
+
+        zeros = jnp.zeros(1024, jnp.float32)
+        return jax.lax.fori_loop(0, 100, body, (zeros, zeros, zeros))[1]
+
+    return solve
+
+
+@case(["large-constant"],
+      "ADMM for the lasso on CPU with the [2048, 1024] f32 design matrix (8 MiB) and the "
+      "precomputed [1024, 1024] inverse (4 MiB) as NumPy arrays closed over by the jitted "
+      "solver: 12 MiB of constants (nearly all of the program's memory) folded into the executable (and a recompile for every "
+      "new data set); they should be arguments.")
+def admm_lasso_numpy_design_closed_over() -> Program:
+    return Program(_b_admm_lasso_closed_over(), (_s((2048,)), _s(())))
+
+
+# -- donation-unused ----------------------------------------------------------------------
+
+def _b_heston_mc_price(z_s, z_v, strikes):
+    jax, jnp = _jax()
+    kappa, theta, xi, rho, r, dt = 2.0, 0.04, 0.5, -0.7, 0.02, 1.0 / 128
+
+    def step(state, zs):
+        logs, v = state
+        z1, z2 = zs
+        vp = jnp.maximum(v, 0.0)
+        w = rho * z1 + jnp.sqrt(1 - rho ** 2) * z2
+        logs = logs + (r - 0.5 * vp) * dt + jnp.sqrt(vp * dt) * z1
+        v = v + kappa * (theta - vp) * dt + xi * jnp.sqrt(vp * dt) * w
+        return (logs, v), None
+
+    n = z_s.shape[1]
+    init = (jnp.full((n,), jnp.log(100.0)), jnp.full((n,), 0.04))
+    (logs, _), _ = jax.lax.scan(step, init, (z_s, z_v))
+    st = jnp.exp(logs)
+    return jnp.exp(-r) * jnp.maximum(st[None, :] - strikes[:, None], 0.0).mean(1)
+
+
+@case(["donation-unused"],
+      "Heston Monte Carlo (full-truncation Euler, 128 steps, 262144 paths) on an H100 that "
+      "donates its two [128, 262144] f32 normal-draw arrays (128 MiB each): the only output "
+      "is a [64] price vector, so no output can reuse them; the donation only destroys the "
+      "caller's draws (JAX warns that the donated buffers were not usable).", target="gpu")
+def heston_mc_donates_normals_h100() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_b_heston_mc_price, donate_argnums=(0, 1)),
+                   (_s((128, 262144)), _s((128, 262144)), _s((64,))), target="h100")
+
+
+def _b_tabular_inference(x_cat, x_num, table, w1, w2):
+    jax, jnp = _jax()
+    e = jnp.take(table, x_cat, axis=0).reshape(x_cat.shape[0], -1)     # [B, 26*32]
+    h = jax.nn.relu(jnp.concatenate([e, x_num.astype(table.dtype)], -1) @ w1)
+    return jax.nn.log_softmax((h @ w2).astype(jnp.float32), -1)
+
+
+@case(["donation-unused"],
+      "Tabular click model inference on CPU that donates its input batch: the int32 "
+      "[16384, 26] categorical ids and the bf16 [16384, 128] numeric features (1.6 + 4 "
+      "MiB) cannot be reused by the only output, f32 [16384, 2] log-probabilities (128 "
+      "KiB), so the donation buys nothing and the caller loses its batch.")
+def tabular_inference_donates_batch() -> Program:
+    jax, _ = _jax()
+    return Program(jax.jit(_b_tabular_inference, donate_argnums=(0, 1)),
+                   (_s((16384, 26), "int32"), _s((16384, 128), "bfloat16"),
+                    _s((100000, 32), "bfloat16"), _s((26 * 32 + 128, 512), "bfloat16"),
+                    _s((512, 2), "bfloat16")))
