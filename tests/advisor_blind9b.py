@@ -769,3 +769,179 @@ def consensus_admm_lasso_shard_map_cpu8() -> Program:
     return Program(_b_consensus_admm(mesh),
                    (_s((8, 2048, 512), sharding=sh), _s((8, 2048), sharding=sh),
                     _s((8, 512, 512), sharding=sh)))
+
+
+def _b_detection_head(feat, w_cls, w_box):
+    jax, jnp = _jax()
+    dn = ("NHWC", "OHWI", "NHWC")                     # weights stored as cuDNN wants them
+    # bf16 convolutions (cuDNN accumulates in f32), f32 from the scores on
+    cls = jax.lax.conv_general_dilated(feat, w_cls, (1, 1), "SAME", dimension_numbers=dn)
+    box = jax.lax.conv_general_dilated(feat, w_box, (1, 1), "SAME", dimension_numbers=dn)
+    b = feat.shape[0]
+    scores = jax.nn.sigmoid(cls.reshape(b, -1, 80).astype(jnp.float32))  # [B, anchors, 80]
+    best = scores.max(-1)
+    label = scores.argmax(-1)
+    top, idx = jax.lax.top_k(best, 100)                             # NMS-free: top anchors
+    boxes = jnp.take_along_axis(box.reshape(b, -1, 4), idx[..., None], axis=1).astype(jnp.float32)
+    return top, jnp.take_along_axis(label, idx, axis=1), boxes
+
+
+@case([], "A single-stage detection head at inference on 8 H100s, data parallel: NHWC bf16 "
+          "features [64, 64, 64, 256] sharded by batch, the class and box 3x3 convolutions "
+          "in bf16 (cuDNN, f32 accumulation), sigmoid/max over classes fused, and one "
+          "batched top_k per image; weights replicated, no collective but the gather of the "
+          "[64, 100] results.", target="gpu")
+def detection_head_data_parallel_h100x8() -> Program:
+    return Program(_b_detection_head,
+                   (_s((64, 64, 64, 256), "bfloat16"), _s((9 * 80, 3, 3, 256), "bfloat16"),
+                    _s((36, 3, 3, 256), "bfloat16")),
+                   target="h100x8", kwargs={"mesh": "data=8", "shard": {0: "data"}})
+
+
+def _b_lbfgs_logreg(x, y, w0, n_iter=20, m=8):
+    jax, jnp = _jax()
+
+    def loss(w):
+        z = x @ w
+        return (jax.nn.softplus(z) - y * z).mean() + 1e-3 * (w * w).sum()
+
+    grad = jax.grad(loss)
+
+    def direction(g, s_hist, y_hist, k):
+        rho = 1.0 / jnp.maximum((s_hist * y_hist).sum(1), 1e-10)
+        valid = jnp.arange(m) < k
+
+        def first(i, carry):
+            q, alpha = carry
+            j = m - 1 - i
+            a = jnp.where(valid[j], rho[j] * (s_hist[j] @ q), 0.0)
+            return q - a * y_hist[j], alpha.at[j].set(a)
+
+        q, alpha = jax.lax.fori_loop(0, m, first, (g, jnp.zeros(m)))
+        last = (k - 1) % m
+        gamma = jnp.where(k > 0, (s_hist[last] @ y_hist[last]) /
+                          jnp.maximum(y_hist[last] @ y_hist[last], 1e-10), 1.0)
+        r = gamma * q
+
+        def second(j, r):
+            beta = rho[j] * (y_hist[j] @ r)
+            return r + jnp.where(valid[j], alpha[j] - beta, 0.0) * s_hist[j]
+
+        return -jax.lax.fori_loop(0, m, second, r)
+
+    def body(k, state):
+        w, g, s_hist, y_hist = state
+        d = direction(g, s_hist, y_hist, jnp.minimum(k, m))
+        w_new = w + 0.5 * d
+        g_new = grad(w_new)
+        s_hist = jnp.roll(s_hist, -1, 0).at[-1].set(w_new - w)
+        y_hist = jnp.roll(y_hist, -1, 0).at[-1].set(g_new - g)
+        return w_new, g_new, s_hist, y_hist
+
+    d = w0.shape[0]
+    state = (w0, grad(w0), jnp.zeros((m, d)), jnp.zeros((m, d)))
+    return jax.lax.fori_loop(0, n_iter, body, state)[0]
+
+
+@case([], "L-BFGS (history 8, fixed step) for L2-regularised logistic regression on CPU: "
+          "X [16384, 512] f32 passed in, 20 iterations in a fori_loop, the two-loop "
+          "recursion over stacked [8, 512] histories in small fori_loops; the time is the "
+          "two passes over X per gradient, as it must be.")
+def lbfgs_logreg_stacked_history() -> Program:
+    return Program(_b_lbfgs_logreg, (_s((16384, 512)), _s((16384,)), _s((512,))))
+
+
+def _b_cnf_rk4(z, eps, w1, b1, w2, b2, n_steps=16):
+    jax, jnp = _jax()
+
+    def f(t, z):
+        h = jnp.tanh(z @ w1 + b1 + t)
+        return h @ w2 + b2
+
+    def aug(t, state):
+        z, _ = state
+        dz, jvp_eps = jax.jvp(lambda zz: f(t, zz), (z,), (eps,))
+        return dz, -(jvp_eps * eps).sum(-1)                        # Hutchinson divergence
+
+    def rk4(i, state):
+        dt = 1.0 / n_steps
+        t = i * dt
+        k1 = aug(t, state)
+        k2 = aug(t + dt / 2, jax.tree.map(lambda s, k: s + dt / 2 * k, state, k1))
+        k3 = aug(t + dt / 2, jax.tree.map(lambda s, k: s + dt / 2 * k, state, k2))
+        k4 = aug(t + dt, jax.tree.map(lambda s, k: s + dt * k, state, k3))
+        return jax.tree.map(lambda s, a, b, c, d: s + dt / 6 * (a + 2 * b + 2 * c + d),
+                            state, k1, k2, k3, k4)
+
+    zt, dlogp = jax.lax.fori_loop(0, n_steps, rk4, (z, jnp.zeros(z.shape[0])))
+    return (-0.5 * (zt * zt).sum(-1) + dlogp).mean()
+
+
+@case([], "Continuous normalizing flow (FFJORD-style) log-likelihood on CPU: RK4 with 16 "
+          "steps in a fori_loop over an MLP vector field on [4096, 16] samples, the "
+          "divergence by one Hutchinson probe through jax.jvp; the loop carries only the "
+          "samples and the log-density change, and the matmuls dominate.")
+def ffjord_rk4_hutchinson_fori() -> Program:
+    return Program(_b_cnf_rk4, (_s((4096, 16)), _s((4096, 16)), _s((16, 512)), _s((512,)),
+                                _s((512, 16)), _s((16,))))
+
+
+def _b_sph_forces(pos):
+    jax, jnp = _jax()
+    h, mass, k_eos, rho0 = 0.02, 1.0 / pos.shape[0], 2.0, 1.0
+
+    def pair(p):
+        d = p[:, None, :] - p[None, :, :]
+        return d, (d * d).sum(-1)
+
+    d, r2 = pair(pos)
+    rho = mass * (jnp.maximum(h * h - r2, 0.0) ** 3).sum(1)               # poly6 density
+    pr = k_eos * (rho - rho0)
+    gw = jnp.maximum(h * h - r2, 0.0) ** 2                                # poly6 gradient / r
+    coef = mass * (pr[:, None] / rho[:, None] ** 2 + pr[None, :] / rho[None, :] ** 2) * gw
+    return 6.0 * (coef[..., None] * d).sum(1)
+
+
+@case([], "SPH density and symmetric pressure forces on an H100 for 8192 particles by all pairs "
+          "(fine at this size on a GPU): the pair distances are recomputed inside the "
+          "density and the force reductions (fused), so no [8192, 8192] array is stored.",
+      target="gpu")
+def sph_all_pairs_forces_h100() -> Program:
+    return Program(_b_sph_forces, (_s((8192, 2)),), target="h100")
+
+
+def _b_mfvi_step(params, opt, x, y, key):
+    jax, jnp = _jax()
+
+    def neg_elbo(p):
+        mu, log_s = p
+        eps = jax.random.normal(key, (4,) + mu.shape)
+        w = mu + jnp.exp(log_s) * eps                                   # 4 samples
+        z = x @ w.T                                                     # [B, 4]
+        ll = (y[:, None] * z - jax.nn.softplus(z)).mean(1).sum()
+        kl = 0.5 * (jnp.exp(2 * log_s) + mu * mu - 1.0 - 2 * log_s).sum()
+        return -(ll * (1_000_000 / x.shape[0]) - kl)
+
+    loss, g = jax.value_and_grad(neg_elbo)(params)
+    m, v, t = opt
+    t = t + 1
+    m = jax.tree.map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
+    v = jax.tree.map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
+    params = jax.tree.map(lambda p, a, b: p - 1e-3 * (a / (1 - 0.9 ** t)) /
+                          (jnp.sqrt(b / (1 - 0.999 ** t)) + 1e-8), params, m, v)
+    return params, (m, v, t), loss
+
+
+@case([], "Mean-field variational inference for Bayesian logistic regression, data parallel "
+          "over 8 CPU devices: the [65536, 1024] batch is sharded, the variational "
+          "parameters and Adam state replicated and donated, XLA all-reduces the two "
+          "[1024] gradients once per step, 4 reparameterised weight samples per step.")
+def mean_field_vi_data_parallel_cpu8() -> Program:
+    jax, _ = _jax()
+    mesh = _cpu_mesh()
+    rep, row = _b_sh(mesh), _b_sh(mesh, "data")
+    pv = (_s((1024,), sharding=rep), _s((1024,), sharding=rep))
+    return Program(jax.jit(_b_mfvi_step, donate_argnums=(0, 1)),
+                   (pv, (pv, pv, _s((), "int32", sharding=rep)),
+                    _s((65536, 1024), sharding=row), _s((65536,), sharding=row),
+                    _s((2,), "uint32", sharding=rep)))
