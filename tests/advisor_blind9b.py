@@ -1,7 +1,68 @@
 """Half of a ninth blind evaluation set for hloscope's advisor (issue 28, item 5).
 
-Written by helper ``blind9b`` (blind; the full account of what it read is filled in below
-when the set is complete). Labels committed before any advisor run.
+Who wrote it: a helper session (``blind9b``) that never read the advisor's rules or code
+(src/hloscope/_analysis/ modules named for rules, advisor, advice, findings, figures or
+checks, src/hloscope/_checked/), its documentation (docs/advisor.md, docs/lint.md, the
+README's advisor and lint sections), its tests (tests/test_advisor*.py,
+tests/test_checked*.py), the other labelled sets (tests/advisor_programs.py,
+tests/advisor_heldout*.py), benchmarks/advisor_*.py, /work/runs or other worktrees, and never
+ran the advisor (``hloscope lint``, ``hloscope report``, ``hloscope.lint``, ``Report.advice``,
+findings or groups) on these programs; every compile passed ``check=False``. It read issue
+28, /work/wt/PREAMBLE.md, its task, the docstring and signature of ``hloscope.inspect``, a
+grep of docs/targets.md, lines 1-95 and 139-166 of tests/advisor_blind.py (its docstring,
+``KINDS``, ``Program``, ``BlindCase``, ``CASES``, ``REVISED``, the comment above ``TUNED``
+but not the dict, ``case``, ``_jax``, ``_s``, ``_cpu_mesh``), lines 1-90 and 114-120 of
+tests/advisor_blind7.py (its docstring, imports, ``CASES``, ``REVISED``, ``case``) and the
+first and closing lines of that set's ``TUNED`` (a grep, no entry), the names of all earlier
+sets' cases (``grep -n "^def "``) and the ``grep -n blind`` lines of tests/test_advisor_blind_set.py.
+
+What it saw that it should not have: a ``grep -n "io_callback\|pure_callback"`` over
+tests/advisor_blind7.py printed two lines of one of that set's case bodies (an
+``io_callback`` returning ``abs(a - b).sum()`` in a PageRank loop, line 849) and the start of
+its ``why`` (line 859: "host: an io_callback copies both rank vectors to the host in every
+iteration of"). No ``TUNED`` or ``REVISED`` entry, no rule, advisor code or advisor output
+was seen.
+
+This file is one half of the ninth set (the other half, tests/advisor_blind9.py, is by
+another blind writer); its module-level helpers are prefixed ``_b_``. It has 30 programs:
+20 flawed, each kind of its half labelled on exactly two programs (constant-rebuilt,
+onehot-gather, host-transfer, small-kernels, reduction-split, loop-state, side-by-side,
+recompute, large-constant, donation-unused; no program carries a second label) and 10
+clean ones written as an expert would, on CPU (plain and an 8-device mesh), H100, H100x8,
+TPU v5e and a TPU v5e 2x4 slice. Domains: option pricing (COS method, Heston
+characteristic-function calibration, Heston Monte Carlo and PDE, Barone-Adesi-Whaley, Asian
+Monte Carlo), state-space models (Mamba, S4D), optical flow (correlation pyramids,
+soft-argmax flow), object detection (anchor matching, NMS-free decoding heads),
+normalizing flows (rotation flows, RealNVP, FFJORD), Bayesian inference (SVGD, mean-field
+VI), smoothed-particle hydrodynamics, tabular transformers (FT-Transformer, PLR embeddings),
+optimizers (ADMM, consensus ADMM, L-BFGS), kernel smoothers on time grids and pipe-network
+hydraulics (Colebrook).
+
+Changed before any advisor run, from the compiled HLO alone: an NMS-free decoder with a
+Python loop of 80 per-class ``top_k`` on an H100 was dropped (XLA's compile took over 8
+minutes); the SPH callback program moved from the H100 target to a TPU v5e (callbacks do not
+compile for the GPU target here); a tabular inference program moved from TPU to CPU (a
+3-minute TPU compile on this loaded machine); the clean S4D layer sums its Vandermonde
+product instead of an einsum (the einsum materialized a 512 MiB complex array); the clean
+detection head convolves in bf16 with OHWI weights (with ``preferred_element_type=f32`` XLA
+upcast the convolution to f32, and HWIO weights were transposed every call); the clean SPH
+program lost its viscosity term (with it XLA stored two [8192, 8192] pair arrays). Notes on
+the clean programs: on the TPU the RealNVP input [8192, 256] is copied once into the
+TPU's batch-minor layout in on-chip memory (XLA's layout choice for an argument; the code
+has no transpose); the data-parallel detection head gathers its [64, 100] results (its
+outputs are replicated by default).
+
+Vocabulary and the meaning of a label: as in tests/advisor_blind.py (``KINDS``, plus
+``other:<short-name>`` for a real issue outside it). A label means the pattern is present in
+the compiled program and fixing it saves at least about 2-3% of the program's peak memory
+or run time on its device; ``expect=()`` means an expert would flag nothing.
+
+Each case builds a `Program`; compile it with
+``hloscope.inspect(p.fn, *p.args, target=p.target, **p.kwargs)``. CPU programs with a mesh
+need 8 host devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``).
+
+Labels are never edited after the advisor has run: a later correction goes into `REVISED`
+(case name -> (new labels, reason)), empty when committed.
 """
 
 from __future__ import annotations
@@ -168,12 +229,11 @@ def _b_sph_run(pos, vel, n_steps=100):
         p, v = state
         d = p[:, None, :] - p[None, :, :]
         r2 = (d * d).sum(-1)
-        w = jnp.maximum(h * h - r2, 0.0) ** 3                      # poly6 kernel
-        rho = mass * w.sum(1)
+        rho = mass * (jnp.maximum(h * h - r2, 0.0) ** 3).sum(1)      # poly6 density
         pr = k_eos * (rho - rho0)
-        gw = -6.0 * jnp.maximum(h * h - r2, 0.0) ** 2
-        coef = mass * (pr[:, None] + pr[None, :]) / (2.0 * rho[None, :] + 1e-6) * gw
-        acc = -(coef[..., None] * d).sum(1) / (rho[:, None] + 1e-6) - jnp.array([0.0, 9.8])
+        gw = jnp.maximum(h * h - r2, 0.0) ** 2
+        coef = mass * (pr[:, None] / rho[:, None] ** 2 + pr[None, :] / rho[None, :] ** 2) * gw
+        acc = 6.0 * (coef[..., None] * d).sum(1) - jnp.array([0.0, 9.8])
         v = v + dt * acc
         p = p + dt * v
         io_callback(frame_writer, jax.ShapeDtypeStruct((), jnp.int32), i, p, ordered=True)
@@ -209,13 +269,14 @@ def _b_svgd_host_median(x, data, n_iter=50):
     grad_logp = jax.vmap(jax.grad(logp))
 
     def body(i, x):
-        d = x[:, None, :] - x[None, :, :]
-        d2 = (d * d).sum(-1)
+        sq = (x * x).sum(1)
+        d2 = jnp.maximum(sq[:, None] + sq[None, :] - 2.0 * x @ x.T, 0.0)
         med = jax.pure_callback(median_host, jax.ShapeDtypeStruct((), jnp.float32), d2)
         h = med / jnp.log(x.shape[0] + 1.0)
         k = jnp.exp(-d2 / h)
         g = grad_logp(x)
-        phi = (k @ g + (2.0 / h) * (k[..., None] * d).sum(1)) / x.shape[0]
+        repulsive = (2.0 / h) * (x * k.sum(1, keepdims=True) - k @ x)
+        phi = (k @ g + repulsive) / x.shape[0]
         return x + 1e-2 * phi
 
     return jax.lax.fori_loop(0, n_iter, body, x)
@@ -242,7 +303,8 @@ def _b_heston_cf(u, t, p):
     d = jnp.sqrt(b * b + sigma * sigma * (iu + u * u))
     g = (b - d) / (b + d)
     e = jnp.exp(-d * t)
-    c = r * iu * t + kappa * theta / sigma ** 2 * ((b - d) * t - 2.0 * jnp.log((1 - g * e) / (1 - g)))
+    c = r * iu * t + kappa * theta / sigma ** 2 * (
+        (b - d) * t - 2.0 * jnp.log((1 - g * e) / (1 - g)))
     dd = (b - d) / sigma ** 2 * (1 - e) / (1 - g * e)
     return jnp.exp(c + dd * v0 + iu * jnp.log(s0))
 
@@ -357,7 +419,7 @@ def _b_baw_critical_price(k, t, sigma, r):
         rhs = c + (1.0 - jnp.exp(-q * t) * norm.cdf(d1)) * s / q2
         b = jnp.exp(-q * t) * norm.cdf(d1) * (1 - 1 / q2) + (
             1 - jnp.exp(-q * t) * norm.pdf(d1) / sq) / q2
-        return (k + rhs - b * s) / (1 - b) * 0.0 + jnp.maximum(s - (lhs - rhs) / (1 - b), 1e-3)
+        return jnp.maximum(s - (lhs - rhs) / (1 - b), 1e-3)       # Newton on lhs = rhs
 
     return jax.lax.fori_loop(0, 6, newton, 1.5 * k)
 
@@ -516,9 +578,11 @@ def _b_gp_fit_regular_grid(y, log_params, n_iter=16):
 @case(["recompute"],
       "Fitting a squared-exponential kernel smoother's lengthscale on a regular time grid on "
       "CPU (4096 points, 16 gradient steps in a fori_loop): the squared-lag matrix "
-      "[4096, 4096] f32 (64 MiB, an outer difference of an iota) is built before the loop "
-      "and read from memory in every iteration and by its gradient; computed from the iota "
-      "where the kernel is formed it costs nothing and the 64 MiB buffer goes away.")
+      "[4096, 4096] f32 (64 MiB, an outer difference of an iota) is built before the loop, "
+      "and with the loop-invariant pieces XLA hoists beside it (the scaled lags, the "
+      "0.1*eye term) three iota-only [4096, 4096] arrays (192 MiB) are carried and read "
+      "from memory in every iteration; computed from the iota where the kernel is formed "
+      "they cost nothing and the buffers go away.")
 def gp_lag_matrix_stored_outside_loop() -> Program:
     return Program(_b_gp_fit_regular_grid, (_s((4096,)), _s((2,))))
 
@@ -577,7 +641,8 @@ def _b_admm_lasso_closed_over():
 @case(["large-constant"],
       "ADMM for the lasso on CPU with the [2048, 1024] f32 design matrix (8 MiB) and the "
       "precomputed [1024, 1024] inverse (4 MiB) as NumPy arrays closed over by the jitted "
-      "solver: 12 MiB of constants (nearly all of the program's memory) folded into the executable (and a recompile for every "
+      "solver: 12 MiB of constants (nearly all of the program's memory) folded into the "
+      "executable (and a recompile for every "
       "new data set); they should be arguments.")
 def admm_lasso_numpy_design_closed_over() -> Program:
     return Program(_b_admm_lasso_closed_over(), (_s((2048,)), _s(())))
