@@ -14,7 +14,8 @@ grep of docs/targets.md, lines 1-95 and 139-166 of tests/advisor_blind.py (its d
 but not the dict, ``case``, ``_jax``, ``_s``, ``_cpu_mesh``), lines 1-90 and 114-120 of
 tests/advisor_blind7.py (its docstring, imports, ``CASES``, ``REVISED``, ``case``) and the
 first and closing lines of that set's ``TUNED`` (a grep, no entry), the names of all earlier
-sets' cases (``grep -n "^def "``) and the ``grep -n blind`` lines of tests/test_advisor_blind_set.py.
+sets' cases (``grep -n "^def "``) and the ``grep -n blind`` lines of
+tests/test_advisor_blind_set.py.
 
 What it saw that it should not have: a ``grep -n "io_callback\|pure_callback"`` over
 tests/advisor_blind7.py printed two lines of one of that set's case bodies (an
@@ -486,8 +487,9 @@ def _b_soft_argmax_flow(f1, f2):
 
 @case(["side-by-side"],
       "Soft-argmax optical flow for 8 frame pairs of a clip on an H100, vmapped over the "
-      "pairs: the 8 correlation volumes and their softmaxes ([8, 4096, 4096] f32, 512 MiB "
-      "each) are alive together although each pair is independent; lax.map over the pairs "
+      "pairs: the 8 correlation volumes and their softmaxes (each [8, 4096, 4096] f32, "
+      "512 MiB; 1 GiB of temporaries) are alive together although each pair is "
+      "independent; lax.map over the pairs "
       "(or a loop of 2-4 pairs at a time) keeps one 64 MiB volume at a time and cuts the "
       "peak several-fold at the same speed (each pair's matmul fills the GPU).",
       target="gpu")
@@ -1009,8 +1011,9 @@ def _b_mfvi_step(params, opt, x, y, key):
 
 @case([], "Mean-field variational inference for Bayesian logistic regression, data parallel "
           "over 8 CPU devices: the [65536, 1024] batch is sharded, the variational "
-          "parameters and Adam state replicated and donated, XLA all-reduces the two "
-          "[1024] gradients once per step, 4 reparameterised weight samples per step.")
+          "parameters and Adam state replicated and donated; XLA makes one all-reduce per "
+          "step (the [4, 1024] per-sample weight gradients with the loss), 4 "
+          "reparameterised weight samples per step.")
 def mean_field_vi_data_parallel_cpu8() -> Program:
     jax, _ = _jax()
     mesh = _cpu_mesh()
