@@ -1,5 +1,5 @@
 """The blind sets' shape (tests/advisor_blind.py and tests/advisor_blind2.py to
-tests/advisor_blind8.py) and a few of their CPU programs compiling.
+tests/advisor_blind9.py) and a few of their CPU programs compiling.
 
 Only the sets are checked here: their figures against the advisor live in benchmarks/.
 """
@@ -14,6 +14,7 @@ import advisor_blind5
 import advisor_blind6
 import advisor_blind7
 import advisor_blind8
+import advisor_blind9
 
 pytest.importorskip("jax")
 
@@ -21,7 +22,7 @@ SETS = {"advisor_blind": advisor_blind, "advisor_blind2": advisor_blind2,
         "advisor_blind3": advisor_blind3, "advisor_blind4": advisor_blind4,
         "advisor_blind5": advisor_blind5, "advisor_blind6": advisor_blind6,
         "advisor_blind7": advisor_blind7,
-        "advisor_blind8": advisor_blind8}
+        "advisor_blind8": advisor_blind8, "advisor_blind9": advisor_blind9}
 
 
 @pytest.mark.parametrize("name", sorted(SETS))
