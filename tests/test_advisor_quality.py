@@ -47,7 +47,7 @@ def test_advisor_gives_what_an_expert_expects(case):
         f"{case.name}: expected {sorted(case.expect)}, fired {fired} ({case.why}): "
         + "; ".join(f"{g.rule} {g.first.message}" for g in advice.groups))
     for g in advice.groups:
-        assert g.saving and g.share >= 0.01 and g.first.suggestion and g.first.evidence
+        assert g.saving and 0.01 <= g.share <= 1.0 and g.first.suggestion and g.first.evidence
 
 
 def test_an_all_reduce_autodiff_put_in_the_loop_is_said_to_be_autodiff_s():

@@ -212,12 +212,25 @@ class AdviceContext:
     @cached_property
     def footprint(self) -> int:
         """The program's device footprint as the module shows it: arguments + outputs -
-        aliased + temporaries (those live at the peak), at least the peak."""
+        aliased + temporaries (those live at the peak), at least the peak, plus the
+        constants XLA keeps in device memory for the program's life that its peak does
+        not count."""
         entry = self.module.entry
         args = sum(p.shape.total_byte_size for p in entry.parameters)
         outs = entry.root.shape.total_byte_size if entry.root is not None else 0
         temp = sum(v.size for v in self.lr.peak_values if self.value_kind(v) == "temporary")
-        return max(self.peak, args + outs - self.aliased_bytes + temp)
+        return max(self.peak, args + outs - self.aliased_bytes + temp) + sum(
+            self.constants_outside_peak.values())
+
+    @cached_property
+    def constants_outside_peak(self) -> dict[str, int]:
+        """The constants of the program (by instruction name, their bytes: XLA keeps them
+        in device memory for the program's life) that are not among the values live at
+        the peak."""
+        at_peak = {v.inst.name for v in self.lr.peak_values}
+        return {inst.name: inst.shape.total_byte_size
+                for comp in self.module.computations for inst in comp.instructions
+                if inst.opcode == "constant" and inst.name not in at_peak}
 
     @cached_property
     def aliased_bytes(self) -> int:

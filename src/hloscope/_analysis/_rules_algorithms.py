@@ -68,8 +68,10 @@ def inverse_instead_of_solve(ctx: AdviceContext) -> list[Finding]:
                 "columns of y instead of n, and it is more accurate",
                 (ev_inst(inst, "triangular solve"),),
                 # (The program's estimate counts a solver call's bytes, not its flops:
-                # the saving is held to that estimate's whole.)
-                ctx.saving(traffic=2 * size, seconds=min(flops / rate, ctx.total_seconds)),
+                # the saving, the inverse's traffic and the solves' flops, is held to that
+                # estimate's whole.)
+                ctx.saving(traffic=2 * size, seconds=max(0.0, min(
+                    flops / rate, ctx.total_seconds - 2 * size / ctx.device.bandwidth))),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
 

@@ -294,7 +294,11 @@ def large_constant(ctx: AdviceContext) -> list[Finding]:
                 "pass the array as an argument instead of closing over a NumPy array or "
                 "computing it from trace-time values: constants cost device memory, "
                 "compile time and executable size",
-                (ev_inst(inst, "constant"),), ctx.saving(peak=size),
+                (ev_inst(inst, "constant"),),
+                # XLA keeps a constant in device memory beside the peak, not in it, unless
+                # it is among the values live there.
+                ctx.saving(footprint=size) if inst.name in ctx.constants_outside_peak
+                else ctx.saving(peak=size),
                 place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
 
