@@ -41,8 +41,13 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             return []
         if type(stored) is Value:
             return [] if index else [stored.id]  # type: ignore[union-attr]
-        return [v.id for v in stored.get(index, NO_VALUES)  # type: ignore[union-attr]
-                if v.id not in deleted]
+        vals = stored.get(index)  # type: ignore[union-attr]
+        if not vals:
+            return []
+        if len(vals) == 1:
+            i = vals[0].id
+            return [] if i in deleted else [i]
+        return [v.id for v in vals if v.id not in deleted]
 
     def join(ids: list[int]) -> None:
         """Put every value in `ids` in one buffer."""
@@ -134,7 +139,7 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                     share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
                                         if opnum < len(inst.operand_names)])
             # A loop's operand: a while reads the whole of it.
-            whiles = loop_readers.get(inst)
+            whiles = loop_readers.get(inst) if loop_readers else None
             if whiles:
                 for index in df.sets_of(inst):
                     share(inst, index, [(w, index) for w in whiles])
