@@ -142,7 +142,11 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             whiles = loop_readers.get(inst) if loop_readers else None
             if whiles:
                 for index in df.sets_of(inst):
-                    share(inst, index, [(w, index) for w in whiles])
+                    here = ids_at(inst, index)
+                    if here:
+                        for w in whiles:
+                            here += ids_at(w, index)
+                        join(here)
     # Buffers in the order of their first (lowest-id) value, which is the union's root.
     members: dict[int, list[Value]] = {}
     for v in df.values:

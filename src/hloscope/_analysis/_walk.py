@@ -101,6 +101,9 @@ def walk_schedule(module: Module) -> Iterator[tuple[int, Computation | Instructi
 
 def gte_index(inst: Instruction) -> int:
     """The element a get-tuple-element reads (0 when the attribute is missing)."""
+    text = inst.attr_text
+    if text.startswith("index=") and text[6:].isdigit() and text.isascii():
+        return int(text[6:])  # the attribute alone (most): not parsed
     v = inst.attr("index")
     if not v:
         return 0
