@@ -149,14 +149,17 @@ class _LastUse:
         self.inside: dict[int, int] = {}
 
     def __call__(self, v: Value) -> int:
-        positions = v.positions
-        if any(inst.is_root for inst, _index in positions):
+        more = v.other_positions
+        if v.inst.is_root:
             return self._read_with_roots(v)
+        for inst, _index in more:
+            if inst.is_root:
+                return self._read_with_roots(v)
         # By XLA's rules a position is read by every user of its instruction but a tuple
         # or a domain (which read only the top), and one inside a tuple also not by a
         # get-tuple-element or a copy: the last such read of each instruction is kept.
-        end = -1
-        for inst, index in positions:
+        end = self.last_read(v.inst, bool(v.index))
+        for inst, index in more:
             t = self.last_read(inst, bool(index))
             if t > end:
                 end = t
@@ -323,15 +326,15 @@ def _normalize(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:
     for buf in df.buffers:
         if len(buf.values) < 2:
             continue
-        items = sorted((ranges[v.id][0], ranges[v.id][1], v.id) for v in buf.values
-                        if v.id in ranges)
-        cur = [list(x) for x in items]
-        for i in range(len(cur) - 1):
-            a, b = cur[i], cur[i + 1]
-            b[1] = max(a[1], b[1])
-            a[1] = min(a[1], b[0])
-        for s, e, vid in cur:
-            ranges[vid] = (s, e)
+        items = sorted([*ranges[v.id], v.id] for v in buf.values if v.id in ranges)
+        if not items:
+            continue
+        # Each range ends where the next starts, and the next lasts at least as long.
+        ps, pe, pid = items[0]
+        for s, e, vid in items[1:]:
+            ranges[pid] = (ps, pe if pe < s else s)
+            ps, pe, pid = s, (pe if pe > e else e), vid
+        ranges[pid] = (ps, pe)
 
 
 def _unbounded(shape: Shape) -> bool:
