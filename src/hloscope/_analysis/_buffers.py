@@ -155,14 +155,18 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             while parent[b] != b:
                 b = parent[b]
             members.setdefault(b, []).append(v)
+    buffers = df.buffers
+    buffer_of = df.buffer_of
     for v in df.values:
         if not joined[v.id]:
-            vals: tuple[Value, ...] = (v,)
-        elif v.id in members:
-            vals = tuple(members.pop(v.id))
-        else:
+            buf = Buffer(len(buffers), (v,), v.size)
+            buffers.append(buf)
+            buffer_of[v.id] = buf
+            continue
+        if v.id not in members:
             continue  # in the buffer of a value that came before it
-        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
-        df.buffers.append(buf)
+        vals = tuple(members.pop(v.id))
+        buf = Buffer(len(buffers), vals, max(x.size for x in vals))
+        buffers.append(buf)
         for x in vals:
-            df.buffer_of[x.id] = buf
+            buffer_of[x.id] = buf
