@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from .._hlo._module import Instruction
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
-from ._values import NO_VALUES, Buffer, Dataflow, Index, Value
+from ._values import Buffer, Dataflow, Index, Value
 from ._walk import operand
 
 __all__ = ["build_buffers"]

@@ -110,10 +110,7 @@ def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = 
     caches those per instruction and `root_reads` each root's operand names,
     which keeps wide tuples linear.
     """
-    if value._more is None and not value.index and not value.inst.is_root:
-        if users_only:
-            return [u for u in value.inst.users  # type: ignore[misc]
-                    if u.opcode != "tuple" and u.opcode != "domain"]
+    if value._more is None and not value.index and not value.inst.is_root and not users_only:
         return _array_uses(value.inst, cache)
     root_reads = root_reads if root_reads is not None else {}
     roots = [inst for inst, _ in value.positions if inst.is_root]
@@ -248,7 +245,8 @@ class Dataflow:
         return _compute_uses(v, *self._use_caches)
 
     def users_of(self, v: Value) -> list[Instruction]:
-        """The users in `uses_of(v)`, without their operand numbers (cheaper)."""
+        """The users in `uses_of(v)`, without their operand numbers (each once per position
+        that it reads)."""
         return _compute_uses(v, *self._use_caches, users_only=True)  # type: ignore[return-value]
 
 
