@@ -167,7 +167,7 @@ class _LastUse:
 
     def last_read(self, inst: Instruction, inside: bool) -> int:
         """The last step at which a user reads `inst`'s output at the top (`inside`: at an
-        index inside its tuple), -1 when none does (once per instruction and kind)."""
+        index inside its tuple), -1 when none does."""
         users = inst.users
         if len(users) > _MEMO_USERS:  # kept for instructions with many users only
             memo = self.inside if inside else self.top
