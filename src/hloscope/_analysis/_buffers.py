@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from .._hlo._module import Instruction
 from ._inplace import IN_PLACE_OPCODES, InPlacePairs
-from ._values import NO_VALUES, Buffer, Dataflow, Index, Value
+from ._values import Buffer, Dataflow, Index, Value
 from ._walk import operand
 
 __all__ = ["build_buffers"]
@@ -41,8 +41,13 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             return []
         if type(stored) is Value:
             return [] if index else [stored.id]  # type: ignore[union-attr]
-        return [v.id for v in stored.get(index, NO_VALUES)  # type: ignore[union-attr]
-                if v.id not in deleted]
+        vals = stored.get(index)  # type: ignore[union-attr]
+        if not vals:
+            return []
+        if len(vals) == 1:
+            i = vals[0].id
+            return [] if i in deleted else [i]
+        return [v.id for v in vals if v.id not in deleted]
 
     def join(ids: list[int]) -> None:
         """Put every value in `ids` in one buffer."""
@@ -134,10 +139,14 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                     share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
                                         if opnum < len(inst.operand_names)])
             # A loop's operand: a while reads the whole of it.
-            whiles = loop_readers.get(inst)
+            whiles = loop_readers.get(inst) if loop_readers else None
             if whiles:
                 for index in df.sets_of(inst):
-                    share(inst, index, [(w, index) for w in whiles])
+                    here = ids_at(inst, index)
+                    if here:
+                        for w in whiles:
+                            here += ids_at(w, index)
+                        join(here)
     # Buffers in the order of their first (lowest-id) value, which is the union's root.
     members: dict[int, list[Value]] = {}
     for v in df.values:
@@ -146,14 +155,18 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             while parent[b] != b:
                 b = parent[b]
             members.setdefault(b, []).append(v)
+    buffers = df.buffers
+    buffer_of = df.buffer_of
     for v in df.values:
         if not joined[v.id]:
-            vals: tuple[Value, ...] = (v,)
-        elif v.id in members:
-            vals = tuple(members.pop(v.id))
-        else:
+            buf = Buffer(len(buffers), (v,), v.size)
+            buffers.append(buf)
+            buffer_of[v.id] = buf
+            continue
+        if v.id not in members:
             continue  # in the buffer of a value that came before it
-        buf = Buffer(len(df.buffers), vals, max(x.size for x in vals))
-        df.buffers.append(buf)
+        vals = tuple(members.pop(v.id))
+        buf = Buffer(len(buffers), vals, max(x.size for x in vals))
+        buffers.append(buf)
         for x in vals:
-            df.buffer_of[x.id] = buf
+            buffer_of[x.id] = buf

@@ -327,27 +327,30 @@ class _Builder:
         """XLA's Phi at every index of `inst` (a while or a conditional).  New inputs of a
         phi that stays are registered but are no change: the value sets are the same."""
         changed = False
-        vs = self.sets[inst]
-        srcs = [as_dict(self.sets.get(src)) for src in inputs]
-        for index, cur_list in vs.items():
-            current = cur_list[0] if cur_list else None
+        sets = self.sets
+        vs = sets[inst]
+        srcs = [as_dict(sets.get(src)) for src in inputs]
+        for index, cur_list in vs.items():  # type: ignore[union-attr]
             ids: list[Value] = []
             for ssets in srcs:
-                ids.extend(ssets.get(index, NO_VALUES))
-            defined_here = (current is not None and current.inst is inst
-                            and current.index == index)
+                got = ssets.get(index)
+                if got:
+                    ids += got
             if not ids:
                 continue
+            current = cur_list[0] if cur_list else None
+            defined_here = (current is not None and current.inst is inst
+                            and current.index == index)
             if len(ids) == 1:
                 new = ids[0]
                 if current is None or current is not new:
                     if current is not None and defined_here:
                         self.deleted.add(current.id)
-                    vs[index] = [new]
+                    vs[index] = [new]  # type: ignore[index]
                     changed = True
             elif current is None or not (defined_here and current.is_phi):
                 phi = self.new_value(inst, index, is_phi=True)
-                vs[index] = [phi]
+                vs[index] = [phi]  # type: ignore[index]
                 self.phis.register(phi, ids)
                 changed = True
             elif not self.phis.inputs_equal(current, ids):
@@ -500,8 +503,13 @@ class _Builder:
 
         update = self.update
         fed = self.fed
+        plans = self.plans
+        callers = self.callers
+        rank_of = rank.get
+        push = heapq.heappush
+        find = queued.find
         while True:
-            nxt = queued.find(1, sweep)
+            nxt = find(1, sweep)
             if heap and (nxt < 0 or heap[0] < nxt):
                 r = heapq.heappop(heap)
             elif nxt >= 0:
@@ -518,17 +526,21 @@ class _Builder:
                                     hint="the module text is inconsistent; re-export it from XLA")
             if not update(inst):
                 continue
-            for user in inst.computation.users(inst):
-                add(user)
+            for user in inst.computation.users(inst):  # `add`, inlined
+                u = rank_of(user)
+                if u is not None and not queued[u]:
+                    queued[u] = 1
+                    if u < sweep:
+                        push(heap, u)
             k = id(inst)
             if k in fed:
                 for param in fed[k]:
-                    plan = self.plans[id(param)]
+                    plan = plans[id(param)]
                     if not plan.frozen:
                         plan.dirty[k] = inst
                         add(param)
             if inst.is_root:
-                for call in self.callers.get(inst.computation.name, ()):
+                for call in callers.get(inst.computation.name, ()):
                     add(call)
         self._register_parameter_phis()
 

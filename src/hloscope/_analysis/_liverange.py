@@ -122,6 +122,11 @@ def _async_done(start: Instruction) -> Instruction | None:
     return None
 
 
+_READ_TOP_ONLY = frozenset({"tuple", "domain"})
+_PASS_THROUGH = frozenset({"get-tuple-element", "copy", "tuple", "domain"})
+_MEMO_USERS = 8
+
+
 class _LastUse:
     """The last step at which a value is read.
 
@@ -135,36 +140,87 @@ class _LastUse:
                  time_of: dict[int, int], laid_out_at: dict[str, Instruction]) -> None:
         self.spans = spans
         self.time_of = time_of
-        self.uses_of = df.uses_of
+        self.users_of = df.users_of
         self.laid_out_at = laid_out_at
         self.module = df.module
         self.body_param: dict[str, Instruction | None] = {}
+        self.read_at: dict[int, int | None] = {}  # id(call or while) -> `call_read`
+        self.top: dict[int, int] = {}  # id(instruction) -> `last_read`
+        self.inside: dict[int, int] = {}
 
     def __call__(self, v: Value) -> int:
+        more = v.other_positions
+        if v.inst.is_root:
+            return self._read_with_roots(v)
+        for inst, _index in more:
+            if inst.is_root:
+                return self._read_with_roots(v)
+        # By XLA's rules a position is read by every user of its instruction but a tuple
+        # or a domain (which read only the top), and one inside a tuple also not by a
+        # get-tuple-element or a copy: the last such read of each instruction is kept.
+        end = self.last_read(v.inst, bool(v.index))
+        for inst, index in more:
+            t = self.last_read(inst, bool(index))
+            if t > end:
+                end = t
+        return end
+
+    def last_read(self, inst: Instruction, inside: bool) -> int:
+        """The last step at which a user reads `inst`'s output at the top (`inside`: at an
+        index inside its tuple), -1 when none does."""
+        users = inst.users
+        if len(users) > _MEMO_USERS:  # kept for instructions with many users only
+            memo = self.inside if inside else self.top
+            k = id(inst)
+            end = memo.get(k)
+            if end is None:
+                end = memo[k] = self._last_read(users, inside)
+            return end
+        return self._last_read(users, inside)
+
+    def _last_read(self, users: tuple[Instruction, ...], inside: bool) -> int:
         end = -1
-        time_of = self.time_of
-        # A value held only where it is defined (an array, not at a root: most) is read by
-        # every user of its instruction but a tuple or a domain, which read only the top.
-        simple = v.other_positions == () and not v.index and not v.inst.is_root
-        users = v.inst.users if simple else [u for u, _n, _i in self.uses_of(v)]
+        skip = _PASS_THROUGH if inside else _READ_TOP_ONLY
         for user in users:
             op = user.opcode
-            if simple and (op == "tuple" or op == "domain"):
+            if op in skip:
                 continue
-            if op == "call":
-                names = user.called_computation_names
-                if names and names[0] in self.spans and self.laid_out_at.get(names[0]) is user:
-                    continue
-            elif op == "while":
-                body = (user.attr("body", "") or "").lstrip("%")
-                if body in self.spans and self.laid_out_at.get(body) is user:
-                    param = self._first_parameter(body)
-                    if param is not None:
-                        user = param
-            t = time_of.get(id(user))
+            t = self.call_read(user) if op == "call" or op == "while" else \
+                self.time_of.get(id(user))
             if t is not None and t > end:
                 end = t
         return end
+
+    def _read_with_roots(self, v: Value) -> int:
+        """`__call__` for a value held at a computation's root (XLA's rules for uses)."""
+        end = -1
+        for user in self.users_of(v):
+            op = user.opcode
+            t = self.call_read(user) if op == "call" or op == "while" else \
+                self.time_of.get(id(user))
+            if t is not None and t > end:
+                end = t
+        return end
+
+    def call_read(self, user: Instruction) -> int | None:
+        """The step at which a call or a while reads its operands (None: not at all, the
+        called computation laid out there reads its parameters instead), once per user."""
+        k = id(user)
+        if k in self.read_at:
+            return self.read_at[k]
+        if user.opcode == "call":
+            names = user.called_computation_names
+            if names and names[0] in self.spans and self.laid_out_at.get(names[0]) is user:
+                self.read_at[k] = None
+                return None
+        else:
+            body = (user.attr("body", "") or "").lstrip("%")
+            if body in self.spans and self.laid_out_at.get(body) is user:
+                param = self._first_parameter(body)
+                if param is not None:
+                    user = param
+        t = self.read_at[k] = self.time_of.get(id(user))
+        return t
 
     def _first_parameter(self, name: str) -> Instruction | None:
         if name not in self.body_param:
@@ -192,12 +248,41 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
     done_time: dict[str, int | None] = {}
 
     ranges: dict[int, tuple[int, int]] = {}
+    sets = df.value_sets
+    call_read = last_use.call_read
+    cur: Computation | None = None
+    cstart = cend = 0
+    caller: Instruction | None = None
+    users_of = entry.users
     for t, inst in zip(steps, seq):
         comp = inst.computation
-        cstart, cend = spans[comp.name]
+        if comp is not cur:
+            cur = comp
+            cstart, cend = spans[comp.name]
+            caller = async_ctx.get(comp.name)
+            users_of = comp.users
+        stored = sets.get(inst)
+        if stored is None:
+            continue
+        if type(stored) is Value and caller is None and stored._more is None \
+                and not inst.is_root:
+            # Most values: an array defined here and held only here (never a parameter's),
+            # read by every user but a tuple or a domain (`_LastUse`, inlined).
+            end = t
+            for user in users_of(inst):
+                op = user.opcode
+                if op == "call" or op == "while":
+                    r = call_read(user)
+                elif op == "tuple" or op == "domain":
+                    continue
+                else:
+                    r = time_of.get(id(user))
+                if r is not None and r > end:
+                    end = r
+            ranges[stored.id] = (t, end)  # type: ignore[union-attr]
+            continue
         start = cstart if inst.opcode == "parameter" else t
         def_end = cend if inst.is_root else t
-        caller = async_ctx.get(comp.name)
         if caller is not None:
             if comp.name not in done_time:
                 done = _async_done(caller)
@@ -241,15 +326,15 @@ def _normalize(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:
     for buf in df.buffers:
         if len(buf.values) < 2:
             continue
-        items = sorted((ranges[v.id][0], ranges[v.id][1], v.id) for v in buf.values
-                        if v.id in ranges)
-        cur = [list(x) for x in items]
-        for i in range(len(cur) - 1):
-            a, b = cur[i], cur[i + 1]
-            b[1] = max(a[1], b[1])
-            a[1] = min(a[1], b[0])
-        for s, e, vid in cur:
-            ranges[vid] = (s, e)
+        items = sorted([*ranges[v.id], v.id] for v in buf.values if v.id in ranges)
+        if not items:
+            continue
+        # Each range ends where the next starts, and the next lasts at least as long.
+        ps, pe, pid = items[0]
+        for s, e, vid in items[1:]:
+            ranges[pid] = (ps, pe if pe < s else s)
+            ps, pe, pid = s, (pe if pe > e else e), vid
+        ranges[pid] = (ps, pe)
 
 
 def _unbounded(shape: Shape) -> bool:
@@ -268,6 +353,11 @@ def xla_peak_moment(spans: Iterable[tuple[int, int, int]], end_time: int) -> int
     for start, end, size in spans:
         diff[start] += size
         diff[end + 2] -= size
+    return _sweep(diff, end_time)
+
+
+def _sweep(diff: list[int], end_time: int) -> int:
+    """The first step with the highest running sum of `diff` (`xla_peak_moment`)."""
     best = peak_time = usage = 0
     for t in range(end_time + 2):
         usage += diff[t]
@@ -281,20 +371,29 @@ def _peak(df: Dataflow, ranges: dict[int, tuple[int, int]], end_time: int,
     """XLA's peak moment, the values live then and their total, over the values not in
     `skip` (ids)."""
     unbounded = False
-    spans = []
+    diff = [0] * (end_time + 4)
+    sizes: dict[Shape, int] = {}  # shapes are interned: few distinct ones
     for v in df.values:
-        r = ranges.get(v.id)
-        if r is None or v.id in skip:
+        vid = v.id
+        r = ranges.get(vid)
+        if r is None or (skip and vid in skip):
             continue
         shape = v.inst.shape
-        if shape.dynamic and _unbounded(shape):
-            unbounded = True
-        # Sized by the whole instruction shape, without tile padding, as XLA's
-        # ComputePeakMemoryMoment does (ShapeUtil::ByteSizeOf).
-        spans.append((r[0], r[1], logical_byte_size(shape)))
-    peak_time = xla_peak_moment(spans, end_time)
-    live = [v for v in df.values if v.id in ranges and v.id not in skip
-            and ranges[v.id][0] <= peak_time <= ranges[v.id][1]]
+        size = sizes.get(shape)
+        if size is None:
+            if shape.dynamic and _unbounded(shape):
+                unbounded = True
+            # Sized by the whole instruction shape, without tile padding, as XLA's
+            # ComputePeakMemoryMoment does (ShapeUtil::ByteSizeOf).
+            size = sizes[shape] = logical_byte_size(shape)
+        diff[r[0]] += size
+        diff[r[1] + 2] -= size
+    peak_time = _sweep(diff, end_time)
+    live = []
+    for v in df.values:
+        r = ranges.get(v.id)
+        if r is not None and r[0] <= peak_time <= r[1] and not (skip and v.id in skip):
+            live.append(v)
     live.sort(key=lambda v: (-v.size, v.inst.name, v.index))
     total = None if unbounded else sum(logical_byte_size(v.shape) for v in live)
     return peak_time, live, total

@@ -124,9 +124,11 @@ class PhiGraph:
 
     def register(self, phi: Value, inputs: list[Value]) -> None:
         """Record (or replace) the inputs of `phi`."""
-        n = self.node(phi.id)
-        n.is_phi = True
         by_id = self.by_id
+        n = by_id.get(phi.id)
+        if n is None:
+            n = self.node(phi.id)
+        n.is_phi = True
         operands = []
         for v in inputs:
             o = by_id.get(v.id)

@@ -100,8 +100,9 @@ _WIDE = 8
 def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = None,
                   readers: dict[int, tuple[Instruction, ...]] | None = None,
                   root_reads: dict[int, frozenset[str]] | None = None,
-                  ) -> list[tuple[Instruction, int, Index]]:
-    """The (user, operand number, operand index) that read `value`, by XLA's rules.
+                  users_only: bool = False) -> list[tuple[Instruction, int, Index]]:
+    """The (user, operand number, operand index) that read `value`, by XLA's rules (with
+    `users_only`, only the users, once per position that they read it at).
 
     A get-tuple-element, copy, tuple or domain reads only the top of its
     operand, so for a value inside a tuple only the other users (and the
@@ -109,7 +110,7 @@ def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = 
     caches those per instruction and `root_reads` each root's operand names,
     which keeps wide tuples linear.
     """
-    if value._more is None and not value.index and not value.inst.is_root:
+    if value._more is None and not value.index and not value.inst.is_root and not users_only:
         return _array_uses(value.inst, cache)
     root_reads = root_reads if root_reads is not None else {}
     roots = [inst for inst, _ in value.positions if inst.is_root]
@@ -132,6 +133,9 @@ def _compute_uses(value: Value, cache: dict[int, dict[str, list[int]]] | None = 
         name = inst.name
         for user in users:
             if id(user) in root_ids or _may_use(user, index):
+                if users_only:  # a user reads the position's name (`Computation.users`)
+                    uses.append(user)  # type: ignore[arg-type]
+                    continue
                 names = user.operand_names
                 if len(names) > _WIDE:
                     where: Iterable[int] = operand_positions(user, cache).get(name, ())
@@ -234,13 +238,16 @@ class Dataflow:
             return [stored]
         sets = as_dict(stored)
         out = [v for vals in sets.values() for v in vals if v.inst is inst]
-        if len(out) > 1 and len(set(map(id, out))) < len(out):  # held at two indices
-            return list({v.id: v for v in out}.values())
-        return out
+        return list(dict.fromkeys(out)) if len(out) > 1 else out  # once each
 
     def uses_of(self, v: Value) -> list[tuple[Instruction, int, Index]]:
         """`v.uses`, with this dataflow's caches for wide instructions."""
         return _compute_uses(v, *self._use_caches)
+
+    def users_of(self, v: Value) -> list[Instruction]:
+        """The users in `uses_of(v)`, without their operand numbers (each once per position
+        that it reads)."""
+        return _compute_uses(v, *self._use_caches, users_only=True)  # type: ignore[return-value]
 
 
 NO_VALUES: list[Value] = []

@@ -43,6 +43,9 @@ def first_parameter(comp: Computation) -> Instruction | None:
     return best
 
 
+_RUNS_COMPUTATIONS = frozenset({"call", "async-start", "conditional", "while"})
+
+
 def control_flow_callees(inst: Instruction) -> tuple[Computation, ...]:
     """The computations `inst` runs as part of the caller's schedule, in the order they run:
     a while's condition then body; a call's, an async-start's or a conditional's computations."""
@@ -71,14 +74,16 @@ def walk_schedule(module: Module) -> Iterator[tuple[int, Computation | Instructi
     the call graph first, cloning such computations; hloscope does not clone).
     """
     seen = {module.entry.name}
+    runs = _RUNS_COMPUTATIONS
 
     def visit(comp: Computation) -> Iterator[tuple[int, Computation | Instruction,
                                                    Instruction | None]]:
         for inst in comp.instructions:
-            for callee in control_flow_callees(inst):
-                if callee.name not in seen:
-                    seen.add(callee.name)
-                    yield ENTER, callee, inst
+            if inst.opcode in runs:
+                for callee in control_flow_callees(inst):
+                    if callee.name not in seen:
+                        seen.add(callee.name)
+                        yield ENTER, callee, inst
             yield INSTRUCTION, inst, None
         yield EXIT, comp, None
 
@@ -96,6 +101,9 @@ def walk_schedule(module: Module) -> Iterator[tuple[int, Computation | Instructi
 
 def gte_index(inst: Instruction) -> int:
     """The element a get-tuple-element reads (0 when the attribute is missing)."""
+    text = inst.attr_text
+    if text.startswith("index=") and text[6:].isdigit() and text.isascii():
+        return int(text[6:])  # the attribute alone (most): not parsed
     v = inst.attr("index")
     if not v:
         return 0
