@@ -589,52 +589,60 @@ class _Fit:
         may_follow = self.sharing.may_follow
         starts, ends, values = a.starts, a.ends, a.values
         last = _SPAN - 1
+        spans = a.spans
         for v in self.vals:
             s, e = ranges[v.id]
             # The allocation's values that start at or before `e`, latest start first.
-            for n, key in enumerate(a.spans.down_from((e + 1) * _SPAN - 1)):
+            top = (e + 1) * _SPAN - 1
+            if spans.big:
+                keys: Iterator[int] = spans.items.irange(maximum=top, reverse=True)
+            else:
+                items = spans.items
+                keys = map(items.__getitem__,
+                           range(bisect.bisect_right(items, top) - 1, -1, -1))
+            n = 0
+            for key in keys:
                 k = last - (key & last)
-                s2, e2, w = starts[k], ends[k], values[k]
+                e2 = ends[k]
                 if e2 >= s:
-                    if e == s2:
-                        if not may_follow(v, w):
+                    if e == starts[k]:
+                        if not may_follow(v, values[k]):
                             return False
                     elif e2 == s:
-                        if not may_follow(w, v):
+                        if not may_follow(values[k], v):
                             return False
                     else:
                         return False
-                elif s2 < s - 1 and n >= 4:
+                elif n >= 4 and starts[k] < s - 1:
                     break
+                n += 1
         return True
 
 
 def _post_order(comp: Computation) -> list[Instruction]:
     """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
     out: list[Instruction] = []
-    done: dict[int, bool] = {}  # by id: False while on the path, True once out
+    append = out.append
+    done: set[int] = set()  # ids of the instructions on the path or out
     by_name = comp.by_name
     for start in comp.instructions:
         if id(start) in done or start.users:
             continue
-        done[id(start)] = False
+        done.add(id(start))
         stack = [(start, iter(start.operand_names))]
         while stack:
             inst, names = stack[-1]
             for name in names:
                 op = by_name.get(name)
                 if op is not None and id(op) not in done:
+                    done.add(id(op))
                     if op.operand_names:
-                        done[id(op)] = False
                         stack.append((op, iter(op.operand_names)))
                         break
-                    done[id(op)] = True  # a leaf: out at once
-                    out.append(op)
+                    append(op)  # a leaf: out at once
             else:
                 stack.pop()
-                done[id(inst)] = True
-                out.append(inst)
-    for inst in comp.instructions:  # cycles or dangling names: keep every instruction
-        if id(inst) not in done:
-            out.append(inst)
+                append(inst)
+    if len(out) < len(comp.instructions):  # cycles or dangling names: keep every one
+        out.extend(inst for inst in comp.instructions if id(inst) not in done)
     return out
