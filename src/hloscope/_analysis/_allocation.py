@@ -434,6 +434,7 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
     alloc_of: dict[int, _Allocation] = {}
     reusable = _Reusable(lr.end_time)
     moved = bytearray(len(df.buffers))  # by buffer id: 1 when in an output's allocation
+    read_only = _Allocation(0, False)  # the entry's parameters that are not donated
 
     def place(a: _Allocation, vals: list[Value]) -> None:
         for v in vals:
@@ -450,12 +451,15 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
         if kind == "parameter":
             p = next(v for v in buf.values
                      if v.inst.opcode == "parameter" and v.inst.computation is entry)
-            writable = (p.inst.parameter_number, p.index) in aliased
-            a = _Allocation(buf.size, writable)
-            place(a, vals)
-            alloc_of[buf.id] = a
-            if writable:
+            if (p.inst.parameter_number, p.index) in aliased:
+                a = _Allocation(buf.size, True)
+                place(a, vals)
+                alloc_of[buf.id] = a
                 reusable.add(a)
+            else:
+                # No buffer ever goes into it: one shared allocation stands for all of
+                # them (a million arguments' steps and values would be a lot of memory).
+                alloc_of[buf.id] = read_only
             continue
         live_out = kind == "output"
         if not live_out and not reusable.can_hold(buf.size):
