@@ -434,6 +434,7 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
     alloc_of: dict[int, _Allocation] = {}
     reusable = _Reusable(lr.end_time)
     moved = bytearray(len(df.buffers))  # by buffer id: 1 when in an output's allocation
+    read_only = _Allocation(0, False)  # the entry's parameters that are not donated
 
     def place(a: _Allocation, vals: list[Value]) -> None:
         for v in vals:
@@ -450,12 +451,15 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
         if kind == "parameter":
             p = next(v for v in buf.values
                      if v.inst.opcode == "parameter" and v.inst.computation is entry)
-            writable = (p.inst.parameter_number, p.index) in aliased
-            a = _Allocation(buf.size, writable)
-            place(a, vals)
-            alloc_of[buf.id] = a
-            if writable:
+            if (p.inst.parameter_number, p.index) in aliased:
+                a = _Allocation(buf.size, True)
+                place(a, vals)
+                alloc_of[buf.id] = a
                 reusable.add(a)
+            else:
+                # No buffer ever goes into it: one shared allocation stands for all of
+                # them (a million arguments' steps and values would be a lot of memory).
+                alloc_of[buf.id] = read_only
             continue
         live_out = kind == "output"
         if not live_out and not reusable.can_hold(buf.size):
@@ -589,52 +593,60 @@ class _Fit:
         may_follow = self.sharing.may_follow
         starts, ends, values = a.starts, a.ends, a.values
         last = _SPAN - 1
+        spans = a.spans
         for v in self.vals:
             s, e = ranges[v.id]
             # The allocation's values that start at or before `e`, latest start first.
-            for n, key in enumerate(a.spans.down_from((e + 1) * _SPAN - 1)):
+            top = (e + 1) * _SPAN - 1
+            if spans.big:
+                keys: Iterator[int] = spans.items.irange(maximum=top, reverse=True)
+            else:
+                items = spans.items
+                keys = map(items.__getitem__,
+                           range(bisect.bisect_right(items, top) - 1, -1, -1))
+            n = 0
+            for key in keys:
                 k = last - (key & last)
-                s2, e2, w = starts[k], ends[k], values[k]
+                e2 = ends[k]
                 if e2 >= s:
-                    if e == s2:
-                        if not may_follow(v, w):
+                    if e == starts[k]:
+                        if not may_follow(v, values[k]):
                             return False
                     elif e2 == s:
-                        if not may_follow(w, v):
+                        if not may_follow(values[k], v):
                             return False
                     else:
                         return False
-                elif s2 < s - 1 and n >= 4:
+                elif n >= 4 and starts[k] < s - 1:
                     break
+                n += 1
         return True
 
 
 def _post_order(comp: Computation) -> list[Instruction]:
     """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
     out: list[Instruction] = []
-    done: dict[int, bool] = {}  # by id: False while on the path, True once out
+    append = out.append
+    done: set[int] = set()  # ids of the instructions on the path or out
     by_name = comp.by_name
     for start in comp.instructions:
         if id(start) in done or start.users:
             continue
-        done[id(start)] = False
+        done.add(id(start))
         stack = [(start, iter(start.operand_names))]
         while stack:
             inst, names = stack[-1]
             for name in names:
                 op = by_name.get(name)
                 if op is not None and id(op) not in done:
+                    done.add(id(op))
                     if op.operand_names:
-                        done[id(op)] = False
                         stack.append((op, iter(op.operand_names)))
                         break
-                    done[id(op)] = True  # a leaf: out at once
-                    out.append(op)
+                    append(op)  # a leaf: out at once
             else:
                 stack.pop()
-                done[id(inst)] = True
-                out.append(inst)
-    for inst in comp.instructions:  # cycles or dangling names: keep every instruction
-        if id(inst) not in done:
-            out.append(inst)
+                append(inst)
+    if len(out) < len(comp.instructions):  # cycles or dangling names: keep every one
+        out.extend(inst for inst in comp.instructions if id(inst) not in done)
     return out

@@ -181,9 +181,7 @@ def _share_groups(df: Dataflow, temp_values: list[Value], ranges: dict[int, tupl
     and group -> values (a group is named by its first value's id)."""
     temp_ids = {v.id for v in temp_values}
     temp_values = sorted(temp_values, key=lambda v: (ranges[v.id][0], ranges[v.id][1], v.id))
-    freed_at: dict[int, set[int]] = {}
-    for v in temp_values:
-        freed_at.setdefault(ranges[v.id][1], set()).add(v.id)
+    taken: set[int] = set()  # operands a result was written over: no second one may be
     group_of: dict[int, int] = {}
     groups: dict[int, list[Value]] = {}
     first_in_buffer: dict[int, int] = {}
@@ -198,10 +196,10 @@ def _share_groups(df: Dataflow, temp_values: list[Value], ranges: dict[int, tupl
         first_in_buffer[buf.id] = v.id
         shared = None
         if len(buf.values) == 1 and v.inst.opcode != "copy":
-            shared = _share_candidate(df, v, t, ranges, temp_ids, freed_at, sharing)
+            shared = _share_candidate(df, v, t, ranges, temp_ids, taken, sharing)
         if shared is not None:
             g = group_of[shared.id]
-            freed_at[t].discard(shared.id)
+            taken.add(shared.id)
         else:
             g = v.id
             groups[g] = []
@@ -211,8 +209,7 @@ def _share_groups(df: Dataflow, temp_values: list[Value], ranges: dict[int, tupl
 
 
 def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int, int]],
-                     temp_ids: set[int], freed_at: dict[int, set[int]],
-                     sharing: Sharing) -> Value | None:
+                     temp_ids: set[int], taken: set[int], sharing: Sharing) -> Value | None:
     """A temporary operand value of `v`'s instruction, dying at `t`, that `v` may be written
     over (XLA's heap simulator shares it)."""
     user = v.inst
@@ -227,7 +224,7 @@ def _share_candidate(df: Dataflow, v: Value, t: int, ranges: dict[int, tuple[int
         for ov in df.values_at(operand, ()):
             if ov.id not in temp_ids or len(df.buffer_of[ov.id].values) != 1:
                 continue
-            if ranges[ov.id][1] != t or ov.id not in freed_at.get(t, ()):
+            if ranges[ov.id][1] != t or ov.id in taken:
                 continue
             if ov.size != v.size:
                 continue

@@ -249,6 +249,9 @@ class KernelGraph:
     # make a module of many loops quadratic).
     _by_group: dict[str, tuple[Kernel, ...]] = field(default_factory=dict, init=False,
                                                      repr=False, compare=False)
+    # What `_passed` found, made on its first call (a walk over every edge).
+    _passed_of: dict[str, int] = field(default_factory=dict, init=False, repr=False,
+                                       compare=False)
 
     def __repr__(self) -> str:
         return clip(f"KernelGraph({self.module!r}: {len(self.kernels):,} kernels, "
@@ -256,11 +259,12 @@ class KernelGraph:
                     f"peak {number(self.peak_bytes)} B)")
 
     def _passed(self) -> dict[str, int]:
-        seen: dict[str, int] = {}
-        for e in self.edges:
-            if e.src_kind in ("kernel", "loop state") and e.dst != "result" \
-                    and e.kind not in ("argument", "constant"):
-                seen[e.value] = e.bytes
+        seen = self._passed_of
+        if not seen:
+            for e in self.edges:
+                if e.src_kind in ("kernel", "loop state") and e.dst != "result" \
+                        and e.kind not in ("argument", "constant"):
+                    seen[e.value] = e.bytes
         return seen
 
     @property

@@ -279,6 +279,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
                      "are listed.")
     if not summary.optimized:
         notes.insert(0, optimized_note(False))
+    sampled = _sampled_steps(memory)
     return {
         "schema": "hloscope.report/1",
         "module": module.name, "file": module.filename, "optimized": summary.optimized,
@@ -301,8 +302,8 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
                              b.source or ("" if b.where.startswith("(") else b.where)]
                             for b in peak_values],
-            "timeline": _timeline(memory), "values": live_values,
-            "stacks": _stacks(memory),
+            "timeline": _timeline(memory, sampled), "values": live_values,
+            "stacks": _stacks(memory, sampled),
         },
         "roofline": {"device": dev.name, "source": dev.source},
         "xla": _xla(memory.xla),
@@ -356,33 +357,37 @@ def _shardings(module: Module) -> dict[str, Any]:
     return {"mesh": mesh, "inputs": inputs, "outputs": outputs}
 
 
-def _timeline(memory: MemoryReport) -> list[list[Any]]:
-    """The memory timeline squeezed to at most TIMELINE_POINTS buckets (the max of each):
+def _sampled_steps(memory: MemoryReport) -> list[tuple[int, int, int]]:
+    """The timeline's buckets (at most TIMELINE_POINTS): (first step, last step, the
+    bucket's highest step, the earliest where it repeats)."""
+    tl = memory.timeline
+    n = len(tl)
+    m = min(n, TIMELINE_POINTS)
+    at = tl.__getitem__
+    out = []
+    for b in range(m):
+        lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
+        out.append((lo, hi - 1, max(range(lo, hi), key=at)))
+    return out
+
+
+def _timeline(memory: MemoryReport, sampled: list[tuple[int, int, int]]) -> list[list[Any]]:
+    """The memory timeline squeezed to the buckets `sampled` (the max of each):
     [first step, last step, bytes, the instruction at the bucket's highest step]."""
     tl = memory.timeline
     labels = memory.timeline_labels
-    n = len(tl)
-    buckets = []
-    m = min(n, TIMELINE_POINTS)
-    for b in range(m):
-        lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
-        j = max(range(lo, hi), key=lambda t: tl[t])
-        buckets.append([lo, hi - 1, tl[j], labels[j] if j < len(labels) else ""])
-    return buckets
+    return [[lo, last, tl[j], labels[j] if j < len(labels) else ""] for lo, last, j in sampled]
 
 
-def _stacks(memory: MemoryReport) -> dict[str, Any]:
+def _stacks(memory: MemoryReport, sampled: list[tuple[int, int, int]]) -> dict[str, Any]:
     """The timeline's buckets split by kind and by op_name scope: for each way, the series'
     names and, per bucket of `_timeline`, the bytes of each series at the bucket's highest
     step (so a bucket's bands add up to its point on the timeline; what no listed value
     explains is the series "other")."""
     tl = memory.timeline
     n = len(tl)
-    m = min(n, TIMELINE_POINTS)
-    steps = []
-    for b in range(m):
-        lo, hi = b * n // m, max(b * n // m + 1, (b + 1) * n // m)
-        steps.append(max(range(lo, hi), key=lambda t: tl[t]))
+    m = len(sampled)
+    steps = [j for _lo, _last, j in sampled]
     at_peak: dict[str, int] = {}
     for v in memory.peak_values:
         at_peak[_top_scope(v.op_name)] = at_peak.get(_top_scope(v.op_name), 0) + v.bytes
