@@ -86,6 +86,17 @@ TUNED: dict[str, str] = {
         "an eighth of the state or less; a three-step history keeps two thirds and rewrites "
         "them to move them. Now a piece no larger than the part kept (pattern "
         "ab3_history_shifted_in_scan, twin ab3_history_ring_in_scan)."),
+    "decision_transformer_129_tokens_tpu": (
+        "advise9, after the blind run: HS115 found the padded [512, 8, 129, 129] scores but "
+        "their traffic was 0.1% of an estimated time of 366 ms, because the roofline priced "
+        "the TPU's batched matmuls (convolutions whose batch dimensions are dilated, "
+        "window 512x8, lhs_dilate 512x8) at every kernel tap, holes included (4,096x their "
+        "flops). Convolution flops now count only the taps that meet an input element "
+        "(docs/kernels.md); the program's estimate is 4.9 ms and the padding 7% of it "
+        "(pattern tpu_attention_129_tokens, twin tpu_attention_128_tokens)."),
+    "world_model_257_tokens_tpu": (
+        "advise9: the same convolution flops as decision_transformer_129_tokens_tpu; the "
+        "[256, 8, 257, 257] scores' padding is then 9% of the estimated time."),
 }
 
 
