@@ -112,6 +112,12 @@ TUNED: dict[str, str] = {
         "the body's elementwise kernels to the invariant state and takes an accumulation "
         "scaled by a constant (pattern pair_energy_in_blocks_gpu, twin "
         "pair_energy_one_pass_gpu)."),
+    "dice_loss_row_strips_h100": (
+        "advise9, after the blind run: HS129 (reduction-split) added: on a GPU, outside "
+        "loops, four or more copies of one computation that each reduce slices of the same "
+        "arrays (elementwise work and reductions only) and whose results are only added are "
+        "one reduction in pieces; the saving is the pieces' kernels beyond one (pattern "
+        "class_sums_in_strips_gpu, twin class_sums_one_pass_gpu)."),
 }
 
 

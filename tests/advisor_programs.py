@@ -2195,6 +2195,36 @@ def pair_energy_one_pass_gpu():
     return _pair_energy(0)
 
 
+def _strip_sums(strips: int):  # type: ignore[no-untyped-def]
+    # Per-class soft counts of [4, 1024, 1024, 8] f32 probabilities on an H100, summed over
+    # row strips in a Python loop, or at once.
+    jax, jnp, np = _np()
+
+    def f(logits):
+        if not strips:
+            return jnp.sum(jax.nn.softmax(logits, -1), axis=(0, 1, 2))
+        n = logits.shape[1] // strips
+        total = 0.0
+        for i in range(strips):
+            total = total + jnp.sum(jax.nn.softmax(logits[:, n * i:n * (i + 1)], -1),
+                                    axis=(0, 1, 2))
+        return total
+    return _compiled(f, jnp.ones((4, 1024, 1024, 8)), target="h100")
+
+
+@case(("HS129",), "per-class sums over 16 row strips in a Python loop on an H100: 16 "
+      "reductions of slices of one array (and their second stages) whose results are only "
+      "added, where one reduction reads it once (the eighth blind set's "
+      "dice_loss_row_strips_h100)", target="gpu")
+def class_sums_in_strips_gpu():
+    return _strip_sums(16)
+
+
+@case((), "the same per-class sums as one reduction", target="gpu")
+def class_sums_one_pass_gpu():
+    return _strip_sums(0)
+
+
 def _history_scan(ring: bool):  # type: ignore[no-untyped-def]
     # A streaming filter over 2048 frames of 128 channels whose scan state is the last 512
     # frames (256 KiB); each step reads 8 taps of the history.
