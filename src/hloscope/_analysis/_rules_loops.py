@@ -241,6 +241,11 @@ def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
     chains = [_chain(i) for insts in pieces for i in insts]
     saved = sum(len(c) for c in chains) - sum(len(_chain(insts[0])) for insts in pieces)
     runs = ctx.runs(entry.name)
+    if any(f.place.endswith("|" + entry.name) and f.saving.kernels >= saved * runs
+           for f in ctx.found.get("HS121", ())):
+        # HS121 batches the entry's small kernels, these pieces among them: the same
+        # kernels and the same fix (one operation over the whole array), said once there.
+        return []
     first = pieces[0][0]
     read = {o.name: o.shape.total_byte_size for insts in pieces
             for o in ctx.module.entry.instructions if o.name in _roots(insts[0])}
