@@ -247,8 +247,8 @@ def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
         # kernels and the same fix (one operation over the whole array), said once there.
         return []
     first = pieces[0][0]
-    read = {o.name: o.shape.total_byte_size for insts in pieces
-            for o in ctx.module.entry.instructions if o.name in _roots(insts[0])}
+    read = {r: entry.by_name[r].shape.total_byte_size for insts in pieces
+            for r in _roots(insts[0])}
     return [Finding(
         "HS129", "one reduction is computed in pieces",
         f"{sum(len(x) for x in pieces)} kernels reduce slices of the same array(s) "
