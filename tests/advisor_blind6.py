@@ -83,6 +83,12 @@ TUNED: dict[str, str] = {
         "arguments alone make (theta + lr * step(noise, fitness)): the state updated, "
         "not a function of the argument itself (pattern: es_step_not_donated, twins: "
         "es_step_donated, elementwise_one_array)",
+    "neural_additive_model_loop_h100":
+        "advise9: HS129 (reduction-split, one reduction in pieces, made from the eighth "
+        "set's Dice loss) fired here beside HS121 on the same 64 kernels (each feature's "
+        "[8192,64]x[64,1] matmul, which XLA makes a reduction, added into the output); HS129 "
+        "is now quiet where HS121 batches the entry's small kernels, these among them (the "
+        "same kernels and fix, said once); pattern class_sums_in_strips_gpu",
 }
 
 

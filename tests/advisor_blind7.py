@@ -108,6 +108,20 @@ TUNED: dict[str, str] = {
         "a slice of itself and a piece an eighth of its size or less (concatenate([buf[1:], "
         "x]): a shifted window) is said, with the element's bytes beyond the piece every "
         "iteration (pattern: history_shifted_in_scan, twin: history_ring_buffer_in_scan)",
+    "dlrm_inference_tpu":
+        "advise9 (from the eighth set's TPU attention: convolution flops now count only the "
+        "taps that meet the input, so a TPU program's estimated time no longer hides its "
+        "copies): XLA's copy of the [8192, 1, 128] interaction into a layout that pads the "
+        "size-1 dimension became 2% of the time and HS103 fired on it; HS103 is now quiet on "
+        "a TPU copy into or out of a layout that pads a short minor dimension by half or more "
+        "(XLA working around the short dimension: HS115's; twin tpu_batched_3x3, whose "
+        "f32[N,3,3] product XLA copies back to the batch-minor layout)",
+    "kernel_ridge_sweep_vmap_h100":
+        "advise9 (HS128, made from the eighth set's vmapped dense CRFs and k-NN graphs and "
+        "this one): temporaries that vmapped code made, a quarter of the peak or more and 4 "
+        "MiB or more per item, are side-by-side with lax.map as the fix (pattern "
+        "kernel_smoother_vmapped, twin kernel_smoother_mapped)",
+    "sinkhorn_pairs_vmapped": "advise9: HS128, as kernel_ridge_sweep_vmap_h100",
 }
 
 

@@ -86,6 +86,38 @@ TUNED: dict[str, str] = {
         "an eighth of the state or less; a three-step history keeps two thirds and rewrites "
         "them to move them. Now a piece no larger than the part kept (pattern "
         "ab3_history_shifted_in_scan, twin ab3_history_ring_in_scan)."),
+    "decision_transformer_129_tokens_tpu": (
+        "advise9, after the blind run: HS115 found the padded [512, 8, 129, 129] scores but "
+        "their traffic was 0.1% of an estimated time of 366 ms, because the roofline priced "
+        "the TPU's batched matmuls (convolutions whose batch dimensions are dilated, "
+        "window 512x8, lhs_dilate 512x8) at every kernel tap, holes included (4,096x their "
+        "flops). Convolution flops now count only the taps that meet an input element "
+        "(docs/kernels.md); the program's estimate is 4.9 ms and the padding 7% of it "
+        "(pattern tpu_attention_129_tokens, twin tpu_attention_128_tokens)."),
+    "world_model_257_tokens_tpu": (
+        "advise9: the same convolution flops as decision_transformer_129_tokens_tpu; the "
+        "[256, 8, 257, 257] scores' padding is then 9% of the estimated time."),
+    "dense_crf_meanfield_vmapped_h100": (
+        "advise9, after the blind run: HS128 (side-by-side) added: temporaries that vmapped "
+        "code made (op_name under vmap(, not autodiff's) holding a quarter of the peak or "
+        "more, 4 MiB or more per item, are said with lax.map as the fix and all but one "
+        "item's share as the saving (pattern kernel_smoother_vmapped, twin "
+        "kernel_smoother_mapped; quiet on this set's lax.map twin)."),
+    "dgcnn_knn_graph_vmapped": "advise9: HS128, as dense_crf_meanfield_vmapped_h100.",
+    "ewald_real_space_fori_blocks_h100": (
+        "advise9, after the blind run: HS126 read only a reduction whose own kernel slices "
+        "the loop-invariant array; here the block's pair terms (a slice of the positions "
+        "against all of them) are written by an elementwise kernel and reduced in two more, "
+        "and the sum is added times 0.5. HS126 now follows the reduction's input through "
+        "the body's elementwise kernels to the invariant state and takes an accumulation "
+        "scaled by a constant (pattern pair_energy_in_blocks_gpu, twin "
+        "pair_energy_one_pass_gpu)."),
+    "dice_loss_row_strips_h100": (
+        "advise9, after the blind run: HS129 (reduction-split) added: on a GPU, outside "
+        "loops, four or more copies of one computation that each reduce slices of the same "
+        "arrays (elementwise work and reductions only) and whose results are only added are "
+        "one reduction in pieces; the saving is the pieces' kernels beyond one (pattern "
+        "class_sums_in_strips_gpu, twin class_sums_one_pass_gpu)."),
 }
 
 

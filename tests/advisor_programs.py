@@ -728,6 +728,31 @@ def tpu_embeddings_128():
     return _tpu_embeddings(128)
 
 
+def _tpu_attention_scores(tokens: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def f(q, k, v):
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k)
+        a = jax.nn.softmax(s.astype(jnp.float32), axis=-1).astype(q.dtype)
+        return jnp.einsum("bhqk,bkhd->bqhd", a, v)
+    x = jnp.ones((256, tokens, 8, 64), jnp.bfloat16)
+    return _compiled(f, x, x, x, target="tpu-v5e")
+
+
+@case(("HS115",), "attention over 129 tokens on a TPU v5e: the [256, 8, 129, 129] scores "
+      "lay 129 on the 128 lanes, padded to 256, x2.2 (the eighth blind set's decision "
+      "transformer; the batched matmuls, which a TPU runs as convolutions over dilated "
+      "batch dimensions, were priced at every kernel tap, holes included, and hid it)",
+      target="tpu")
+def tpu_attention_129_tokens():
+    return _tpu_attention_scores(129)
+
+
+@case((), "the same attention over 128 tokens: the scores fill their tiles", target="tpu")
+def tpu_attention_128_tokens():
+    return _tpu_attention_scores(128)
+
+
 @case((), "an attention block on a TPU v5e: async copies into on-chip memory (S(1)) are "
       "not layout changes", target="tpu")
 def tpu_attention():
@@ -738,6 +763,33 @@ def tpu_attention():
         return jnp.einsum("bqk,bkd->bqd", a, v)
     x = jnp.ones((8, 512, 128), jnp.bfloat16)
     return _compiled(f, x, x, x, target="tpu-v5e")
+
+
+def _kernel_smoother(mapped: bool):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def one(x, y):
+        sq = jnp.sum(x * x, axis=-1)
+        k = jnp.exp(-(sq[:, None] + sq[None, :] - 2.0 * x @ x.T))
+        for _ in range(3):
+            y = jnp.tanh(k @ y)
+        return y
+
+    def f(xs, ys):
+        return jax.lax.map(lambda a: one(*a), (xs, ys)) if mapped else jax.vmap(one)(xs, ys)
+    return _compiled(f, jnp.ones((8, 2048, 3)), jnp.ones((8, 2048, 16)))
+
+
+@case(("HS128",), "a kernel smoother vmapped over 8 problems: the 8 [2048, 2048] kernels "
+      "(128 MiB) are alive together at the peak, 16 MiB per problem (the seventh and eighth "
+      "blind sets' vmapped kernel ridge, Sinkhorn, dense CRF and k-NN programs)")
+def kernel_smoother_vmapped():
+    return _kernel_smoother(False)
+
+
+@case((), "the same with lax.map over the problems: one kernel at a time")
+def kernel_smoother_mapped():
+    return _kernel_smoother(True)
 
 
 # -- whole programs --------------------------------------------------------------------
@@ -2106,6 +2158,71 @@ def column_norms_in_blocks_gpu():
 @case((), "the same column norms as one fused reduction", target="gpu")
 def column_norms_one_pass_gpu():
     return _column_norms(0)
+
+
+def _pair_energy(block: int):  # type: ignore[no-untyped-def]
+    # A screened pair energy of 4096 charges on an H100: sum over all pairs of
+    # q_i q_j exp(-r_ij) / r_ij, in one pass or over row blocks in a fori_loop.
+    jax, jnp, np = _np()
+
+    def rows(pi, qi, pos, q):
+        d = pi[:, None, :] - pos[None, :, :]
+        r = jnp.sqrt(jnp.sum(d * d, axis=-1) + 1e-3)
+        return 0.5 * jnp.sum(qi[:, None] * q[None, :] * jnp.exp(-r) / r)
+
+    def f(pos, q):
+        if not block:
+            return rows(pos, q, pos, q)
+
+        def body(i, acc):
+            pi = jax.lax.dynamic_slice_in_dim(pos, i * block, block)
+            qi = jax.lax.dynamic_slice_in_dim(q, i * block, block)
+            return acc + rows(pi, qi, pos, q)
+        return jax.lax.fori_loop(0, pos.shape[0] // block, body, jnp.float32(0))
+    return _compiled(f, jnp.ones((4096, 3)), jnp.ones((4096,)), target="h100")
+
+
+@case(("HS126",), "a pair energy summed over row blocks of 32 charges in a fori_loop on an "
+      "H100: each block's pair terms are written out and reduced in two more kernels, 128 "
+      "iterations where one fused reduction over all pairs does it (the eighth blind set's "
+      "ewald_real_space_fori_blocks_h100)", target="gpu")
+def pair_energy_in_blocks_gpu():
+    return _pair_energy(32)
+
+
+@case((), "the same pair energy in one fused pass over all pairs", target="gpu")
+def pair_energy_one_pass_gpu():
+    return _pair_energy(0)
+
+
+def _strip_sums(strips: int):  # type: ignore[no-untyped-def]
+    # Per-class soft counts of [4, 1024, 1024, 8] f32 probabilities on an H100, summed over
+    # row strips in a Python loop, or at once.
+    jax, jnp, np = _np()
+
+    def f(logits):
+        if not strips:
+            return jnp.sum(jax.nn.softmax(logits, -1), axis=(0, 1, 2))
+        n = logits.shape[1] // strips
+        total = 0.0
+        for i in range(strips):
+            total = total + jnp.sum(jax.nn.softmax(logits[:, n * i:n * (i + 1)], -1),
+                                    axis=(0, 1, 2))
+        return total
+    return _compiled(f, jnp.ones((4, 1024, 1024, 8)), target="h100")
+
+
+@case(("HS129",), "per-class sums over 16 row strips in a Python loop on an H100: 16 "
+      "reductions of slices of one array (and their second stages) whose results are only "
+      "added, where one reduction reads it once (the eighth blind set's "
+      "dice_loss_row_strips_h100)", target="gpu")
+def class_sums_in_strips_gpu():
+    return _strip_sums(16)
+
+
+@case((), "the same per-class sums as one reduction", target="gpu")
+def class_sums_one_pass_gpu():
+    return _strip_sums(0)
 
 
 def _history_scan(ring: bool):  # type: ignore[no-untyped-def]

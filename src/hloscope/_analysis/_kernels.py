@@ -384,6 +384,23 @@ def _is_memcpy_fusion(inst: Instruction) -> bool:
     return True
 
 
+def _holes(window: str) -> int:
+    """How many of a convolution's kernel taps meet a hole of its dilated input, per tap
+    that meets an element: ``lhs_dilate=d`` puts d - 1 holes between the input's elements,
+    so a window of w taps meets ceil(w / d) of them (a TPU's batched matmul lowered as a
+    convolution dilates its batch dimensions: window 512, lhs_dilate 512, one tap each)."""
+    fields = dict(p.split("=", 1) for p in window.strip("{}").split() if "=" in p)
+    sizes, dilate = fields.get("size", ""), fields.get("lhs_dilate", "")
+    if not dilate:
+        return 1
+    taps = met = 1
+    for w, d in zip(sizes.split("x"), dilate.split("x"), strict=False):
+        if is_ascii_digits(w) and is_ascii_digits(d) and int(d) > 1:
+            taps *= int(w)
+            met *= -(-int(w) // int(d))
+    return max(taps // max(met, 1), 1)
+
+
 def _op_flops(inst: Instruction) -> tuple[int, int]:
     """(flops, transcendentals) of one instruction, from its shapes."""
     op = inst.opcode
@@ -409,7 +426,7 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         o_pos = kernel.find("o")
         out_features = rhs.dims[o_pos] if 0 <= o_pos < len(rhs.dims) else 1
         per_output = elements(rhs) // max(out_features, 1)
-        return 2 * out * per_output, 0
+        return 2 * out * per_output // _holes(inst.attr("window") or ""), 0
     if op in ("reduce", "reduce-window", "reduce-scatter", "all-reduce", "all-reduce-start"):
         src = operand(inst, 0).shape if inst.operand_names else inst.shape
         if op == "reduce-window":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._hlo._module import Instruction
+from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel
 from ._findings import Finding, place_key
@@ -331,6 +332,12 @@ def layout_copy(ctx: AdviceContext) -> list[Finding]:
             continue  # the layout an all-gather made of a sharded weight: XLA's, not the code's
         if _solver(src) or any(_solver(u) for u in inst.users):
             continue  # a LAPACK/cuSOLVER call's column-major layout: JAX's, not the user's
+        if _tile_padded(src.shape) or _tile_padded(inst.shape):
+            # On a TPU, into or out of a layout that pads a short minor dimension to whole
+            # tiles (f32[N,3,3]: the batch moved minor for the elementwise work, 3 minor
+            # for the matmul): XLA works around the short dimension, which is HS115's
+            # padding; its fix (no short minor dimension) removes the copy too.
+            continue
         if not k.op_name or ("transpose(" in k.op_name
                              and k.op_name.rsplit("/", 1)[-1] != "transpose"):
             # XLA's own (no trace to the user's code), or autodiff's layout for the
@@ -399,6 +406,12 @@ def _moves_data(inst: Instruction, src: Instruction) -> bool:
                 i.operands[0].shape.layout != i.shape.layout:
             return True
     return False
+
+
+def _tile_padded(shape: Shape) -> bool:
+    """Whether a tiled layout (a TPU's) pads the array by half or more."""
+    return bool(shape.is_array and shape.layout is not None and shape.layout.tiles
+                and shape.byte_size - shape.logical_byte_size >= shape.logical_byte_size // 2)
 
 
 def _space(inst: Instruction) -> int:

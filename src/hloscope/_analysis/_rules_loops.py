@@ -18,7 +18,8 @@ from ._findings import Finding, place_key
 from ._rules_kernels import _is_library, fused_instructions
 from ._walk import gte_index, operand
 
-__all__ = ["loop_state", "reduction_in_blocks", "rotated_carry", "shifted_state"]
+__all__ = ["loop_state", "reduction_in_blocks", "reduction_in_pieces", "rotated_carry",
+           "shifted_state"]
 
 # HS105: loops longer than this, or whose body runs library calls, are not unrolled.
 SHORT_LOOP = 16
@@ -113,8 +114,10 @@ def reduction_in_blocks(ctx: AdviceContext) -> list[Finding]:
             continue
         runs = ctx.runs(g.parent)
         saved = (len(kernels) + 1) * n - 1  # each iteration's kernels and its condition
-        whole = sum({o.name: o.shape.total_byte_size for r in reductions
-                     for o in r.operands if o.shape.rank}.values())
+        read: dict[str, int] = {}
+        for r in reductions:
+            _block_of_state(r, invariant, {}, read)
+        whole = sum(read.values())
         out.append(Finding(
             "HS126", "a reduction is computed in blocks by a loop",
             f"the body of {g.caller} reduces a block of an array it never changes "
@@ -132,17 +135,44 @@ def reduction_in_blocks(ctx: AdviceContext) -> list[Finding]:
 
 def _reduces_block(inst: Instruction, invariant: set[int]) -> bool:
     """A fusion that reduces, with elementwise work only, a dynamic slice of loop state
-    the body passes through unchanged (its other operands scalars: the block's index)."""
-    if inst.opcode != "fusion":
+    the body passes through unchanged (its other operands scalars: the block's index),
+    directly or through the body's elementwise fusions (a pair block of a slice and the
+    whole array, written out and then reduced)."""
+    if inst.opcode != "fusion" or "reduce" not in {i.opcode for i in fused_instructions(inst)}:
         return False
-    arrays = [o for o in inst.operands if o.shape.rank]
-    if not arrays or any(_state_index(o) not in invariant or o.opcode == "copy"
-                         for o in arrays):
-        return False
+    return _block_of_state(inst, invariant, {}, {}) is True
+
+
+def _block_of_state(inst: Instruction, invariant: set[int], seen: dict[str, bool | None],
+                    read: dict[str, int]) -> bool | None:
+    """Whether fusion `inst` computes, with elementwise work and reductions only, from
+    loop state passed through unchanged: True where a dynamic slice of it is among its
+    work or its producers', None where none is, False where anything else comes in.
+    `read`: the state arrays it reads, with their bytes."""
+    if inst.name in seen:
+        return seen[inst.name]
+    seen[inst.name] = False
     ops = {i.opcode for i in fused_instructions(inst)}
-    return "reduce" in ops and "dynamic-slice" in ops and not ops & {
-        "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
-        "reduce-window", "dynamic-update-slice"}
+    if inst.opcode != "fusion" or ops & _NOT_BLOCK_WORK:
+        return False
+    sliced: bool | None = True if "dynamic-slice" in ops else None
+    for o in inst.operands:
+        if not o.shape.rank:
+            continue
+        if o.opcode != "copy" and _state_index(o) in invariant:
+            read[o.name] = o.shape.total_byte_size
+            continue
+        up = _block_of_state(o, invariant, seen, read)
+        if up is False:
+            return False
+        sliced = sliced or up
+    seen[inst.name] = sliced
+    return sliced
+
+
+_NOT_BLOCK_WORK = frozenset({
+    "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
+    "reduce-window", "dynamic-update-slice"})
 
 
 def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> bool:
@@ -152,9 +182,173 @@ def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> boo
     if not any(o in reductions for o in ops) \
             or not any(_state_index(o) == j for o in out.operands):
         return False
-    return out.opcode == "add" or (out.opcode == "fusion" and {
-        i.opcode for i in fused_instructions(out)} <= {"add", "parameter", "bitcast",
-                                                        "reshape", "broadcast", "convert"})
+    if out.opcode == "add":
+        return True
+    if out.opcode != "fusion":
+        return False
+    fused = list(fused_instructions(out))
+    # The sum added as it is or scaled by a constant (0.5 * the block's sum).
+    return {i.opcode for i in fused} <= {"add", "parameter", "bitcast", "reshape",
+                                         "broadcast", "convert", "multiply", "constant"} \
+        and all(any(_constant(o) for o in i.operands) for i in fused if i.opcode == "multiply")
+
+
+def _constant(inst: Instruction) -> bool:
+    while inst.opcode in ("broadcast", "convert", "bitcast", "reshape") and inst.operands:
+        inst = operand(inst, 0)
+    return inst.opcode == "constant"
+
+
+# -- HS129 -----------------------------------------------------------------------------
+
+# HS129: fewer pieces than this are not a loop's worth of kernels.
+MIN_PIECES = 4
+_SUMS_ONLY = frozenset({"reduce", "add", "parameter", "constant", "bitcast", "reshape",
+                        "convert", "copy"})
+_THROUGH_SUM = frozenset({"bitcast", "reshape", "convert", "copy", "get-tuple-element"})
+
+
+def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
+    """Outside loops, on a GPU: copies of one computation (the same fused work, op_name
+    and line) each reduce, with elementwise work only, a slice of the same arrays, and
+    their results are only added together: one reduction written in pieces, a Python
+    loop over strips or chunks.  XLA cannot merge the pieces; one reduction over the
+    whole array is one kernel (or two) where the pieces launch their own each."""
+    launch = LAUNCH_SECONDS.get(ctx.platform)
+    if launch is None:
+        return []
+    entry = ctx.module.entry
+    kinds: dict[tuple[object, ...], list[Instruction]] = {}
+    for k in ctx.graph.kernels_in(entry.name):
+        inst = ctx.inst(k)
+        if inst is None or inst.opcode != "fusion":
+            continue
+        if "reduce" not in {i.opcode for i in fused_instructions(inst)}:
+            continue
+        roots: set[str] = set()
+        if _slice_of(inst, roots, {}):
+            kinds.setdefault((k.op_name, k.source, k.fused, tuple(sorted(roots))),
+                             []).append(inst)
+    # A reduction's second stage is its piece's, not a piece of its own.
+    later = {x.name for insts in kinds.values() for i in insts for x in _chain(i)[1:]}
+    pieces = [kept for insts in kinds.values()
+              if len(kept := [i for i in insts if i.name not in later]) >= MIN_PIECES
+              and all(_only_summed(i, set()) for i in kept)]
+    if not pieces:
+        return []
+    # Each piece's kernels: the slice's reduction and the reductions of its result
+    # (XLA's second stage) before the sums.
+    chains = [_chain(i) for insts in pieces for i in insts]
+    saved = sum(len(c) for c in chains) - sum(len(_chain(insts[0])) for insts in pieces)
+    runs = ctx.runs(entry.name)
+    if any(f.place.endswith("|" + entry.name) and f.saving.kernels >= saved * runs
+           for f in ctx.found.get("HS121", ())):
+        # HS121 batches the entry's small kernels, these pieces among them: the same
+        # kernels and the same fix (one operation over the whole array), said once there.
+        return []
+    first = pieces[0][0]
+    read = {r: entry.by_name[r].shape.total_byte_size for insts in pieces
+            for r in _roots(insts[0])}
+    return [Finding(
+        "HS129", "one reduction is computed in pieces",
+        f"{sum(len(x) for x in pieces)} kernels reduce slices of the same array(s) "
+        f"({format_bytes(sum(read.values()))} in all), {len(pieces)} computation(s) "
+        f"{', '.join(str(len(x)) for x in pieces)} times each, and their results are only "
+        "added together: one reduction written in pieces (a loop over strips or chunks), "
+        f"{sum(len(c) for c in chains)} kernels where one reduction over the whole array "
+        "is one or two",
+        "reduce the whole array at once (jnp.sum(f(x), axis=...)): XLA fuses the "
+        "elementwise work into one reduction, which keeps nothing larger than its result "
+        "(the pieces save no memory)",
+        tuple(ev_inst(i, "reduction of a slice") for i in (x[0] for x in pieces)),
+        ctx.saving(kernels=saved * runs, seconds=saved * launch * runs),
+        place_key(first.metadata.op_name if first.metadata else "",
+                  str(first.source or "")))]
+
+
+def _slice_of(inst: Instruction, roots: set[str], seen: dict[str, bool | None]) -> bool | None:
+    """Whether fusion `inst` computes, with elementwise work and reductions only (in its
+    own kernel or the fusions before it), from arrays it does not compute: True where it
+    slices them (or a fusion before it does), None where it reads them whole, False
+    where other work comes in.  `roots` gets those arrays' names."""
+    if inst.name in seen:
+        return seen[inst.name]
+    seen[inst.name] = False
+    ops = {i.opcode for i in fused_instructions(inst)}
+    if ops & _NOT_BLOCK_WORK:
+        return False
+    sliced: bool | None = True if ops & {"slice", "dynamic-slice"} else None
+    for o in inst.operands:
+        if not o.shape.rank:
+            continue
+        if o.opcode == "fusion":
+            up = _slice_of(o, roots, seen)
+            if up is False:
+                return False
+            sliced = sliced or up
+        elif o.opcode in ("parameter", "get-tuple-element", "bitcast", "copy"):
+            roots.add(o.name)
+        else:
+            return False
+    seen[inst.name] = sliced
+    return sliced
+
+
+def _roots(inst: Instruction) -> set[str]:
+    roots: set[str] = set()
+    _slice_of(inst, roots, {})
+    return roots
+
+
+def _only_summed(inst: Instruction, seen: set[str]) -> bool:
+    """Whether `inst`'s result is only added to others (through reductions of it, XLA's
+    second stage, and bitcasts, converts and tuples), nothing else done with it."""
+    if inst.name in seen:
+        return True
+    seen.add(inst.name)
+    if not inst.users:
+        return False
+    for u in inst.users:
+        if u.opcode in _THROUGH_SUM or _second_stage(u):
+            if not _only_summed(u, seen):
+                return False
+        elif u.opcode == "add":
+            continue
+        elif u.opcode != "fusion" or not _added_in(u, inst):
+            return False
+    return True
+
+
+def _second_stage(inst: Instruction) -> bool:
+    """A fusion that only reduces its input further (XLA's second stage of a reduction)."""
+    ops = {i.opcode for i in fused_instructions(inst)} if inst.opcode == "fusion" else set()
+    return "reduce" in ops and ops <= _SUMS_ONLY - {"add"}
+
+
+def _added_in(fusion: Instruction, value: Instruction) -> bool:
+    """Whether fusion `fusion` only adds `value` (its parameter for it) to something."""
+    numbers = {n for n, o in enumerate(fusion.operands) if o is value}
+    for comp in fusion.called_computations:
+        for p in comp.parameters:
+            if p.parameter_number not in numbers:
+                continue
+            stack = list(p.users)
+            while stack:
+                u = stack.pop()
+                if u.opcode in _THROUGH_SUM:
+                    stack.extend(u.users)
+                elif u.opcode != "add":
+                    return False
+    return bool(numbers)
+
+
+def _chain(inst: Instruction) -> list[Instruction]:
+    """`inst` and the reductions of its result before the sums (XLA's second stage)."""
+    out = [inst]
+    while len(inst.users) == 1 and _second_stage(inst.users[0]):
+        inst = inst.users[0]
+        out.append(inst)
+    return out
 
 
 # -- HS125 -----------------------------------------------------------------------------
