@@ -49,7 +49,7 @@ from ._inplace import InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
 from ._shapes import indices
-from ._values import NO_VALUES, Buffer, Dataflow, Index, Value, as_dict, operand_positions
+from ._values import Buffer, Dataflow, Index, Value, as_dict, operand_positions
 from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [

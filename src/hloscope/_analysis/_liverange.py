@@ -178,9 +178,12 @@ class _LastUse:
             return end
         return self._last_read(users, inside)
 
-    def _last_read(self, users: tuple[Instruction, ...], inside: bool) -> int:
+    def _last_read(self, users: Iterable[Instruction], inside: bool) -> int:
+        return self._latest(users, _PASS_THROUGH if inside else _READ_TOP_ONLY)
+
+    def _latest(self, users: Iterable[Instruction], skip: frozenset[str]) -> int:
+        """The last step at which one of `users` (not of the opcodes in `skip`) reads."""
         end = -1
-        skip = _PASS_THROUGH if inside else _READ_TOP_ONLY
         for user in users:
             op = user.opcode
             if op in skip:
@@ -193,14 +196,7 @@ class _LastUse:
 
     def _read_with_roots(self, v: Value) -> int:
         """`__call__` for a value held at a computation's root (XLA's rules for uses)."""
-        end = -1
-        for user in self.users_of(v):
-            op = user.opcode
-            t = self.call_read(user) if op == "call" or op == "while" else \
-                self.time_of.get(id(user))
-            if t is not None and t > end:
-                end = t
-        return end
+        return self._latest(self.users_of(v), frozenset())
 
     def call_read(self, user: Instruction) -> int | None:
         """The step at which a call or a while reads its operands (None: not at all, the

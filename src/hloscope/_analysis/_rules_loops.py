@@ -11,6 +11,8 @@ only).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._hlo._module import Instruction
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel, trip_count
@@ -149,20 +151,31 @@ def _block_of_state(inst: Instruction, invariant: set[int], seen: dict[str, bool
     loop state passed through unchanged: True where a dynamic slice of it is among its
     work or its producers', None where none is, False where anything else comes in.
     `read`: the state arrays it reads, with their bytes."""
+    return _sliced_from(inst, lambda o: o.opcode != "copy" and _state_index(o) in invariant,
+                        _DYNAMIC_SLICE, seen, read)
+
+
+def _sliced_from(inst: Instruction, is_root: Callable[[Instruction], bool],
+                 slicing: frozenset[str], seen: dict[str, bool | None],
+                 read: dict[str, int]) -> bool | None:
+    """Whether fusion `inst` computes, with elementwise work and reductions only (in its
+    own kernel or the fusions before it), from the arrays `is_root` accepts: True where
+    it (or a fusion before it) slices with an op of `slicing`, None where it reads them
+    whole, False where other work comes in.  `read` gets those arrays with their bytes."""
     if inst.name in seen:
         return seen[inst.name]
     seen[inst.name] = False
     ops = {i.opcode for i in fused_instructions(inst)}
     if inst.opcode != "fusion" or ops & _NOT_BLOCK_WORK:
         return False
-    sliced: bool | None = True if "dynamic-slice" in ops else None
+    sliced: bool | None = True if ops & slicing else None
     for o in inst.operands:
         if not o.shape.rank:
             continue
-        if o.opcode != "copy" and _state_index(o) in invariant:
+        if is_root(o):
             read[o.name] = o.shape.total_byte_size
             continue
-        up = _block_of_state(o, invariant, seen, read)
+        up = _sliced_from(o, is_root, slicing, seen, read)
         if up is False:
             return False
         sliced = sliced or up
@@ -173,6 +186,9 @@ def _block_of_state(inst: Instruction, invariant: set[int], seen: dict[str, bool
 _NOT_BLOCK_WORK = frozenset({
     "dot", "convolution", "fft", "custom-call", "gather", "scatter", "sort", "while",
     "reduce-window", "dynamic-update-slice"})
+_DYNAMIC_SLICE = frozenset({"dynamic-slice"})
+_SLICES = frozenset({"slice", "dynamic-slice"})
+_OUTSIDE = frozenset({"parameter", "get-tuple-element", "bitcast", "copy"})
 
 
 def _accumulates(out: Instruction, j: int, reductions: list[Instruction]) -> bool:
@@ -225,7 +241,7 @@ def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
             continue
         if "reduce" not in {i.opcode for i in fused_instructions(inst)}:
             continue
-        roots: set[str] = set()
+        roots: dict[str, int] = {}
         if _slice_of(inst, roots, {}):
             kinds.setdefault((k.op_name, k.source, k.fused, tuple(sorted(roots))),
                              []).append(inst)
@@ -247,8 +263,7 @@ def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
         # kernels and the same fix (one operation over the whole array), said once there.
         return []
     first = pieces[0][0]
-    read = {r: entry.by_name[r].shape.total_byte_size for insts in pieces
-            for r in _roots(insts[0])}
+    read = {r: size for insts in pieces for r, size in _roots(insts[0]).items()}
     return [Finding(
         "HS129", "one reduction is computed in pieces",
         f"{sum(len(x) for x in pieces)} kernels reduce slices of the same array(s) "
@@ -266,36 +281,17 @@ def reduction_in_pieces(ctx: AdviceContext) -> list[Finding]:
                   str(first.source or "")))]
 
 
-def _slice_of(inst: Instruction, roots: set[str], seen: dict[str, bool | None]) -> bool | None:
+def _slice_of(inst: Instruction, roots: dict[str, int],
+              seen: dict[str, bool | None]) -> bool | None:
     """Whether fusion `inst` computes, with elementwise work and reductions only (in its
     own kernel or the fusions before it), from arrays it does not compute: True where it
     slices them (or a fusion before it does), None where it reads them whole, False
-    where other work comes in.  `roots` gets those arrays' names."""
-    if inst.name in seen:
-        return seen[inst.name]
-    seen[inst.name] = False
-    ops = {i.opcode for i in fused_instructions(inst)}
-    if ops & _NOT_BLOCK_WORK:
-        return False
-    sliced: bool | None = True if ops & {"slice", "dynamic-slice"} else None
-    for o in inst.operands:
-        if not o.shape.rank:
-            continue
-        if o.opcode == "fusion":
-            up = _slice_of(o, roots, seen)
-            if up is False:
-                return False
-            sliced = sliced or up
-        elif o.opcode in ("parameter", "get-tuple-element", "bitcast", "copy"):
-            roots.add(o.name)
-        else:
-            return False
-    seen[inst.name] = sliced
-    return sliced
+    where other work comes in.  `roots` gets those arrays with their bytes."""
+    return _sliced_from(inst, lambda o: o.opcode in _OUTSIDE, _SLICES, seen, roots)
 
 
-def _roots(inst: Instruction) -> set[str]:
-    roots: set[str] = set()
+def _roots(inst: Instruction) -> dict[str, int]:
+    roots: dict[str, int] = {}
     _slice_of(inst, roots, {})
     return roots
 
@@ -456,7 +452,8 @@ def shifted_state(ctx: AdviceContext) -> list[Finding]:
 def _shifted_piece(inst: Instruction, j: int) -> int | None:
     """The bytes of the new piece where `inst` (element `j` of a loop body's result)
     concatenates a slice of element `j` of the state with pieces no larger than what it
-    keeps of it (the window's older part, rewritten to move it by a step); None where it does not."""
+    keeps of it (the window's older part, rewritten to move it by a step); None where it
+    does not."""
     if inst.opcode == "fusion" and inst.called_computations:
         fused = inst.called_computations[0].root
         params = inst.operands
@@ -481,7 +478,6 @@ def _shifted_piece(inst: Instruction, j: int) -> int | None:
             kept += o.shape.total_byte_size
         else:
             piece += o.shape.total_byte_size
-    total = inst.shape.total_byte_size
     if not kept or not piece or piece > kept:
         return None
     return piece

@@ -358,8 +358,8 @@ def _shardings(module: Module) -> dict[str, Any]:
 
 
 def _sampled_steps(memory: MemoryReport) -> list[tuple[int, int, int]]:
-    """The timeline's buckets (at most TIMELINE_POINTS): (first step, last step, the
-    bucket's highest step, the earliest where it repeats)."""
+    """The timeline's buckets (at most TIMELINE_POINTS): (first step, last step, the step
+    of the bucket's most bytes, the earliest of equals)."""
     tl = memory.timeline
     n = len(tl)
     m = min(n, TIMELINE_POINTS)
