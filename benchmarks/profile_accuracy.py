@@ -65,9 +65,13 @@ from hloscope._profile._match import measure  # noqa: E402
 from hloscope._profile._read import read_trace  # noqa: E402
 
 
-def programs():  # type: ignore[no-untyped-def]
+def programs(big: bool = False):  # type: ignore[no-untyped-def]
+    """The programs, sized for a CPU; `big`: each dimension scaled for a GPU (the sharded
+    ones only where there are 8 devices)."""
     k = jax.random.key(0)
-    r = lambda *s: jax.random.normal(k, s, jnp.float32)  # noqa: E731
+    g = 8 if big else 1
+    r = lambda *s: jax.random.normal(k, tuple(d * g if d > 8 else d for d in s),  # noqa: E731
+                                     jnp.float32)
 
     def matmul_chain(x, a, b, c):
         return jnp.tanh(jnp.tanh(x @ a) @ b) @ c
@@ -109,13 +113,11 @@ def programs():  # type: ignore[no-untyped-def]
     def sharded_mlp(x, w1, w2):
         return jnp.tanh(x @ w1) @ w2
 
-    mesh = jax.make_mesh((8,), ("data",))
-    sh = lambda a, spec: jax.device_put(a, NamedSharding(mesh, spec))  # noqa: E731
-
     def sharded_fft(x):
         return jnp.fft.fft(x, axis=1).real.sum(axis=0)
 
-    return [
+    idx = jnp.arange(0, 4096 * g, 3)
+    single = [
         ("matmul chain", matmul_chain, (r(256, 512), r(512, 512), r(512, 512), r(512, 256))),
         ("convolution", conv, (r(8, 32, 32, 16), r(3, 3, 16, 32))),
         ("fft2", fft2, (r(256, 256),)),
@@ -123,9 +125,15 @@ def programs():  # type: ignore[no-untyped-def]
         ("attention", attention, (r(256, 64), r(256, 64), r(256, 64))),
         ("layernorm + mlp", layernorm_mlp, (r(256, 256), r(256, 512), r(512, 256))),
         ("sort", sort_topk, (r(256, 512),)),
-        ("gather/scatter", gather_scatter, (r(4096, 64), jnp.arange(0, 4096, 3),
-                                            r(1366, 64))),
+        ("gather/scatter", gather_scatter, (r(4096, 64), idx,
+                                            jax.random.normal(k, (len(idx), 64 * g)))),
         ("cumsum + reduce", cumsum_reduce, (r(512, 512),)),
+    ]
+    if jax.device_count() < 8:
+        return single
+    mesh = jax.make_mesh((8,), ("data",))
+    sh = lambda a, spec: jax.device_put(a, NamedSharding(mesh, spec))  # noqa: E731
+    return single + [
         ("sharded mlp x8", sharded_mlp, (sh(r(512, 256), P("data", None)), sh(r(256, 512), P()),
                                          sh(r(512, 256), P()))),
         ("sharded fft x8", sharded_fft, (sh(r(256, 512), P("data", None)),)),
@@ -187,10 +195,15 @@ def main() -> None:
                     help="seconds of profiled runs per profile, at least")
     ap.add_argument("--no-big", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated parts of program names")
+    ap.add_argument("--big", action="store_true", help="programs sized for a GPU (each "
+                    "dimension x8; the default on a GPU)")
     a = ap.parse_args()
+    platform = jax.devices()[0].platform
+    big = a.big or platform == "gpu"
     print("load before:", subprocess.run(["uptime"], capture_output=True, text=True).stdout
           .strip())
-    print(f"jax {jax.__version__}, {jax.device_count()} CPU devices (JAX_PLATFORMS="
+    print(f"jax {jax.__version__}, {jax.device_count()} {platform} devices "
+          f"({jax.devices()[0].device_kind}{', programs sized x8' if big else ''}; JAX_PLATFORMS="
           f"{os.environ.get('JAX_PLATFORMS', '')!r}); each profile: at least {a.runs} runs "
           f"and {a.min_time:g} s of runs; {os.cpu_count()} CPUs")
     print(f"an empty trace costs this process {idle_profiler_cpu():.2f} CPU-s per second "
@@ -205,7 +218,7 @@ def main() -> None:
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
     step_reps, bench_reps, orders = [], [], []
     only = [w for w in a.only.split(",") if w]
-    for name, fn, args in programs():
+    for name, fn, args in programs(big):
         if only and not any(w in name for w in only):
             continue
         report = hloscope.inspect(fn, *args)
@@ -289,8 +302,9 @@ def main() -> None:
           f"<= 20%); {fails['overhead']} programs over")
     print("load after:", subprocess.run(["uptime"], capture_output=True, text=True).stdout
           .strip())
-    print("\nestimate / measured per kernel kind (the nominal CPU roofline: 100 GFLOP/s, "
-          "20 GB/s)")
+    print("\nestimate / measured per kernel kind (" + (
+        "the H100's roofline" if platform == "gpu" else
+        "the nominal CPU roofline: 100 GFLOP/s, 20 GB/s") + ")")
     print(f"{'kind':<16}{'kernels':>8}{'median':>10}{'min':>10}{'max':>10}")
     for kind, xs in sorted(kinds.items()):
         print(f"{kind:<16}{len(xs):>8}{statistics.median(xs):>10.3g}{min(xs):>10.3g}"

@@ -26,6 +26,7 @@ from .._analysis._devices import DEVICES, Device
 from .._analysis._kernels import Kernel, KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
+from ._commands import name_events
 from ._read import Trace, TraceEvent
 from ._times import Gaps, KernelTime, MeasuredTimes, PlaceTime
 
@@ -67,7 +68,8 @@ def _runs(trace: Trace, events: list[TraceEvent],
           starters: list[str]) -> list[tuple[float, float, list[TraceEvent]]]:
     """The runs: (start, end, events), from the capture's windows, or XLA's run ids, or
     else (a GPU's kernels carry none) each device's k-th call of the first of `starters`
-    (the entry computation's kernels, in order) that ran begins its run k."""
+    (the entry computation's kernels, in order) that ran begins its run k (a call's
+    kernels one after the other, a library's, being one call)."""
     if trace.windows:
         out: list[tuple[float, float, list[TraceEvent]]] = [(a, b, []) for a, b in trace.windows]
         i, n = 0, len(out)
@@ -87,9 +89,10 @@ def _runs(trace: Trace, events: list[TraceEvent],
         for e in sorted(events, key=_START):
             by_dev[e.device].append(e)
         for es in by_dev.values():
-            k = -1
-            for e in es:
-                k += e.op == first
+            k, last = -1, None
+            for e in es:  # a call that ran several kernels (a library's) begins one run
+                k += e.op == first and last != first
+                last = e.op
                 by_id[max(k, 0)].append(e)
     else:
         for e in events:
@@ -154,12 +157,13 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                  "profile of this one")
     kernels = {k.name: k for k in graph.kernels}
     insts = {i.name: i.opcode for c in module.computations for i in c.instructions}
-    events = [e for e in trace.events if e.module == name and insts.get(e.op) not in _CONTAINERS]
+    events = name_events([e for e in trace.events if e.module == name], graph.kernels)
+    events = [e for e in events if insts.get(e.op) not in _CONTAINERS]
     waits = _waits(module, kernels)  # a -done's time is its start's; not another call
     total = sum(e.duration for e in events)
     matched = sum(e.duration for e in events if e.op in kernels or e.op in waits)
     share = matched / total if total else 0.0
-    foreign = {e.op for e in events if e.op not in insts}
+    foreign = {e.op for e in events if e.op not in insts and not e.kernel}
     # Another compile of the same function (same module name): its kernels' names differ
     # from this module's in part (cudnn-conv.1 for cudnn-conv.1.0 in two real GPU
     # profiles), and a join by name would be half a join.  A profile of this compile

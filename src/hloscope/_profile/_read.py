@@ -26,9 +26,11 @@ from typing import Any, NamedTuple
 
 from .._errors import HloscopeError
 
-__all__ = ["RUN_ANNOTATION", "Trace", "TraceEvent", "find_profile_files", "read_trace"]
+__all__ = ["COMMAND_BUFFER", "RUN_ANNOTATION", "Trace", "TraceEvent", "find_profile_files",
+           "read_trace"]
 
 RUN_ANNOTATION = "hloscope.run"
+COMMAND_BUFFER = "command_buffer"  # XLA's GPU command buffers: command_buffer_7
 _SKIP = ("ThreadpoolListener", "end: ", "ThunkExecutor", "$")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
 _SKIP_LINES = frozenset({"XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
@@ -38,7 +40,9 @@ _SKIP_LINES = frozenset({"XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
 class TraceEvent(NamedTuple):
     """One execution of one instruction: `module` and `op` (the instruction's name),
     `start` and `duration` in nanoseconds, `device` (plane and device ordinal) and `run`
-    (XLA's run id, or the index of the module's run on a device line; None if unknown)."""
+    (XLA's run id, or the index of the module's run on a device line; None if unknown).
+    `kernel`: a GPU kernel's own name where its `hlo_op` does not name its instruction
+    (`op` is then a command buffer's name, or empty; `match` finds the instruction)."""
 
     module: str
     op: str
@@ -46,6 +50,7 @@ class TraceEvent(NamedTuple):
     duration: float
     device: str
     run: int | None
+    kernel: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +139,10 @@ def read_trace(path: str) -> Trace:
         # device, when hloscope's own capture marked the runs.  Several CPU devices (their
         # kernels share threads) or XLA's run ids need every event's stats: slower.
         devices = {e.device for e in events}
+        if platform != "cpu" and devices and not any("/device:" in d for d in devices):
+            # XLA kernels on the host alone: JAX ran on the CPU (JAX_PLATFORMS=cpu) on
+            # a machine with a GPU, whose tracer still wrote its plane.
+            platform, vendor, peak = "cpu", None, None
         if platform != "cpu" or (windows and len(devices) <= 1):
             break
     if platform != "cpu":  # the device's own events; the host's launches are not kernels
@@ -171,13 +180,15 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
             else:
                 hit = seen[name]
             if hit is not None:
-                add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run)))
+                add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run,
+                                     "")))
 
 
 def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
     """GPU kernels (stats hlo_op and hlo_module) and TPU ops (the ``XLA Ops`` line, in the
     module of the ``XLA Modules`` event around each)."""
     lines = list(plane.lines)
+    gpu = plane.name.startswith("/device:GPU")
     modules: list[tuple[float, float, str, int]] = []
     for line in lines:
         if line.name == "XLA Modules":  # each run's event; its run is the module's k-th here
@@ -191,10 +202,16 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
         if line.name in _SKIP_LINES:
             continue
         ops_line = line.name == "XLA Ops"
+        last = None  # the module of the last event on this stream that named one
         for e in line.events:
             st = dict(e.stats)
             op = st.get("hlo_op") or (_op_name(e.name) if ops_line else None)
-            if not op:
+            kernel = ""
+            if gpu and (not op or str(op).startswith(COMMAND_BUFFER)):
+                # A GPU kernel XLA launched in one of its command buffers (a CUDA graph)
+                # names the buffer, or nothing: its own name is its instruction's.
+                kernel, op = e.name, op or ""
+            elif not op:
                 continue
             module = st.get("hlo_module")
             run = st.get("run_id")
@@ -204,10 +221,13 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
                 if around is not None:
                     module = module if module is not None else around[2]
                     run = run if run is not None else around[3]
+            if module is None and kernel:
+                module = last  # the stream's kernels of one run follow one another
             if module is None:
                 continue
+            last = module
             events.append(TraceEvent(_PROGRAM_ID.sub("", str(module)), str(op), e.start_ns,
-                                     e.duration_ns, device, run))
+                                     e.duration_ns, device, run, kernel))
 
 
 def _op_name(name: str) -> str:

@@ -2,6 +2,10 @@
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/data/profiles/make_profiles.py
 
+and, on a machine with an NVIDIA GPU, the GPU one (`gpu_scan`, the same `scan_mlp`):
+
+    python tests/data/profiles/make_profiles.py --gpu [FOLDER]
+
 Each folder holds the optimized module (module.hlo, compiled.as_text()) and what
 jax.profiler.trace wrote for 3 runs of it (plugins/profile/<run>/*.xplane.pb; the
 .trace.json.gz beside it is removed), taken with JAX's own capture and no
@@ -32,8 +36,8 @@ def sharded_matmul(x, w):
     return jnp.sin(x @ w).sum(axis=0)
 
 
-def capture(name, fn, *args):
-    out = os.path.join(HERE, name)
+def capture(name, fn, *args, root=HERE):
+    out = os.path.join(root, name)
     shutil.rmtree(out, ignore_errors=True)
     compiled = jax.jit(fn).lower(*args).compile()
     jax.block_until_ready(compiled(*args))
@@ -49,6 +53,11 @@ def capture(name, fn, *args):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--gpu"]:
+        assert jax.devices()[0].platform == "gpu", jax.devices()
+        capture("gpu_scan", scan_mlp, jnp.ones((64, 128)), jnp.full((128, 128), 0.01),
+                root=sys.argv[2] if len(sys.argv) > 2 else HERE)
+        sys.exit()
     capture("cpu_scan", scan_mlp, jnp.ones((64, 128)), jnp.full((128, 128), 0.01))
     if jax.device_count() < 8:
         sys.exit("set XLA_FLAGS=--xla_force_host_platform_device_count=8 for the sharded one")
