@@ -45,6 +45,7 @@ class Window:
     rhs_reversal: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "size", tuple(self.size))
         n = len(self.size)
         defaults = {"stride": 1, "pad": (0, 0), "lhs_dilate": 1, "rhs_dilate": 1,
                     "rhs_reversal": False}
