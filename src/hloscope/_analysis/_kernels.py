@@ -63,6 +63,7 @@ from ._summary import COLLECTIVE_OPCODES, async_computations, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 from .._hlo._numbers import is_ascii_digits
+from .._hlo._window import Window, read_window
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -384,21 +385,12 @@ def _is_memcpy_fusion(inst: Instruction) -> bool:
     return True
 
 
-def _holes(window: str) -> int:
+def _holes(window: Window | None) -> int:
     """How many of a convolution's kernel taps meet a hole of its dilated input, per tap
     that meets an element: ``lhs_dilate=d`` puts d - 1 holes between the input's elements,
     so a window of w taps meets ceil(w / d) of them (a TPU's batched matmul lowered as a
     convolution dilates its batch dimensions: window 512, lhs_dilate 512, one tap each)."""
-    fields = dict(p.split("=", 1) for p in window.strip("{}").split() if "=" in p)
-    sizes, dilate = fields.get("size", ""), fields.get("lhs_dilate", "")
-    if not dilate:
-        return 1
-    taps = met = 1
-    for w, d in zip(sizes.split("x"), dilate.split("x"), strict=False):
-        if is_ascii_digits(w) and is_ascii_digits(d) and int(d) > 1:
-            taps *= int(w)
-            met *= -(-int(w) // int(d))
-    return max(taps // max(met, 1), 1)
+    return max(window.elements // max(window.taps_met, 1), 1) if window is not None else 1
 
 
 def _op_flops(inst: Instruction) -> tuple[int, int]:
@@ -426,17 +418,19 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         o_pos = kernel.find("o")
         out_features = rhs.dims[o_pos] if 0 <= o_pos < len(rhs.dims) else 1
         per_output = elements(rhs) // max(out_features, 1)
-        return 2 * out * per_output // _holes(inst.attr("window") or ""), 0
-    if op in ("reduce", "reduce-window", "reduce-scatter", "all-reduce", "all-reduce-start"):
-        src = operand(inst, 0).shape if inst.operand_names else inst.shape
+        return 2 * out * per_output // _holes(read_window(inst.attr("window"))), 0
+    if op in ("reduce-window", "select-and-scatter"):
+        # One op per window tap that meets the input, per output element (reduce-window)
+        # or per element of the source it scatters (select-and-scatter selects over its
+        # window, then adds the source element into the selected one).
+        window = read_window(inst.attr("window"))
+        taps = window.taps_met if window is not None else 1
         if op == "reduce-window":
-            w = inst.attr("window") or ""
-            size = 1
-            for part in w.split():
-                if part.startswith("size="):
-                    for x in part[5:].split("x"):
-                        size *= int(x) if is_ascii_digits(x) else 1
-            return out * size, 0
+            return out * taps, 0
+        source = elements(operand(inst, 1).shape) if len(inst.operand_names) > 1 else 0
+        return source * (taps + 1), 0
+    if op in ("reduce", "reduce-scatter", "all-reduce", "all-reduce-start"):
+        src = operand(inst, 0).shape if inst.operand_names else inst.shape
         return elements(src), 0
     if op == "fft":
         lengths = inst.attr("fft_length") or ""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ._shape import Shape
 from ._numbers import ascii_int
+from ._window import WindowError, parse_window
 
 __all__ = ["InferError", "infer_shape"]
 
@@ -209,29 +210,11 @@ def _reduce(opcode: str, operands: Sequence[Shape], attrs: Mapping[str, str],
     return outs[0] if k == 1 else Shape("tuple", tuple_shapes=tuple(outs))
 
 
-_WINDOW_FIELD_RE = re.compile(r"(size|stride|pad|lhs_dilate|rhs_dilate)=([-0-9x_]+)")
-
-
 def _window_dims(s: Shape, window: str) -> list[int]:
-    fields = dict(_WINDOW_FIELD_RE.findall(window))
-    rank = s.rank
-    size = [ascii_int(x) for x in fields["size"].split("x")] if "size" in fields else [1] * rank
-    stride = ([ascii_int(x) for x in fields["stride"].split("x")] if "stride" in fields
-              else [1] * rank)
-    pads = ([tuple(ascii_int(y) for y in x.split("_")) for x in fields["pad"].split("x")]
-            if "pad" in fields else [(0, 0)] * rank)
-    dil = ([ascii_int(x) for x in fields["lhs_dilate"].split("x")] if "lhs_dilate" in fields
-           else [1] * rank)
-    wdil = ([ascii_int(x) for x in fields["rhs_dilate"].split("x")] if "rhs_dilate" in fields
-            else [1] * rank)
-    if not len(size) == len(stride) == len(pads) == len(dil) == len(wdil) == rank:
-        raise InferError(f"window={{{window}}} does not have one entry per dimension")
-    out = []
-    for d, w, st, (lo, hi), bd, wd in zip(s.dims, size, stride, pads, dil, wdil):
-        base = (d - 1) * bd + 1 + lo + hi if d > 0 else lo + hi
-        eff = (w - 1) * wd + 1
-        out.append(max(0, (base - eff) // st + 1) if st > 0 else 0)
-    return out
+    try:
+        return list(parse_window(window).output_dims(s.dims))
+    except WindowError as e:
+        raise InferError(f"window={window}: {e}") from None
 
 
 def _structured(opcode: str, operands: Sequence[Shape], attrs: Mapping[str, str],
