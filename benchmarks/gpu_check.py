@@ -193,7 +193,9 @@ def compare(out: Path) -> None:
     print(f"{'program':20} {'peak (hloscope)':>16} {'XLA peak':>14} {'=':>3} "
           f"{'kernels GPU/here':>17} {'XLA alloc GPU':>15} {'here':>15} {'diff':>7}")
     for name, fn, args in _programs():
-        g = gpu.get(name, {})
+        g = gpu.get(name)
+        if g is None:  # a program of several devices, not run on one GPU
+            continue
         if "error" in g:
             print(f"{name:20} GPU: {g['error'][:120]}")
             continue
@@ -205,8 +207,8 @@ def compare(out: Path) -> None:
             continue
         peak, xpeak = g.get("hloscope_peak"), g.get("xla_live_range_peak")
         a, b = _alloc(g), _alloc(here)
-        print(f"{name:20} {peak if peak is None else format(peak, ','):>16} "
-              f"{xpeak if xpeak is None else format(xpeak, ','):>14} "
+        print(f"{name:20} {'-' if peak is None else format(peak, ','):>16} "
+              f"{'-' if xpeak is None else format(xpeak, ','):>14} "
               f"{'yes' if peak == xpeak and peak is not None else 'NO':>3} "
               f"{g.get('kernels', '-'):>8}/{here['kernels']:<8} {a:>15,} {b:>15,} "
               f"{(b - a) / a * 100 if a else 0:>+6.1f}%")

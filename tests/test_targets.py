@@ -314,6 +314,32 @@ def test_gpu_target_that_does_not_fit_says_what_is_largest():
 
 
 @needs_gpu
+def test_gpu_fit_names_the_workspace_cublas_may_add():
+    """On an H100, XLA's autotuner gave float32 matmuls that a deviceless compile makes
+    Triton fusions to cuBLAS, each call with a 32 MiB workspace (benchmarks/gpu_check.py):
+    the fit says so, and a need within that much of the limit may not fit."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+    from hloscope._render._target_text import render_fit
+    from hloscope._target._catalog import device_limit
+
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.float32)
+    r = hloscope.inspect(lambda a, b: jnp.tanh(a @ b), x, x, target="h100")
+    assert r.fit.autotune_bytes == 32 << 20 and r.fit.fits
+    assert "may give the matmuls to cuBLAS, whose workspace adds up to 32.00 MiB" in str(r)
+    assert r.fit.to_dict()["autotune_bytes"] == 32 << 20
+    assert hloscope.inspect(lambda a, b: a + b, x, x, target="a100-40").fit.autotune_bytes == 0
+    assert hloscope.inspect(lambda a, b: a @ b, x, x, target="a100-40").fit.autotune_bytes \
+        == 4 << 20
+    limit = device_limit("h100").bytes
+    close = type(r.fit)(**{**{f: getattr(r.fit, f) for f in r.fit.__dataclass_fields__},
+                           "need_bytes": limit - (1 << 20)})
+    assert close.fits and "may NOT fit" in render_fit(close)
+
+
+@needs_gpu
 def test_cli_inspect_target_and_its_mistakes():
     script = str(ROOT / "examples" / "train_step.py") + ":train_step"
     r = run_cli("inspect", script, "--target", "h100x8", "--arg", "bf16[8,1024,1024]",

@@ -15,13 +15,15 @@ largest at the peak, with the lines of code that made them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._repr import brief_repr
+from ._kernels import Kernel
 from ._memory import BufferInfo, MemoryReport
 
-__all__ = ["HbmFit", "hbm_fit"]
+__all__ = ["HbmFit", "cublas_workspace", "hbm_fit"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ class HbmFit:
     limit_bytes: int = 0
     limit: str = ""
     aliased_bytes: int = 0
+    autotune_bytes: int = 0  # a GPU compiled for without one: see `cublas_workspace`
 
     @property
     def usable_bytes(self) -> int:
@@ -64,7 +67,7 @@ class HbmFit:
                 "limit_bytes": self.usable_bytes, "limit": self.limit,
                 "need_bytes": self.need_bytes, "basis": self.basis, "fits": self.fits,
                 "spare_bytes": self.spare_bytes, "parts": dict(self.parts),
-                "aliased_bytes": self.aliased_bytes,
+                "aliased_bytes": self.aliased_bytes, "autotune_bytes": self.autotune_bytes,
                 "largest": [b.to_dict() for b in self.largest]}
 
 
@@ -72,8 +75,28 @@ _BASIS = {"memory_analysis()": "xla",
           "memory_analysis() + XLA's buffer assignment": "xla+buffer-assignment"}
 
 
+# cuBLAS's recommended workspace (NVIDIA's cuBLAS documentation, cublasSetWorkspace): 32 MiB
+# from Hopper (compute capability 9) on, 4 MiB before; XLA gives each cuBLAS call such a
+# workspace (an H100 compile's calls each return an s8[33554432] beside their result).
+_WORKSPACE = {True: 32 << 20, False: 4 << 20}
+_BEFORE_HOPPER = ("a100", "v100")
+
+
+def cublas_workspace(kernels: Sequence[Kernel], chip: str) -> int:
+    """What a GPU program compiled for `chip` without one (no autotuning) may need beyond its
+    allocation when it runs there: XLA's autotuner, which only runs on the GPU, may give
+    its matmuls, compiled here as Triton fusions, to cuBLAS, whose workspace is allocated
+    beside them (seen on an H100: 32 MiB more than the deviceless compile of the same
+    program).  0 when the program has no matmul fusion or already calls cuBLAS."""
+    if any("cublas" in k.target for k in kernels):
+        return 0
+    if not any(name in ("dot", "convolution") for k in kernels for name, _ in k.fused):
+        return 0
+    return _WORKSPACE[not chip.lower().startswith(_BEFORE_HOPPER)]
+
+
 def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
-            limit_bytes: int = 0, limit: str = "") -> HbmFit:
+            limit_bytes: int = 0, limit: str = "", autotune_bytes: int = 0) -> HbmFit:
     """The fit of one device's program (an SPMD module is one device's program): what it
     must hold (`MemoryFigures.headline`, XLA's allocation) against `limit_bytes`, the
     memory it may use (`limit`: where that figure comes from; default all of
@@ -89,7 +112,7 @@ def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
     in_hbm = [b for b in memory.peak_values if not _other_space(b.shape)]
     largest = tuple(sorted(in_hbm, key=lambda b: (-b.bytes, b.label))[:top])
     return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest,
-                  int(limit_bytes), limit, int(aliased))
+                  int(limit_bytes), limit, int(aliased), int(autotune_bytes))
 
 
 _SPACE = re.compile(r"S\(([0-9]+)\)")

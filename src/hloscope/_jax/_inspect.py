@@ -181,16 +181,19 @@ class Report:
             from .._analysis._fit import hbm_fit
 
             limit, what = t.get("limit_bytes"), t.get("limit")
+            autotune = 0
             if t.get("platform") == "gpu" and t.get("chip"):
                 # JAX's allocator's share under the settings of this process, not of the
                 # one that compiled (a report loaded back is judged here).
+                from .._analysis._fit import cublas_workspace
                 from .._target._catalog import device_limit
 
                 got = device_limit(str(t["chip"]))
                 limit, what = got.bytes, got.what
+                autotune = cublas_workspace(self.kernels.kernels, str(t["chip"]))
             self._cache["fit"] = hbm_fit(
                 self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
-                limit_bytes=int(limit or 0), limit=str(what or ""))
+                limit_bytes=int(limit or 0), limit=str(what or ""), autotune_bytes=autotune)
         return self._cache["fit"]
 
     @property

@@ -44,8 +44,14 @@ def default_device(platform: str, vendor: str | None = None,
     the vendor or TPU type its device planes name, said beside; a TPU's own peak figures
     where its profile states them)."""
     if platform == "gpu":
+        # The H100 of XLA's own GPU target config (what target="h100" compiles for): its
+        # float32 rate is the tensor cores' (TF32), which XLA's cuBLAS and Triton matmuls
+        # use at JAX's default precision; the datasheet's non-tensor-core 67 TFLOP/s
+        # priced them 5 to 6 times too slow on a real H100 (docs/profile.md).
+        from .._target._catalog import chip_device
+
         ran = f"; the profile ran on {vendor}'s GPUs" if vendor else ""
-        return DEVICES["h100"], f"h100 (assumed{ran})"
+        return chip_device("h100")[0], f"h100 (assumed{ran})"
     if platform == "tpu" and peak is not None:
         name = vendor or "tpu"
         return (Device(name, {"*": peak[0]}, peak[1], "the peak figures its profile states"),

@@ -50,6 +50,9 @@ def render_fit(fit: HbmFit) -> str:
             f"{format_bytes(fit.usable_bytes)} on {safe(fit.device)}: ")
     verdict = (_spare(fit) if fit.fits
                else f"does NOT fit: needs {format_bytes(-fit.spare_bytes)} more")
+    if fit.fits and fit.spare_bytes < fit.autotune_bytes:
+        verdict += (f", less than the {format_bytes(fit.autotune_bytes)} cuBLAS's workspace "
+                    "may add on the GPU: may NOT fit")
     terms = " + ".join(f"{k} {format_bytes(v)}" for k, v in fit.parts)
     if fit.aliased_bytes:
         terms += (f"; outputs {format_bytes(fit.aliased_bytes)} aliased to donated "
@@ -57,6 +60,10 @@ def render_fit(fit: HbmFit) -> str:
     lines = [head + verdict,
              f"  needs: {_BASIS.get(fit.basis, fit.basis)}: {terms}",
              f"  of: {safe(fit.limit) if fit.limit else 'the device HBM'}"]
+    if fit.autotune_bytes:
+        lines.append(f"  on the GPU: XLA's autotuner, which runs only there, may give the "
+                     f"matmuls to cuBLAS, whose workspace adds up to "
+                     f"{format_bytes(fit.autotune_bytes)} (seen on an H100)")
     if not fit.fits and fit.largest:
         lines.append("  the largest values at the peak:")
         for b in fit.largest:
