@@ -252,23 +252,26 @@ def _passes_to(inst: Instruction, source: Instruction) -> bool:
     return inst is source
 
 
-def _occupy(r: list[int], lo: int, hi: int) -> None:
+def _occupy(r: list[int], lo: int, hi: int) -> bool:
     """Add the offsets [lo, hi) to `r`, disjoint occupied ranges kept merged and sorted as
     one flat list ``[start0, end0, start1, end1, ...]`` (strictly increasing: ranges that
     touch are merged), so that one bisection finds both ends.  A flat list, not an object
     with a list of starts and one of ends: a million-step heap has millions of tree nodes,
-    most holding one range."""
+    most holding one range.  Returns whether `r` changed (not when a range held it)."""
     j = bisect.bisect_left(r, lo) >> 1          # first range ending at or after lo
     k = (bisect.bisect_right(r, hi) + 1) >> 1   # ranges starting at or before hi
     if j == k:  # meets none: a new range
         r[2 * j:2 * j] = (lo, hi)
     elif k == j + 1:  # meets one: it grows
+        if lo >= r[2 * j] and hi <= r[2 * j + 1]:
+            return False
         if lo < r[2 * j]:
             r[2 * j] = lo
         if hi > r[2 * j + 1]:
             r[2 * j + 1] = hi
     else:
         r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
+    return True
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -289,7 +292,9 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     so a query reads a few short lists however many chunks were placed.  Offsets
     are multiples of `align`, so a chunk is kept as reaching up to the next
     multiple: the gaps found are the same, and chunks packed side by side merge
-    into one range however small they are (thousands of live scalars).
+    into one range however small they are (thousands of live scalars).  A node of the
+    second tree holds what its children hold: going up a chunk's path, the first node
+    that already holds its range ends the climb (every node above holds it too).
     """
     depth = 1
     while (1 << depth) < end_time + 2:
@@ -330,10 +335,11 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         cur = below[-1] if below else 0  # offsets are aligned: so is every end (a chunk's top)
         below.insert(0, 0)
         best_gap = best_off = -1
-        if starts and max(map(sub, starts, below)) >= size:
+        if starts:
             gaps = list(map(sub, starts, below))
-            best_gap = min(filter(size.__le__, gaps))  # the first smallest that fits
-            best_off = below[gaps.index(best_gap)]
+            if max(gaps) >= size:
+                best_gap = min(filter(size.__le__, gaps))  # the first smallest that fits
+                best_off = below[gaps.index(best_gap)]
         # The room above the last chunk, up to the heap's present size, is a gap too:
         # XLA's best fit takes it where it is the smallest that fits (openxla/xla
         # heap_simulator.cc, GlobalDecreasingSizeBestFitHeap::FindChunkCandidate: the last
@@ -352,7 +358,8 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         # a list each would be a third of the memory); a list replaces it at the second.
         pair = (best_off, top)
         for (s_lo, s_hi), path in zip(own, paths):
-            for tree, nodes in ((alive, _cover(s_lo + n, s_hi + n + 1)), (born, path)):
+            for tree, nodes, climb in ((alive, _cover(s_lo + n, s_hi + n + 1), False),
+                                       (born, path, True)):
                 for i in nodes:
                     r = tree[i]
                     if r is None:  # the usual cases without a call: a node's first range,
@@ -365,8 +372,8 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
                         r.append(top)
                     elif r[-1] == best_off:  # or one meeting the highest
                         r[-1] = top
-                    else:
-                        _occupy(r, best_off, top)
+                    elif not _occupy(r, best_off, top) and climb:
+                        break  # held already, so by every node above (see the docstring)
     return heap_size, offsets
 
 
