@@ -447,6 +447,8 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
 
     for buf in order:
         kind = kinds[buf.id]
+        if kind == "temporary" and not reusable.can_hold(buf.size):
+            continue  # only reusable allocations (writable, none smaller) can take it
         vals = [v for v in buf.values if v.id in ranges]
         if kind == "constant" or not vals:
             continue
@@ -464,11 +466,10 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
                 alloc_of[buf.id] = read_only
             continue
         live_out = kind == "output"
-        if not live_out and not reusable.can_hold(buf.size):
-            continue  # only reusable allocations (writable, none smaller) can take it
         if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
             continue
-        if not live_out and any(v.memory_space for v in vals):
+        if not live_out and (vals[0].memory_space if len(vals) == 1 else
+                             any(v.memory_space for v in vals)):
             continue  # another memory space (a TPU's VMEM): allocations of its own colour
         if tuples_in_heap and not live_out and any(
                 v.inst.opcode in _TPU_TEMP_ONLY for v in vals):
@@ -558,14 +559,15 @@ class _Fit:
         self.vals = vals
         self.lr = lr
         self.sharing = sharing
-        ranges = lr.ranges
-        self.ends = {t for v in vals for t in ranges[v.id]}
+        self.ends: set[int] | None = None  # the values' first and last steps, on first use
 
     def __call__(self, a: _Allocation) -> bool:
         if not a.writable or self.size > a.size or (self.live_out and a.size != self.size):
             return False
         ranges = self.lr.ranges
         ends = self.ends
+        if ends is None:
+            ends = self.ends = {t for v in self.vals for t in ranges[v.id]}
         busy = a.busy
         touching = False
         for v in self.vals:
