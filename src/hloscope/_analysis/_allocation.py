@@ -518,7 +518,7 @@ def _buffer_order(df: Dataflow, kinds: Sequence[str]) -> list[Buffer]:
     order = list(range(len(df.buffers)))
     order.sort(key=first_of.__getitem__)
     order.sort(key=bytes(kind != "output" for kind in kinds).__getitem__)
-    order.sort(key=[-b.size for b in df.buffers].__getitem__)
+    order.sort(key=[b.size for b in df.buffers].__getitem__, reverse=True)  # stable too
     return list(map(df.buffers.__getitem__, order))
 
 
