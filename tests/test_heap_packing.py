@@ -139,3 +139,18 @@ def test_best_fit_equals_the_plain_best_fit(raw, align, top_gap, by_size):
     order = sorted(items, key=key)
     assert _best_fit(order, align, end_time, spans, top_gap=top_gap) == \
         _reference_best_fit(order, align, spans, top_gap)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3000), st.integers(0, 20), st.integers(0, 20)),
+                min_size=1, max_size=60),
+       st.sampled_from([1, 64, 16384]), st.booleans())
+def test_best_fit_equals_the_plain_best_fit_when_many_are_live_at_once(raw, align, top_gap):
+    """Lifetimes around one step (10) first, as temporaries all live at once are, then the
+    rest: the packing that stacks the first ones without a search against the plain one."""
+    items = [(g, size, min(a, 10), max(10, a + b) if g % 3 else a + b)
+             for g, (size, a, b) in enumerate(raw)]
+    order = sorted(items, key=lambda it: (-it[1], -(it[3] - it[2]), it[0]))
+    end_time = max(end for *_, end in items)
+    assert _best_fit(order, align, end_time, top_gap=top_gap) == \
+        _reference_best_fit(order, align, {}, top_gap)

@@ -361,14 +361,11 @@ class _Reusable:
         self.neg_sizes.append(-a.size)
         self.tree.append(a)
         for s0, e0, v in zip(a.starts, a.ends, a.values):
-            self._mark(a.index, v, s0, e0)
+            self.mark(a.index, v, s0, e0)
 
-    def placed(self, a: _Allocation, v: Value, r: tuple[int, int]) -> None:
-        """`v` was put in `a` (a reusable allocation) over steps `r`."""
-        self._mark(a.index, v, *r)
-        self.tree.update(a)
-
-    def _mark(self, i: int, v: Value, s0: int, e0: int) -> None:
+    def mark(self, i: int, v: Value, s0: int, e0: int) -> None:
+        """`v` was put in the reusable allocation `i` over the steps [s0, e0] (its entry in
+        `tree` is brought up to date by the caller, once for all the buffer's values)."""
         self.ends_at.add(e0, i)
         if not never_shares(v.inst):
             self.sharing_starts_at.add(s0, i)
@@ -378,7 +375,10 @@ class _Reusable:
         """Allocations that may take a buffer of `size` bytes whose values are `vals`,
         smallest (latest) first; every allocation that can take it is among them."""
         low = bisect.bisect_left(self.neg_sizes, -size) if live_out else 0
-        s0, e0 = max((ranges[v.id] for v in vals), key=lambda r: (r[1] - r[0], -r[0]))
+        if len(vals) == 1:
+            s0, e0 = ranges[vals[0].id]
+        else:
+            s0, e0 = max((ranges[v.id] for v in vals), key=lambda r: (r[1] - r[0], -r[0]))
         if e0 - s0 >= 2:
             # No value of the buffer may share a step inside a value's life with another
             # allocation's value: those steps hold no end point of the buffer's values.
@@ -441,10 +441,14 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
             r = ranges[v.id]
             a.add(v, r)
             if a.index >= 0:
-                reusable.placed(a, v, r)
+                reusable.mark(a.index, v, *r)
+        if a.index >= 0:
+            reusable.tree.update(a)
 
     for buf in order:
         kind = kinds[buf.id]
+        if kind == "temporary" and not reusable.can_hold(buf.size):
+            continue  # only reusable allocations (writable, none smaller) can take it
         vals = [v for v in buf.values if v.id in ranges]
         if kind == "constant" or not vals:
             continue
@@ -462,11 +466,10 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
                 alloc_of[buf.id] = read_only
             continue
         live_out = kind == "output"
-        if not live_out and not reusable.can_hold(buf.size):
-            continue  # only reusable allocations (writable, none smaller) can take it
         if tuples_in_heap and not live_out and buf.values[0].shape.is_tuple:
             continue
-        if not live_out and any(v.memory_space for v in vals):
+        if not live_out and (vals[0].memory_space if len(vals) == 1 else
+                             any(v.memory_space for v in vals)):
             continue  # another memory space (a TPU's VMEM): allocations of its own colour
         if tuples_in_heap and not live_out and any(
                 v.inst.opcode in _TPU_TEMP_ONLY for v in vals):
@@ -493,40 +496,46 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
 def _buffer_order(df: Dataflow, kinds: Sequence[str]) -> list[Buffer]:
     """XLA's order: size (largest first), live-out first, then the earliest defining
     instruction in a post order that visits the entry first and callees after their callers,
-    then id.  Stable sorts from the last key to the first make no key tuples, and no map
-    from instruction to position is kept (a million of either is a lot of memory)."""
+    then id.  Stable sorts of buffer ids (a buffer's id is its position) from the last key
+    to the first, each key read from a flat array: no key tuples, no per-buffer key calls in
+    Python, and no map from instruction to position (a million of any is a lot of memory)."""
     entry = df.module.entry
     buffer_of = df.buffer_of
+    sets = df.value_sets
+    defined_by = df.defined_by
     first_of = array("q", [1 << 60]) * len(df.buffers)  # by buffer id
     pos = 0
     for comp in [entry] + [c for c in reversed(df.computations) if c is not entry]:
         for inst in _post_order(comp):
-            for v in df.defined_by(inst):
-                b = buffer_of[v.id].id
-                if pos < first_of[b]:
-                    first_of[b] = pos
+            stored = sets.get(inst)
+            if stored is not None:
+                # One array value (most instructions) without the general walk.
+                for v in (stored,) if type(stored) is Value else defined_by(inst):
+                    b = buffer_of[v.id].id
+                    if pos < first_of[b]:
+                        first_of[b] = pos
             pos += 1
-    order = list(df.buffers)
-    order.sort(key=lambda b: first_of[b.id])
-    order.sort(key=lambda b: kinds[b.id] != "output")
-    order.sort(key=lambda b: b.size, reverse=True)
-    return order
+    order = list(range(len(df.buffers)))
+    order.sort(key=first_of.__getitem__)
+    order.sort(key=bytes(kind != "output" for kind in kinds).__getitem__)
+    order.sort(key=[b.size for b in df.buffers].__getitem__, reverse=True)  # stable too
+    return list(map(df.buffers.__getitem__, order))
 
 
 def _operand_allocation(df: Dataflow, vals: list[Value], alloc_of: dict[int, _Allocation],
                         tried: set[int], fits: _Fit) -> _Allocation | None:
     """The allocation of an operand of the buffer's (array) values that can take it."""
-    values_at = df.values_at
+    sets = df.value_sets
     buffer_of = df.buffer_of
     for v in vals:
         if v.index or v.shape.is_tuple:
             continue
         by_name = v.inst.computation.by_name
         for name in v.inst.operand_names:
-            operand = by_name.get(name)
-            if operand is None:
+            stored = sets.get(by_name.get(name))  # `df.values_at(operand)`, inlined
+            if stored is None:
                 continue
-            for ov in values_at(operand):
+            for ov in (stored,) if type(stored) is Value else stored.get((), ()):
                 a = alloc_of.get(buffer_of[ov.id].id)
                 if a is not None and id(a) not in tried:
                     tried.add(id(a))
@@ -550,14 +559,15 @@ class _Fit:
         self.vals = vals
         self.lr = lr
         self.sharing = sharing
-        ranges = lr.ranges
-        self.ends = {t for v in vals for t in ranges[v.id]}
+        self.ends: set[int] | None = None  # the values' first and last steps, on first use
 
     def __call__(self, a: _Allocation) -> bool:
         if not a.writable or self.size > a.size or (self.live_out and a.size != self.size):
             return False
         ranges = self.lr.ranges
         ends = self.ends
+        if ends is None:
+            ends = self.ends = {t for v in self.vals for t in ranges[v.id]}
         busy = a.busy
         touching = False
         for v in self.vals:

@@ -252,23 +252,26 @@ def _passes_to(inst: Instruction, source: Instruction) -> bool:
     return inst is source
 
 
-def _occupy(r: list[int], lo: int, hi: int) -> None:
+def _occupy(r: list[int], lo: int, hi: int) -> bool:
     """Add the offsets [lo, hi) to `r`, disjoint occupied ranges kept merged and sorted as
     one flat list ``[start0, end0, start1, end1, ...]`` (strictly increasing: ranges that
     touch are merged), so that one bisection finds both ends.  A flat list, not an object
     with a list of starts and one of ends: a million-step heap has millions of tree nodes,
-    most holding one range."""
+    most holding one range.  Returns whether `r` changed (not when a range held it)."""
     j = bisect.bisect_left(r, lo) >> 1          # first range ending at or after lo
     k = (bisect.bisect_right(r, hi) + 1) >> 1   # ranges starting at or before hi
     if j == k:  # meets none: a new range
         r[2 * j:2 * j] = (lo, hi)
     elif k == j + 1:  # meets one: it grows
+        if lo >= r[2 * j] and hi <= r[2 * j + 1]:
+            return False
         if lo < r[2 * j]:
             r[2 * j] = lo
         if hi > r[2 * j + 1]:
             r[2 * j + 1] = hi
     else:
         r[2 * j:2 * k] = (min(lo, r[2 * j]), max(hi, r[2 * k - 1]))
+    return True
 
 
 def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
@@ -289,7 +292,9 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     so a query reads a few short lists however many chunks were placed.  Offsets
     are multiples of `align`, so a chunk is kept as reaching up to the next
     multiple: the gaps found are the same, and chunks packed side by side merge
-    into one range however small they are (thousands of live scalars).
+    into one range however small they are (thousands of live scalars).  A node of the
+    second tree holds what its children hold: going up a chunk's path, the first node
+    that already holds its range ends the climb (every node above holds it too).
     """
     depth = 1
     while (1 << depth) < end_time + 2:
@@ -303,15 +308,29 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
     heap_size = 0
     spans = spans or {}
 
+    # While every chunk placed shares a step with every other (all live at once: the
+    # steps [common_lo, common_hi]), each went on top of the last and a chunk that meets
+    # those steps meets them all: nothing below the top is free over its lifetime.
+    stacked = True
+    common_lo, common_hi = -1, end_time + 1
+    stack_top = 0
+
     for g, size, start, end in items:
         own = spans.get(g) or ((start, end),)
+        paths = [list(map(rshift, repeat(s_lo + n, depth + 1), levels)) for s_lo, _ in own]
+        if stacked:
+            if len(own) == 1 and size > 0 and start <= common_hi and end >= common_lo:
+                common_lo, common_hi = max(common_lo, start), min(common_hi, end)
+                offsets[g] = best_off = stack_top
+                heap_size = best_off + size  # above every chunk so far
+                top = stack_top = -(-(best_off + size) // align) * align
+                _insert(alive, born, n, own, paths, best_off, top)
+                continue
+            stacked = False
         parts: list[list[int] | tuple[int, int]] = []
-        paths = []
-        for s_lo, s_hi in own:
+        for (s_lo, s_hi), path in zip(own, paths):
             # What is alive at the start (on the path up from its leaf), and what is born
             # inside (the nodes covering the steps after it): lists gathered in C.
-            path = list(map(rshift, repeat(s_lo + n, depth + 1), levels))
-            paths.append(path)
             parts += filter(None, map(alive_at, path))
             parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
         # The free gaps between the occupied ranges: with the starts and the ends sorted
@@ -330,10 +349,11 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         cur = below[-1] if below else 0  # offsets are aligned: so is every end (a chunk's top)
         below.insert(0, 0)
         best_gap = best_off = -1
-        if starts and max(map(sub, starts, below)) >= size:
+        if starts:
             gaps = list(map(sub, starts, below))
-            best_gap = min(filter(size.__le__, gaps))  # the first smallest that fits
-            best_off = below[gaps.index(best_gap)]
+            if max(gaps) >= size:
+                best_gap = min(filter(size.__le__, gaps))  # the first smallest that fits
+                best_off = below[gaps.index(best_gap)]
         # The room above the last chunk, up to the heap's present size, is a gap too:
         # XLA's best fit takes it where it is the smallest that fits (openxla/xla
         # heap_simulator.cc, GlobalDecreasingSizeBestFitHeap::FindChunkCandidate: the last
@@ -348,26 +368,36 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
         if best_off + size > heap_size:
             heap_size = best_off + size
         top = -(-(best_off + size) // align) * align
-        # A node's first range is this one pair, shared (most nodes never get a second:
-        # a list each would be a third of the memory); a list replaces it at the second.
-        pair = (best_off, top)
-        for (s_lo, s_hi), path in zip(own, paths):
-            for tree, nodes in ((alive, _cover(s_lo + n, s_hi + n + 1)), (born, path)):
-                for i in nodes:
-                    r = tree[i]
-                    if r is None:  # the usual cases without a call: a node's first range,
-                        tree[i] = pair
-                        continue
-                    if r.__class__ is tuple:
-                        tree[i] = r = list(r)
-                    if r[-1] < best_off:  # a range above all others,
-                        r.append(best_off)
-                        r.append(top)
-                    elif r[-1] == best_off:  # or one meeting the highest
-                        r[-1] = top
-                    else:
-                        _occupy(r, best_off, top)
+        _insert(alive, born, n, own, paths, best_off, top)
     return heap_size, offsets
+
+
+def _insert(alive: list[list[int] | tuple[int, int] | None],
+            born: list[list[int] | tuple[int, int] | None], n: int,
+            own: Sequence[tuple[int, int]], paths: list[list[int]], best_off: int,
+            top: int) -> None:
+    """Record the chunk [best_off, top) over the lifetime parts `own` (their leaves'
+    paths up in `paths`) in both trees of `_best_fit`."""
+    # A node's first range is this one pair, shared (most nodes never get a second:
+    # a list each would be a third of the memory); a list replaces it at the second.
+    pair = (best_off, top)
+    for (s_lo, s_hi), path in zip(own, paths):
+        for tree, nodes, climb in ((alive, _cover(s_lo + n, s_hi + n + 1), False),
+                                   (born, path, True)):
+            for i in nodes:
+                r = tree[i]
+                if r is None:  # the usual cases without a call: a node's first range,
+                    tree[i] = pair
+                    continue
+                if r.__class__ is tuple:
+                    tree[i] = r = list(r)
+                if r[-1] < best_off:  # a range above all others,
+                    r.append(best_off)
+                    r.append(top)
+                elif r[-1] == best_off:  # or one meeting the highest
+                    r[-1] = top
+                elif not _occupy(r, best_off, top) and climb:
+                    break  # held already, so by every node above (see the docstring)
 
 
 def _cover(lo: int, hi: int) -> list[int]:
