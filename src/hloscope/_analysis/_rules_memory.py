@@ -523,6 +523,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
+        if not any(_forward(w.inst.metadata.op_name) for w in buf.values):
+            continue  # (the cheapest test first: most values are no forward pass's)
         if v.inst.name in collectives or v.inst.opcode.startswith("all-gather") \
                 or gathered_weight(v.inst):
             # Weights gathered for the layers (or XLA's copy of them in the layout the
@@ -533,9 +535,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
                 and all(w.inst.computation is v.inst.computation
                         and w.inst.opcode not in ("parameter", "while") for w in buf.values):
             continue  # one step's recompute, used within the step: the checkpoint works
-        if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
-                _backward(u.metadata.op_name)
-                for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
+        if any(_backward(u.metadata.op_name)
+               for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
             residuals.append(v)
     total = sum(v.size for v in residuals)
     if total < REMAT_SHARE * ctx.peak:
@@ -736,7 +737,7 @@ def _backward(op_name: str) -> bool:
 def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
     """(kernel, the user's converts in it, whether it runs the matmul itself, the
     matmul or reduction kernels that read its f32 result) for each upcast on the way."""
-    for k in ctx.graph.kernels:
+    for k in ctx.kernels_with.get("convert", ()):
         inst = ctx.inst(k)
         if inst is None:
             continue

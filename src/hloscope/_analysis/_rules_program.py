@@ -73,13 +73,15 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     count_of: list[int] = []
     size_of: list[int] = []
     first_of: list[Instruction] = []
-    order: list[int] = []  # each instruction's number (-1: no work), for `_chain`
-    for comp in control_flow_computations(ctx.module):
+    order: list[int] = []  # each instruction's number (-1: no work), for `_chained`
+    comps = control_flow_computations(ctx.module)
+    for comp in comps:
+        by_name = comp.by_name
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
                 order.append(-1)
                 continue
-            j = number.setdefault(_key(inst), len(count_of))
+            j = number.setdefault(_key(inst, by_name), len(count_of))
             if j == len(count_of):
                 count_of.append(0)
                 size_of.append(0)
@@ -100,7 +102,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     # over distinct arrays) are per-item code, for jax.vmap or stacking (HS121 where the
     # kernels are small), not a loop for lax.scan.
     biggest = sorted(repeated, key=lambda k: (-size[k], -counts[k]))[:_CHAIN_KEYS]
-    if max(_chain(ctx.module, [number[k] for k in biggest], order)) < MIN_COPIES:
+    if not _chained(comps, [number[k] for k in biggest], order, MIN_COPIES):
         return []
     body = repeated
     # A body's instruction appears once or a few times per copy (a step that evaluates
@@ -145,31 +147,35 @@ def _layers_gathered(ctx: AdviceContext, lines: list[str]) -> bool:
     return any(e.source in lines for f in said for e in f.evidence)
 
 
-def _key(inst: Instruction) -> tuple[object, ...]:
-    return (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
+def _key(inst: Instruction, by_name: dict[str, Instruction]) -> tuple[object, ...]:
+    """The opcode and shape of `inst` and of each of its operands (`by_name`: its
+    computation's instructions, read directly: `operands` makes a tuple per call)."""
+    return (inst.opcode, inst.shape,
+            *((o.opcode, o.shape) for o in map(by_name.__getitem__, inst.operand_names)))
 
 
-def _chain(module: Module, kinds: list[int], order: list[int]) -> list[int]:
-    """Per kind of instruction in `kinds` (numbers in `order`: each instruction's, -1 for
-    one that does no work, in the order `control_flow_computations` lists them), the most
-    instructions of that kind on one path of data dependencies (in one computation of the
-    control flow): a loop's length where its copies form a chain."""
+def _chained(comps: list[Computation], kinds: list[int], order: list[int], copies: int) -> bool:
+    """Whether some kind of instruction in `kinds` (numbers in `order`: each instruction's,
+    -1 for one that does no work, in the order of `comps`, the computations of the control
+    flow) has `copies` instructions or more on one path of data dependencies in one
+    computation: a loop's copies forming a chain.  It stops at the first such path (most
+    unrolled loops show one within their first copies)."""
     index = {kind: j for j, kind in enumerate(kinds)}
     zero = (0,) * len(kinds)
-    most = list(zero)
     each = iter(order)
-    for comp in control_flow_computations(module):
-        depth: dict[int, tuple[int, ...]] = {}
+    for comp in comps:
+        depth: dict[str, tuple[int, ...]] = {}
         for inst in comp.instructions:
-            ins = [d for o in inst.operands if (d := depth.get(id(o))) is not None]
+            ins = [d for o in inst.operand_names if (d := depth.get(o)) is not None]
             d = (zero if not ins else ins[0] if len(ins) == 1
                  else tuple(map(max, *ins)))
             j = index.get(next(each))
             if j is not None:
                 d = (*d[:j], d[j] + 1, *d[j + 1:])
-                most[j] = max(most[j], d[j])
-            depth[id(inst)] = d
-    return most
+                if d[j] >= copies:
+                    return True
+            depth[inst.name] = d
+    return False
 
 
 def _comparable(key: tuple[object, ...]) -> tuple[object, ...]:
@@ -187,15 +193,16 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     or more per element, one where a matmul reads it): the program rebuilds it on every
     call, where computing it once outside and passing it in costs nothing per call.
     Cheap ones are HS104's; a broadcast constant, a one-hot or a mask is no build."""
+    # (Only kernels that read nothing but constants and such kernels can be.)
     free: dict[str, bool] = {}
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         ins = ctx.edges_to.get(k.name, ())
         free[k.name] = k.category not in ("collective", "host transfer") \
             and "callback" not in k.target and all(e.src_kind == "constant" or (e.src_kind == "kernel" and free.get(e.src))
                     for e in ins)
     out = []
     claimed: set[str] = set()
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         if not free[k.name]:
             continue
         readers = ctx.edges_from.get(k.name, ())
