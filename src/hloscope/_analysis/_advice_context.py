@@ -371,7 +371,7 @@ def _counted(loop: Instruction,
              ) -> int | None:
     """The trip count of a counted loop; `loops` remembers what its condition and body
     say (the bound and the counter's index) for the loops that share them."""
-    if loop.opcode != "while" or not loop.operands:
+    if loop.opcode != "while" or not loop.operand_names:
         return None
     loops = {} if loops is None else loops
     key = (loop.called_computation_names, loop.attr("condition"))
@@ -386,10 +386,11 @@ def _started(loop: Instruction, counter: tuple[int, int] | None) -> int | None:
     if counter is None:
         return None
     limit, i = counter
-    init = loop.operands[0]
-    if init.opcode != "tuple" or not 0 <= i < len(init.operands):
+    by_name = loop.computation.by_name  # (read by name: a module may hold 10^5 loops)
+    init = by_name[loop.operand_names[0]]
+    if init.opcode != "tuple" or not 0 <= i < len(init.operand_names):
         return None
-    start = _constant(init.operands[i])
+    start = _constant(by_name[init.operand_names[i]])
     if start is None:
         return None
     return max(0, limit - start) or None

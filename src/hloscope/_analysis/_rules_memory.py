@@ -14,6 +14,7 @@ import math
 import re
 
 from .._hlo._module import Computation, Instruction
+from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
@@ -58,8 +59,8 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
            and _computed(ctx, v.inst.name)
            and v.inst.name not in collectives and not v.inst.opcode.endswith("-done")
            and not {e.dst for e in ctx.edges_from.get(v.inst.name, ())} & collectives]
-    if len(big) < 2:
-        return []
+    if len(big) < 3:
+        return []  # (three chains or more are needed below: see `chains`)
     big = big[:_MAX_SIDE_BY_SIDE]
     reach = _reachability(ctx, [v.inst.name for v in big])
     # The largest values that are independent of one another, largest first: folded
@@ -396,7 +397,6 @@ def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) 
             else:
                 stack.extend(i.operands)
         sides.append(reads)
-    from_p = _descendants(entry, p)
     state = [k for k, reads in enumerate(sides)
              if reads and all(_past_moves(r) is p for r in reads)]
     if len(state) != 1:
@@ -404,9 +404,12 @@ def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) 
     term = sides[1 - state[0]]
     # ... and a term the step computed by a contraction (a matmul or a reduction: a
     # gradient, an estimate): an elementwise mix of two same-shaped arrays (`sin(p) * 2 +
-    # q`) says nothing about which of them is the state.
-    return bool(term) and not any(r is p or id(r) in from_p for r in term) and any(
-        _contracts(_past_moves(r)) for r in term)
+    # q`) says nothing about which of them is the state.  (What reads `p` is walked
+    # last: in a long program it is most of the program.)
+    if not term or not any(_contracts(_past_moves(r)) for r in term):
+        return False
+    from_p = _descendants(entry, p)
+    return not any(r is p or id(r) in from_p for r in term)
 
 
 _CONTRACTIONS = frozenset({"dot", "convolution", "reduce"})
@@ -451,16 +454,19 @@ def f64(ctx: AdviceContext) -> list[Finding]:
     slower, where it runs at all)."""
     wide: list[Instruction] = []
     narrow = 0
+    # Per shape (a module repeats a few shapes): whether a leaf is a wide array, and how
+    # many leaves are narrow.
+    kinds: dict[Shape, tuple[bool, int]] = {}
     for comp in ctx.df.computations:
         for inst in comp.instructions:
             if inst.opcode in ("tuple", "get-tuple-element", "bitcast"):
                 continue  # they only pass arrays on
-            for _idx, leaf in inst.shape.leaves():
-                if leaf.element_type in ("f64", "c128"):
-                    if leaf.num_elements > 1:
-                        wide.append(inst)
-                elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
-                    narrow += 1
+            kind = kinds.get(inst.shape)
+            if kind is None:
+                kind = kinds[inst.shape] = _precisions(inst.shape)
+            if kind[0]:
+                wide.append(inst)
+            narrow += kind[1]
     if not wide:
         return []
     wide = list(dict.fromkeys(wide))
@@ -498,6 +504,18 @@ def f64(ctx: AdviceContext) -> list[Finding]:
         "solver that converges usually is), compute in f32: leave jax_enable_x64 off or "
         "create the arrays as jnp.float32; keep f64 only where an accumulation needs it",
         ev, ctx.saving(peak=at_peak // 2, traffic=moved // 2, seconds=slow), "f64")]
+
+
+def _precisions(shape: Shape) -> tuple[bool, int]:
+    """Whether a leaf of `shape` is an f64 or c128 array (more than one element), and how
+    many of its leaves are f32, bf16, f16 or c64."""
+    wide, narrow = False, 0
+    for _idx, leaf in shape.leaves():
+        if leaf.element_type in ("f64", "c128"):
+            wide = wide or leaf.num_elements > 1
+        elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
+            narrow += 1
+    return wide, narrow
 
 
 # -- HS111 -----------------------------------------------------------------------------

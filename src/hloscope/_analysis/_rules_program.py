@@ -68,20 +68,32 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     the instructions of the computation it runs (XLA compiles those too)."""
     weight = {c.name: len(c.instructions) for c in ctx.module.computations}
     # Each kind of instruction (its `_key`) numbered once, its figures in lists by number:
-    # a key's tuple is hashed anew at every dictionary lookup.
+    # a key's tuple is hashed anew at every dictionary lookup.  The key is made of
+    # numbers: each (opcode, shape) numbered once (`form`), each shape object looked up
+    # by its id (equal shapes, of one number, are often one object).
     number: dict[tuple[object, ...], int] = {}
     count_of: list[int] = []
     size_of: list[int] = []
     first_of: list[Instruction] = []
     order: list[int] = []  # each instruction's number (-1: no work), for `_chained`
+    shape_no: dict[Shape, int] = {}
+    shape_of_id: dict[int, int] = {}
+    forms: dict[tuple[str, int], int] = {}
     comps = control_flow_computations(ctx.module)
     for comp in comps:
-        by_name = comp.by_name
+        form: dict[str, int] = {}  # each instruction's form, by name
+        for inst in comp.instructions:
+            shape = inst.shape
+            n = shape_of_id.get(id(shape))
+            if n is None:
+                n = shape_of_id[id(shape)] = shape_no.setdefault(shape, len(shape_no))
+            form[inst.name] = forms.setdefault((inst.opcode, n), len(forms))
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
                 order.append(-1)
                 continue
-            j = number.setdefault(_key(inst, by_name), len(count_of))
+            j = number.setdefault((form[inst.name], *map(form.__getitem__, inst.operand_names)),
+                                  len(count_of))
             if j == len(count_of):
                 count_of.append(0)
                 size_of.append(0)
@@ -117,7 +129,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
     if _layers_gathered(ctx, lines):
         return []
-    top = first[max(body, key=lambda k: (size[k], _comparable(k)))]
+    top = first[max(body, key=lambda k: (size[k], _comparable(_key(first[k]))))]
     kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
     where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
              + (", ..." if len(lines) > 3 else "")) if lines else ""
@@ -147,11 +159,8 @@ def _layers_gathered(ctx: AdviceContext, lines: list[str]) -> bool:
     return any(e.source in lines for f in said for e in f.evidence)
 
 
-def _key(inst: Instruction, by_name: dict[str, Instruction]) -> tuple[object, ...]:
-    """The opcode and shape of `inst` and of each of its operands (`by_name`: its
-    computation's instructions, read directly: `operands` makes a tuple per call)."""
-    return (inst.opcode, inst.shape,
-            *((o.opcode, o.shape) for o in map(by_name.__getitem__, inst.operand_names)))
+def _key(inst: Instruction) -> tuple[object, ...]:
+    return (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
 
 
 def _chained(comps: list[Computation], kinds: list[int], order: list[int], copies: int) -> bool:
@@ -631,9 +640,10 @@ def host_transfer(ctx: AdviceContext) -> list[Finding]:
     """A host callback (``jax.debug.print``, ``pure_callback``, ``io_callback``), an
     infeed or outfeed, or a send/recv to the host inside a loop: each iteration stops
     for the host."""
-    looped = _loop_computations(ctx)
+    comps = control_flow_computations(ctx.module)
+    looped = _loop_computations(ctx, comps)
     out = []
-    for comp in control_flow_computations(ctx.module):
+    for comp in comps:
         if comp.name not in looped:
             continue
         for inst in comp.instructions:
@@ -676,23 +686,23 @@ def _host_op(inst: Instruction) -> str:
     return ""
 
 
-def _loop_computations(ctx: AdviceContext) -> set[str]:
+def _loop_computations(ctx: AdviceContext, comps: list[Computation]) -> set[str]:
     """Computations that run inside a while loop (its body or condition, or what they
-    call)."""
+    call); `comps`: the module's control-flow computations."""
     out: set[str] = set()
-    stack: list[Computation] = []
-    for comp in control_flow_computations(ctx.module):
+    stack: list[str] = []
+    for comp in comps:
         for inst in comp.instructions:
             if inst.opcode == "while":
-                stack.extend(inst.called_computations)
+                stack.extend(inst.called_computation_names)
     while stack:
-        comp = stack.pop()
-        if comp.name in out:
+        name = stack.pop()
+        if name in out:
             continue
-        out.add(comp.name)
-        for inst in comp.instructions:
+        out.add(name)
+        for inst in ctx.module.computation(name).instructions:
             if inst.opcode != "fusion":
-                stack.extend(inst.called_computations)
+                stack.extend(inst.called_computation_names)
     return out
 
 
