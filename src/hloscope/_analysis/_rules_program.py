@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .._hlo._module import Computation, Instruction, Module
+from .._hlo._module import Computation, Instruction
 from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
