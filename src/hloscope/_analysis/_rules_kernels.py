@@ -112,6 +112,8 @@ def reduction_split(ctx: AdviceContext) -> list[Finding]:
     wrote to memory just for it: written out by hand, the sum fuses with its producer."""
     out = []
     for k in ctx.kernels_with.get("reduce", ()):
+        if k.opcode == "reduce" and "reduce_" not in k.op_name.rsplit("/", 1)[-1]:
+            continue  # (an unfused reduction: its op_name is the kernel's, below)
         inst = ctx.inst(k)
         if inst is None:
             continue
