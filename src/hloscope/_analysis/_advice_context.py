@@ -10,6 +10,7 @@ where XLA knows the trip count.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
@@ -123,6 +124,49 @@ class AdviceContext:
         return out
 
     @cached_property
+    def kernels_with(self) -> dict[str, list[Kernel]]:
+        """The kernels (in the graph's order) by each operation they run: a kernel's own
+        opcode and, for a fusion, each opcode fused inside it (nested fusions opened).
+        Built in one pass for the rules that look only at kernels running one operation
+        (a reduction, a convert)."""
+        out: dict[str, list[Kernel]] = {}
+        for k in self.graph.kernels:
+            out.setdefault(k.opcode, []).append(k)
+            for op, _n in k.fused:
+                if op != k.opcode:
+                    out.setdefault(op, []).append(k)
+        return out
+
+    @cached_property
+    def constant_fed(self) -> list[Kernel]:
+        """The kernels (in the graph's order) that read only constants and such kernels
+        before them: what HS104 and HS118 look for builds among (found once for both,
+        forward from the kernels that read constants alone: few in most programs)."""
+        kernels = self.graph.kernels
+        reads_more = {e.dst for e in self.graph.edges if e.src_kind != "constant"}
+        fed = {k.name for k in kernels if k.name not in reads_more}
+        if fed:
+            position = {k.name: n for n, k in enumerate(kernels)}
+            heap = sorted({position[e.dst] for name in fed
+                           for e in self.edges_from.get(name, ()) if e.dst in position})
+            seen = set(heap)
+            while heap:
+                n = heapq.heappop(heap)
+                k = kernels[n]
+                if k.name in fed or not all(
+                        e.src_kind == "constant" or (e.src_kind == "kernel" and e.src in fed
+                                                     and position[e.src] < n)
+                        for e in self.edges_to.get(k.name, ())):
+                    continue
+                fed.add(k.name)
+                for e in self.edges_from.get(k.name, ()):
+                    m = position.get(e.dst)
+                    if m is not None and m > n and m not in seen:
+                        seen.add(m)
+                        heapq.heappush(heap, m)
+        return [k for k in kernels if k.name in fed]
+
+    @cached_property
     def _edges_into_group(self) -> dict[str, list[Edge]]:
         out: dict[str, list[Edge]] = {}
         for e in self.graph.edges:
@@ -170,7 +214,7 @@ class AdviceContext:
                 continue
             out[comp.name] = n
             for inst in comp.instructions:
-                if inst.opcode == "fusion":
+                if inst.opcode == "fusion" or not inst.called_computation_names:
                     continue
                 times = n * trip_count(inst, loops) if inst.opcode == "while" else n
                 for c in inst.called_computations:
@@ -327,7 +371,7 @@ def _counted(loop: Instruction,
              ) -> int | None:
     """The trip count of a counted loop; `loops` remembers what its condition and body
     say (the bound and the counter's index) for the loops that share them."""
-    if loop.opcode != "while" or not loop.operands:
+    if loop.opcode != "while" or not loop.operand_names:
         return None
     loops = {} if loops is None else loops
     key = (loop.called_computation_names, loop.attr("condition"))
@@ -342,10 +386,11 @@ def _started(loop: Instruction, counter: tuple[int, int] | None) -> int | None:
     if counter is None:
         return None
     limit, i = counter
-    init = loop.operands[0]
-    if init.opcode != "tuple" or not 0 <= i < len(init.operands):
+    by_name = loop.computation.by_name  # (read by name: a module may hold 10^5 loops)
+    init = by_name[loop.operand_names[0]]
+    if init.opcode != "tuple" or not 0 <= i < len(init.operand_names):
         return None
-    start = _constant(init.operands[i])
+    start = _constant(by_name[init.operand_names[i]])
     if start is None:
         return None
     return max(0, limit - start) or None

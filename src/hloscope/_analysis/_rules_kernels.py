@@ -111,10 +111,9 @@ def reduction_split(ctx: AdviceContext) -> list[Finding]:
     """A kernel reduces over an axis of at most SHORT_AXIS elements what a fused kernel
     wrote to memory just for it: written out by hand, the sum fuses with its producer."""
     out = []
-    for k in ctx.graph.kernels:
-        fused = dict(k.fused)
-        if not (k.opcode == "reduce" or "reduce" in fused):
-            continue
+    for k in ctx.kernels_with.get("reduce", ()):
+        if k.opcode == "reduce" and "reduce_" not in k.op_name.rsplit("/", 1)[-1]:
+            continue  # (an unfused reduction: its op_name is the kernel's, below)
         inst = ctx.inst(k)
         if inst is None:
             continue
@@ -429,14 +428,15 @@ def recompute(ctx: AdviceContext) -> list[Finding]:
     out = []
     # Kernels of cheap operations on indices and constants alone (or on what other such
     # kernels made: a linspace broadcast into a grid), in the graph's order.
+    # (Only kernels that read nothing but constants and such kernels can be.)
     free: dict[str, bool] = {}
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         fused = set(dict(k.fused))
         free[k.name] = (k.category == "fusion" and not k.transcendentals and bool(fused)
                         and fused <= _CHEAP_OPS and all(
                             e.src_kind == "constant" or e.src_kind == "kernel"
                             and free.get(e.src, False) for e in ctx.edges_to.get(k.name, ())))
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         if not free[k.name]:
             continue  # reads arguments or other kernels' results: not free to redo
         consumers = [e for e in ctx.edges_from.get(k.name, ()) if e.dst != "result"]

@@ -14,6 +14,7 @@ import math
 import re
 
 from .._hlo._module import Computation, Instruction
+from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
@@ -58,8 +59,8 @@ def side_by_side(ctx: AdviceContext) -> list[Finding]:
            and _computed(ctx, v.inst.name)
            and v.inst.name not in collectives and not v.inst.opcode.endswith("-done")
            and not {e.dst for e in ctx.edges_from.get(v.inst.name, ())} & collectives]
-    if len(big) < 2:
-        return []
+    if len(big) < 3:
+        return []  # (three chains or more are needed below: see `chains`)
     big = big[:_MAX_SIDE_BY_SIDE]
     reach = _reachability(ctx, [v.inst.name for v in big])
     # The largest values that are independent of one another, largest first: folded
@@ -396,7 +397,6 @@ def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) 
             else:
                 stack.extend(i.operands)
         sides.append(reads)
-    from_p = _descendants(entry, p)
     state = [k for k, reads in enumerate(sides)
              if reads and all(_past_moves(r) is p for r in reads)]
     if len(state) != 1:
@@ -404,9 +404,12 @@ def _advanced_by_the_rest(entry: Computation, p: Instruction, out: Instruction) 
     term = sides[1 - state[0]]
     # ... and a term the step computed by a contraction (a matmul or a reduction: a
     # gradient, an estimate): an elementwise mix of two same-shaped arrays (`sin(p) * 2 +
-    # q`) says nothing about which of them is the state.
-    return bool(term) and not any(r is p or id(r) in from_p for r in term) and any(
-        _contracts(_past_moves(r)) for r in term)
+    # q`) says nothing about which of them is the state.  (What reads `p` is walked
+    # last: in a long program it is most of the program.)
+    if not term or not any(_contracts(_past_moves(r)) for r in term):
+        return False
+    from_p = _descendants(entry, p)
+    return not any(r is p or id(r) in from_p for r in term)
 
 
 _CONTRACTIONS = frozenset({"dot", "convolution", "reduce"})
@@ -451,16 +454,19 @@ def f64(ctx: AdviceContext) -> list[Finding]:
     slower, where it runs at all)."""
     wide: list[Instruction] = []
     narrow = 0
+    # Per shape (a module repeats a few shapes): whether a leaf is a wide array, and how
+    # many leaves are narrow.
+    kinds: dict[Shape, tuple[bool, int]] = {}
     for comp in ctx.df.computations:
         for inst in comp.instructions:
             if inst.opcode in ("tuple", "get-tuple-element", "bitcast"):
                 continue  # they only pass arrays on
-            for _idx, leaf in inst.shape.leaves():
-                if leaf.element_type in ("f64", "c128"):
-                    if leaf.num_elements > 1:
-                        wide.append(inst)
-                elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
-                    narrow += 1
+            kind = kinds.get(inst.shape)
+            if kind is None:
+                kind = kinds[inst.shape] = _precisions(inst.shape)
+            if kind[0]:
+                wide.append(inst)
+            narrow += kind[1]
     if not wide:
         return []
     wide = list(dict.fromkeys(wide))
@@ -500,6 +506,18 @@ def f64(ctx: AdviceContext) -> list[Finding]:
         ev, ctx.saving(peak=at_peak // 2, traffic=moved // 2, seconds=slow), "f64")]
 
 
+def _precisions(shape: Shape) -> tuple[bool, int]:
+    """Whether a leaf of `shape` is an f64 or c128 array (more than one element), and how
+    many of its leaves are f32, bf16, f16 or c64."""
+    wide, narrow = False, 0
+    for _idx, leaf in shape.leaves():
+        if leaf.element_type in ("f64", "c128"):
+            wide = wide or leaf.num_elements > 1
+        elif leaf.element_type in ("f32", "bf16", "f16", "c64"):
+            narrow += 1
+    return wide, narrow
+
+
 # -- HS111 -----------------------------------------------------------------------------
 
 def remat(ctx: AdviceContext) -> list[Finding]:
@@ -523,6 +541,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
         if buf.id in seen or ctx.value_kind(v) != "temporary":
             continue
         seen.add(buf.id)
+        if not any(_forward(w.inst.metadata.op_name) for w in buf.values):
+            continue  # (the cheapest test first: most values are no forward pass's)
         if v.inst.name in collectives or v.inst.opcode.startswith("all-gather") \
                 or gathered_weight(v.inst):
             # Weights gathered for the layers (or XLA's copy of them in the layout the
@@ -533,9 +553,8 @@ def remat(ctx: AdviceContext) -> list[Finding]:
                 and all(w.inst.computation is v.inst.computation
                         and w.inst.opcode not in ("parameter", "while") for w in buf.values):
             continue  # one step's recompute, used within the step: the checkpoint works
-        if any(_forward(w.inst.metadata.op_name) for w in buf.values) and any(
-                _backward(u.metadata.op_name)
-                for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
+        if any(_backward(u.metadata.op_name)
+               for w in buf.values for u, _n, _i in ctx.df.uses_of(w)):
             residuals.append(v)
     total = sum(v.size for v in residuals)
     if total < REMAT_SHARE * ctx.peak:
@@ -736,7 +755,7 @@ def _backward(op_name: str) -> bool:
 def _upcasts(ctx: AdviceContext):  # type: ignore[no-untyped-def]
     """(kernel, the user's converts in it, whether it runs the matmul itself, the
     matmul or reduction kernels that read its f32 result) for each upcast on the way."""
-    for k in ctx.graph.kernels:
+    for k in ctx.kernels_with.get("convert", ()):
         inst = ctx.inst(k)
         if inst is None:
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .._hlo._module import Computation, Instruction, Module
+from .._hlo._module import Computation, Instruction
 from .._hlo._shape import Shape
 from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
@@ -68,18 +68,32 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     the instructions of the computation it runs (XLA compiles those too)."""
     weight = {c.name: len(c.instructions) for c in ctx.module.computations}
     # Each kind of instruction (its `_key`) numbered once, its figures in lists by number:
-    # a key's tuple is hashed anew at every dictionary lookup.
+    # a key's tuple is hashed anew at every dictionary lookup.  The key is made of
+    # numbers: each (opcode, shape) numbered once (`form`), each shape object looked up
+    # by its id (equal shapes, of one number, are often one object).
     number: dict[tuple[object, ...], int] = {}
     count_of: list[int] = []
     size_of: list[int] = []
     first_of: list[Instruction] = []
-    order: list[int] = []  # each instruction's number (-1: no work), for `_chain`
-    for comp in control_flow_computations(ctx.module):
+    order: list[int] = []  # each instruction's number (-1: no work), for `_chained`
+    shape_no: dict[Shape, int] = {}
+    shape_of_id: dict[int, int] = {}
+    forms: dict[tuple[str, int], int] = {}
+    comps = control_flow_computations(ctx.module)
+    for comp in comps:
+        form: dict[str, int] = {}  # each instruction's form, by name
+        for inst in comp.instructions:
+            shape = inst.shape
+            n = shape_of_id.get(id(shape))
+            if n is None:
+                n = shape_of_id[id(shape)] = shape_no.setdefault(shape, len(shape_no))
+            form[inst.name] = forms.setdefault((inst.opcode, n), len(forms))
         for inst in comp.instructions:
             if inst.opcode in _NO_WORK:
                 order.append(-1)
                 continue
-            j = number.setdefault(_key(inst), len(count_of))
+            j = number.setdefault((form[inst.name], *map(form.__getitem__, inst.operand_names)),
+                                  len(count_of))
             if j == len(count_of):
                 count_of.append(0)
                 size_of.append(0)
@@ -100,7 +114,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     # over distinct arrays) are per-item code, for jax.vmap or stacking (HS121 where the
     # kernels are small), not a loop for lax.scan.
     biggest = sorted(repeated, key=lambda k: (-size[k], -counts[k]))[:_CHAIN_KEYS]
-    if max(_chain(ctx.module, [number[k] for k in biggest], order)) < MIN_COPIES:
+    if not _chained(comps, [number[k] for k in biggest], order, MIN_COPIES):
         return []
     body = repeated
     # A body's instruction appears once or a few times per copy (a step that evaluates
@@ -115,7 +129,7 @@ def unrolled_loop(ctx: AdviceContext) -> list[Finding]:
     lines = sorted({str(loc) for k in body if (loc := first[k].source) is not None})
     if _layers_gathered(ctx, lines):
         return []
-    top = first[max(body, key=lambda k: (size[k], _comparable(k)))]
+    top = first[max(body, key=lambda k: (size[k], _comparable(_key(first[k]))))]
     kernels = (sum(counts[k] for k in body) if ctx.module.is_scheduled else 0)
     where = (f", from {len(lines)} source line(s): " + ", ".join(lines[:3])
              + (", ..." if len(lines) > 3 else "")) if lines else ""
@@ -149,27 +163,28 @@ def _key(inst: Instruction) -> tuple[object, ...]:
     return (inst.opcode, inst.shape, *((o.opcode, o.shape) for o in inst.operands))
 
 
-def _chain(module: Module, kinds: list[int], order: list[int]) -> list[int]:
-    """Per kind of instruction in `kinds` (numbers in `order`: each instruction's, -1 for
-    one that does no work, in the order `control_flow_computations` lists them), the most
-    instructions of that kind on one path of data dependencies (in one computation of the
-    control flow): a loop's length where its copies form a chain."""
+def _chained(comps: list[Computation], kinds: list[int], order: list[int], copies: int) -> bool:
+    """Whether some kind of instruction in `kinds` (numbers in `order`: each instruction's,
+    -1 for one that does no work, in the order of `comps`, the computations of the control
+    flow) has `copies` instructions or more on one path of data dependencies in one
+    computation: a loop's copies forming a chain.  It stops at the first such path (most
+    unrolled loops show one within their first copies)."""
     index = {kind: j for j, kind in enumerate(kinds)}
     zero = (0,) * len(kinds)
-    most = list(zero)
     each = iter(order)
-    for comp in control_flow_computations(module):
-        depth: dict[int, tuple[int, ...]] = {}
+    for comp in comps:
+        depth: dict[str, tuple[int, ...]] = {}
         for inst in comp.instructions:
-            ins = [d for o in inst.operands if (d := depth.get(id(o))) is not None]
+            ins = [d for o in inst.operand_names if (d := depth.get(o)) is not None]
             d = (zero if not ins else ins[0] if len(ins) == 1
                  else tuple(map(max, *ins)))
             j = index.get(next(each))
             if j is not None:
                 d = (*d[:j], d[j] + 1, *d[j + 1:])
-                most[j] = max(most[j], d[j])
-            depth[id(inst)] = d
-    return most
+                if d[j] >= copies:
+                    return True
+            depth[inst.name] = d
+    return False
 
 
 def _comparable(key: tuple[object, ...]) -> tuple[object, ...]:
@@ -187,15 +202,16 @@ def constant_rebuilt(ctx: AdviceContext) -> list[Finding]:
     or more per element, one where a matmul reads it): the program rebuilds it on every
     call, where computing it once outside and passing it in costs nothing per call.
     Cheap ones are HS104's; a broadcast constant, a one-hot or a mask is no build."""
+    # (Only kernels that read nothing but constants and such kernels can be.)
     free: dict[str, bool] = {}
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         ins = ctx.edges_to.get(k.name, ())
         free[k.name] = k.category not in ("collective", "host transfer") \
             and "callback" not in k.target and all(e.src_kind == "constant" or (e.src_kind == "kernel" and free.get(e.src))
                     for e in ins)
     out = []
     claimed: set[str] = set()
-    for k in ctx.graph.kernels:
+    for k in ctx.constant_fed:
         if not free[k.name]:
             continue
         readers = ctx.edges_from.get(k.name, ())
@@ -624,9 +640,10 @@ def host_transfer(ctx: AdviceContext) -> list[Finding]:
     """A host callback (``jax.debug.print``, ``pure_callback``, ``io_callback``), an
     infeed or outfeed, or a send/recv to the host inside a loop: each iteration stops
     for the host."""
-    looped = _loop_computations(ctx)
+    comps = control_flow_computations(ctx.module)
+    looped = _loop_computations(ctx, comps)
     out = []
-    for comp in control_flow_computations(ctx.module):
+    for comp in comps:
         if comp.name not in looped:
             continue
         for inst in comp.instructions:
@@ -669,23 +686,23 @@ def _host_op(inst: Instruction) -> str:
     return ""
 
 
-def _loop_computations(ctx: AdviceContext) -> set[str]:
+def _loop_computations(ctx: AdviceContext, comps: list[Computation]) -> set[str]:
     """Computations that run inside a while loop (its body or condition, or what they
-    call)."""
+    call); `comps`: the module's control-flow computations."""
     out: set[str] = set()
-    stack: list[Computation] = []
-    for comp in control_flow_computations(ctx.module):
+    stack: list[str] = []
+    for comp in comps:
         for inst in comp.instructions:
             if inst.opcode == "while":
-                stack.extend(inst.called_computations)
+                stack.extend(inst.called_computation_names)
     while stack:
-        comp = stack.pop()
-        if comp.name in out:
+        name = stack.pop()
+        if name in out:
             continue
-        out.add(comp.name)
-        for inst in comp.instructions:
+        out.add(name)
+        for inst in ctx.module.computation(name).instructions:
             if inst.opcode != "fusion":
-                stack.extend(inst.called_computations)
+                stack.extend(inst.called_computation_names)
     return out
 
 
