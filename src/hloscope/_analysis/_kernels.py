@@ -472,6 +472,7 @@ class _FusedCosts:
     def __init__(self, module: Module) -> None:
         self.module = module
         self._own: dict[str, tuple[Counter[str], int, int, tuple[str, ...]]] = {}
+        self._reads: dict[str, dict[int, int]] = {}
 
     def _computation(self, name: str) -> tuple[Counter[str], int, int, tuple[str, ...]]:
         hit = self._own.get(name)
@@ -492,6 +493,31 @@ class _FusedCosts:
             hit = self._own[name] = (ops, flops, trans, tuple(nested))
         return hit
 
+    def reads(self, inst: Instruction) -> dict[int, int]:
+        """The bytes fusion `inst` reads of each operand (by operand index) that it does not
+        read whole: one whose parameter is only sliced inside (`slice`, `dynamic-slice`, the
+        buffer a `dynamic-update-slice` writes in place), as XLA's cost analysis counts it
+        (`FusionParameterReadBytes`, xla/service/hlo_cost_analysis.cc): a scan's step
+        reads one slice of its stacked input, not all of it."""
+        names = inst.called_computation_names
+        if len(names) != 1:
+            return {}
+        hit = self._reads.get(names[0])
+        if hit is None:
+            hit = self._reads[names[0]] = _sliced_reads(self.module.computation(names[0]))
+        return hit
+
+    def written(self, inst: Instruction) -> int:
+        """The bytes fusion `inst` writes: its result, or where its root is a
+        `dynamic-update-slice` (a buffer updated in place) the update alone, as XLA's cost
+        analysis counts it."""
+        names = inst.called_computation_names
+        if len(names) == 1:
+            root = self.module.computation(names[0]).root
+            if root.opcode == "dynamic-update-slice" and len(root.operand_names) > 1:
+                return leaf_bytes(root.computation.by_name[root.operand_names[1]].shape)
+        return leaf_bytes(inst.shape)
+
     def __call__(self, inst: Instruction) -> tuple[Counter[str], int, int]:
         """Opcodes inside fusion `inst` (nested fusions opened), its flops and transcendentals."""
         ops: Counter[str] = Counter()
@@ -509,6 +535,34 @@ class _FusedCosts:
             trans += b
             stack.extend(reversed(nested))
         return ops, flops, trans
+
+
+_SLICING = frozenset({"slice", "dynamic-slice"})
+
+
+def _sliced_reads(comp: Computation) -> dict[int, int]:
+    """Parameter number -> bytes read, for each parameter of fused computation `comp` read
+    only through slices (see `_FusedCosts.reads`)."""
+    out: dict[int, int] = {}
+    for p in comp.parameters:
+        users = p.users
+        if not users:
+            continue
+        size = 0
+        for u in users:
+            first = u.operand_names[:1] == (p.name,)
+            if u.opcode in _SLICING and first and p.name not in u.operand_names[1:]:
+                size += leaf_bytes(u.shape)
+            elif u.opcode == "dynamic-update-slice" and first and len(u.operand_names) > 1 \
+                    and p.name not in u.operand_names[1:]:
+                size += leaf_bytes(comp.by_name[u.operand_names[1]].shape)
+            else:
+                break
+        else:
+            full = leaf_bytes(p.shape)
+            if size < full:
+                out[p.parameter_number] = size
+    return out
 
 
 def _groups(module: Module, comps: list[Computation]) -> list[Group]:
@@ -651,9 +705,12 @@ class _Builder:
         in_bytes = 0
         values_at = self.df.values_at
         names = inst.operand_names
+        reads = self.fused.reads(inst) if inst.opcode == "fusion" else {}
         for name in (names if len(names) < 2 else dict.fromkeys(names)):
             src = comp.by_name[name]
             size, idxs = leaf_indices(src.shape)
+            if reads and names.count(name) == 1:
+                size = reads.get(names.index(name), size)
             in_bytes += size
             for idx in idxs:
                 for v in values_at(src, idx):
@@ -661,10 +718,11 @@ class _Builder:
                         seen_vals.add(v.id)
                         edges.append(self.edge(v, inst.name))
         out_bytes = leaf_bytes(inst.shape)
+        written = self.fused.written(inst) if inst.opcode == "fusion" else out_bytes
         md = inst.metadata
         loc = inst.source if md.source_file or md.stack_frame_id else None
         same = self.same_ints  # one int object per distinct figure (they repeat a lot)
-        accessed = in_bytes + out_bytes
+        accessed = in_bytes + written
         kernel = _make_kernel(
             inst.name, _category(inst, self.gpu), inst.opcode, inst.fusion_kind,
             inst.custom_call_target, comp.name, str(inst.shape), out_bytes,
