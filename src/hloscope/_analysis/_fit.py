@@ -90,7 +90,7 @@ def cublas_workspace(kernels: Sequence[Kernel], chip: str) -> int:
     program).  0 when the program has no matmul fusion or already calls cuBLAS."""
     if any("cublas" in k.target for k in kernels):
         return 0
-    if not any(name in ("dot", "convolution") for k in kernels for name, _ in k.fused):
+    if not any(name == "dot" for k in kernels for name, _ in k.fused):
         return 0
     return _WORKSPACE[not chip.lower().startswith(_BEFORE_HOPPER)]
 

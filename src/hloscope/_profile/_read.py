@@ -42,7 +42,7 @@ class TraceEvent(NamedTuple):
     `start` and `duration` in nanoseconds, `device` (plane and device ordinal) and `run`
     (XLA's run id, or the index of the module's run on a device line; None if unknown).
     `kernel`: a GPU kernel's own name where its `hlo_op` does not name its instruction
-    (`op` is then a command buffer's name, or empty; `match` finds the instruction)."""
+    (`op` is then a command buffer's name, or empty; `name_events` finds the instruction)."""
 
     module: str
     op: str
