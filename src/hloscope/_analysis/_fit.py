@@ -78,7 +78,6 @@ _BASIS = {"memory_analysis()": "xla",
 # cuBLAS's recommended workspace (NVIDIA's cuBLAS documentation, cublasSetWorkspace): 32 MiB
 # from Hopper (compute capability 9) on, 4 MiB before; XLA gives each cuBLAS call such a
 # workspace (an H100 compile's calls each return an s8[33554432] beside their result).
-_WORKSPACE = {True: 32 << 20, False: 4 << 20}
 _BEFORE_HOPPER = ("a100", "v100")
 
 
@@ -92,7 +91,7 @@ def cublas_workspace(kernels: Sequence[Kernel], chip: str) -> int:
         return 0
     if not any(name == "dot" for k in kernels for name, _ in k.fused):
         return 0
-    return _WORKSPACE[not chip.lower().startswith(_BEFORE_HOPPER)]
+    return (4 if chip.lower().startswith(_BEFORE_HOPPER) else 32) << 20
 
 
 def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,

@@ -705,13 +705,13 @@ class _Builder:
         in_bytes = 0
         values_at = self.df.values_at
         names = inst.operand_names
-        reads = self.fused.reads(inst) if inst.opcode == "fusion" else {}
+        # Operands a fusion only slices (each passed once): the bytes it reads of them.
+        sliced = {names[i]: b for i, b in self.fused.reads(inst).items()
+                  if names.count(names[i]) == 1} if inst.opcode == "fusion" else {}
         for name in (names if len(names) < 2 else dict.fromkeys(names)):
             src = comp.by_name[name]
             size, idxs = leaf_indices(src.shape)
-            if reads and names.count(name) == 1:
-                size = reads.get(names.index(name), size)
-            in_bytes += size
+            in_bytes += sliced.get(name, size)
             for idx in idxs:
                 for v in values_at(src, idx):
                     if v.size > 0 and v.id not in seen_vals:

@@ -100,7 +100,7 @@ def name_events(events: list[TraceEvent], kernels: Sequence[Kernel]) -> list[Tra
         groups.setdefault(k.group, []).append(k)
     position = {k.name: i for g in groups.values() for i, k in enumerate(g)}
     named = {e.kernel for e in events if e.kernel} | {
-        kernel_function_name(e.op) for e in events if not e.kernel}
+        kernel_function_name(op) for op in {e.op for e in events if not e.kernel}}
     out = list(events)
     # One launch: a device's consecutive events of one buffer (or of none, for a loop's).
     order = sorted(range(len(events)), key=lambda i: (events[i].device, events[i].start))

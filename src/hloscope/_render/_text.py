@@ -86,10 +86,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
         # string, `ljust` and `rjust` as its fields (a table of 10^6 kernels).
         fmt = indent + "  ".join(("{:>%d}" if k in right else "{:<%d}") % w
                                  for k, w in zip(keep, widths))
-        if keep == list(range(len(heads))) and all(len(r) == len(heads) for r in cells):
-            body = [fmt.format(*r).rstrip() for r in cells]
-        else:
-            body = [fmt.format(*[r[k] for k in keep]).rstrip() for r in cells]
+        body = [fmt.format(*[r[k] for k in keep]).rstrip() for r in cells]
         return "\n".join([line(heads), rule, *body])
     return "\n".join([line(heads), rule] + [line(r) for r in cells])
 
