@@ -60,7 +60,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import hloscope  # noqa: E402
-from hloscope._profile._capture import WARMUP_TIME, profile_report  # noqa: E402
+from hloscope._profile._capture import ROUNDS, WARMUP_TIME, profile_report  # noqa: E402
 from hloscope._profile._match import measure  # noqa: E402
 from hloscope._profile._read import read_trace  # noqa: E402
 
@@ -193,6 +193,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20, help="profiled runs, at least")
     ap.add_argument("--min-time", type=float, default=1.0,
                     help="seconds of profiled runs per profile, at least")
+    ap.add_argument("--rounds", type=int, default=ROUNDS,
+                    help="rounds of runs per profile (default: hloscope's, %(default)s)")
     ap.add_argument("--no-big", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated parts of program names")
     ap.add_argument("--big", action="store_true", help="programs sized for a GPU (each "
@@ -205,7 +207,7 @@ def main() -> None:
     print(f"jax {jax.__version__}, {jax.device_count()} {platform} devices "
           f"({jax.devices()[0].device_kind}{', programs sized x8' if big else ''}; JAX_PLATFORMS="
           f"{os.environ.get('JAX_PLATFORMS', '')!r}); each profile: at least {a.runs} runs "
-          f"and {a.min_time:g} s of runs; {os.cpu_count()} CPUs")
+          f"and {a.min_time:g} s of runs in {a.rounds} rounds; {os.cpu_count()} CPUs")
     print(f"an empty trace costs this process {idle_profiler_cpu():.2f} CPU-s per second "
           f"(load {_load()})\n")
     kinds: dict[str, list[float]] = defaultdict(list)
@@ -224,8 +226,8 @@ def main() -> None:
         report = hloscope.inspect(fn, *args)
         dyn = list(args)
         load = _load()
-        p1 = profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time)
-        p2 = profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time)
+        p1, p2 = (profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time,
+                                 rounds=a.rounds) for _ in range(2))
         compiled = report._cache["compiled"]
         b1 = plain_median(compiled, dyn, a.runs, a.min_time)
         b2 = plain_median(compiled, dyn, a.runs, a.min_time)

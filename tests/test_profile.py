@@ -50,8 +50,8 @@ def test_profile_runs_for_min_time():
 
 def test_warmup_counts(monkeypatch):
     """The warm-up: a first run, `warmup` more, and more until WARMUP_TIME (none of those
-    with warmup=0); a throwaway trace of SETTLE and `runs` runs (none with warmup=0); then
-    SETTLE unmarked runs and the profiled ones."""
+    with warmup=0); a throwaway trace (none with warmup=0); then the profiled runs, in
+    rounds (at most `runs`), each after SETTLE unmarked runs."""
     from hloscope._profile import _capture
 
     args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
@@ -60,11 +60,30 @@ def test_warmup_counts(monkeypatch):
     rep._cache["compiled"] = lambda *a: calls.append(1) or real(*a)
     monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
     _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0)
-    assert len(calls) == 1 + 2 + (_capture.SETTLE + 2) + _capture.SETTLE + 2
+    traced = 2 * _capture.SETTLE + 2  # two rounds of one run each
+    assert len(calls) == 1 + 2 + traced + traced
     calls.clear()
     monkeypatch.setattr(_capture, "WARMUP_TIME", 1e9)  # not waited for: warmup=0
-    _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0)
+    p = _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0, rounds=1)
     assert len(calls) == 1 + _capture.SETTLE + 2
+    assert p.times.runs == 2
+
+
+def test_rounds_mean_of_medians():
+    """Each kernel's time over several rounds is the mean of its median in each: a
+    machine whose blocks of runs run in one of two states moves it by the share of rounds
+    in each state, where the median over all runs jumps between the states."""
+    from hloscope._profile._match import _mean_of_medians
+
+    fast, slow = [280.0, 281.0, 279.0], [370.0, 371.0, 369.0]
+    xs = fast * 2 + slow * 2  # rounds 0, 1 fast; 2, 3 slow
+    rounds = [r for r in range(4) for _ in range(3)]
+    assert _mean_of_medians(xs, rounds) == 325.0
+    xs = fast * 1 + slow * 3  # one fast round of four: a quarter of the way, not a jump
+    assert _mean_of_medians(xs, rounds) == 347.5
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    p = hloscope.profile(_mlp, *args, runs=8, warmup=0, min_time=0)
+    assert p.times.runs == 8 and all(k.median > 0 for k in p.times.kernels)
 
 
 def test_note_on_many_kernels():

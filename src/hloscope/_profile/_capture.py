@@ -14,7 +14,14 @@ traced but not measured), then at least
 `MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
 call to after its outputs are ready (its wall time).  Spreading the runs over
 `min_time` keeps one burst of another process's work from landing on most of
-them.  Functions that donate arguments get fresh copies for every run, made
+them.  The runs are taken in `ROUNDS` rounds, `PAUSE` seconds apart, each
+after its own `SETTLE` runs: on a CPU, XLA's threads stay in one state for as
+long as runs follow each other (on a quiet 16-core machine, blocks of a scan's
+plain runs were within 5% of each other back to back, and from 394 to 624 us a
+step with 50 ms between them: benchmarks/profile_blocks.py), so one block of
+runs measures one state; each kernel's time is the mean over the rounds of its
+median in each round (`measure`).  Functions that donate arguments get fresh
+copies for every run, made
 outside the marked region.  The process's page faults are counted around each
 run, and the runs that touched new memory are left out (`clean_runs`).  The
 trace is read back (`read_trace`) and joined to the kernel graph (`measure`).
@@ -44,13 +51,15 @@ from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "SETTLE", "TRACED_KERNEL_CPU",
-           "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler", "many_kernels",
+__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
+           "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler", "many_kernels",
            "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
 SETTLE = 2
+ROUNDS = 4  # blocks of runs, each measured, PAUSE seconds apart (see the docstring)
+PAUSE = 0.05  # seconds: long enough for XLA's idle threads to sleep
 WARMUP_TIME = 0.25  # seconds of warm-up runs, at least, when there is any warm-up
 
 
@@ -182,18 +191,20 @@ def runs_left_out(left_out: int, total: int) -> str | None:
 
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
-                   min_time: float = MIN_TIME, keep: str | None = None) -> Profile:
+                   min_time: float = MIN_TIME, keep: str | None = None,
+                   rounds: int = ROUNDS) -> Profile:
     """Profile the function `report` compiled (`inspect`), on its dynamic `args`: after a
     first run and `warmup` more (and more until `WARMUP_TIME` seconds, if `warmup` > 0),
-    at least `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`)."""
+    at least `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`),
+    in `rounds` rounds (at most `runs`)."""
     import jax
 
     from .._bench._donate import Inputs
 
-    if runs < 1 or warmup < 0 or not min_time >= 0:
+    if runs < 1 or warmup < 0 or not min_time >= 0 or rounds < 1:
         raise HloscopeError(f"profile: runs={runs}, warmup={warmup}, min_time={min_time}",
                             hint="profile at least one run, after zero or more warm-up "
-                                 "runs, for zero or more seconds")
+                                 "runs, for zero or more seconds, in one or more rounds")
     compiled = report._cache.get("compiled")
     if compiled is None:
         raise HloscopeError(f"{report.name}: this report holds no compiled program to run",
@@ -211,25 +222,36 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     options.python_tracer_level = 0  # the Python tracer costs ~a microsecond per call
     annotate = jax.profiler.TraceAnnotation
 
-    def traced(folder: str) -> tuple[list[float], list[int]]:
-        """SETTLE unmarked runs, then at least `runs` marked ones, more until `min_time`
-        seconds of them (at most MAX_RUNS): each run's wall time and page faults."""
+    nround = min(rounds, runs)
+    per_round = -(-runs // nround)
+
+    def traced(folder: str) -> tuple[list[float], list[int], list[int]]:
+        """`nround` rounds PAUSE seconds apart, each of SETTLE unmarked runs then marked
+        ones, together at least `runs` and more until `min_time` seconds of them (at most
+        MAX_RUNS): each marked run's wall time, page faults and round."""
         wall: list[float] = []
         faults: list[int] = []
+        round_of: list[int] = []
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
-            for _ in range(SETTLE):
-                block(compiled(*inputs.fresh()))
-            start = t()
-            while len(wall) < runs or (t() - start < min_time and len(wall) < MAX_RUNS):
-                run_args = inputs.fresh()
-                f = _page_faults()
-                with annotate(RUN_ANNOTATION):
-                    a = t()
-                    block(compiled(*run_args))
-                    wall.append(t() - a)
-                faults.append(_page_faults() - f)
-        return wall, faults
+            for r in range(nround):
+                if r:
+                    time.sleep(PAUSE)
+                for _ in range(SETTLE):
+                    block(compiled(*inputs.fresh()))
+                start, done = t(), 0
+                while done < per_round or (t() - start < min_time / nround
+                                           and len(wall) < MAX_RUNS):
+                    run_args = inputs.fresh()
+                    f = _page_faults()
+                    with annotate(RUN_ANNOTATION):
+                        a = t()
+                        block(compiled(*run_args))
+                        wall.append(t() - a)
+                    faults.append(_page_faults() - f)
+                    round_of.append(r)
+                    done += 1
+        return wall, faults, round_of
 
     if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
         scratch = tempfile.mkdtemp(prefix="hloscope-primer-")
@@ -243,7 +265,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         gc.collect()
         gc.disable()  # no collection of the caller's garbage inside a measured run
         try:
-            wall, faults = traced(folder)
+            wall, faults, round_of = traced(folder)
         finally:
             if collecting:
                 gc.enable()
@@ -253,9 +275,11 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         if len(keep_runs) < len(wall) and len(trace.windows) == len(wall):
             trace = dataclasses.replace(trace, windows=tuple(trace.windows[i] for i in keep_runs))
             wall = [wall[i] for i in keep_runs]
+            round_of = [round_of[i] for i in keep_runs]
         else:
             keep_runs = list(range(len(wall)))
-        times = measure(trace, report.kernels, report.module)
+        times = measure(trace, report.kernels, report.module,
+                        rounds=round_of if len(trace.windows) == len(wall) else None)
         read = t() - t0
         if keep is None:
             times = dataclasses.replace(times,

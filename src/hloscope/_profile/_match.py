@@ -144,8 +144,11 @@ def _union(intervals: list[tuple[float, float]]) -> float:
 
 
 def measure(trace: Trace, graph: KernelGraph, module: Module, *,
-            device: Device | None = None, device_label: str | None = None) -> MeasuredTimes:
-    """Each kernel of `graph` (the kernel graph of `module`) with its time in `trace`."""
+            device: Device | None = None, device_label: str | None = None,
+            rounds: list[int] | None = None) -> MeasuredTimes:
+    """Each kernel of `graph` (the kernel graph of `module`) with its time in `trace`:
+    its median over the runs or, given `rounds` (the round of each of the trace's
+    windows, in order), the mean over the rounds of its median in each."""
     name = graph.module
     ran = trace.modules
     if not ran:
@@ -194,7 +197,10 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     steps: list[float] = []
     run_parts: list[tuple[float, ...]] = []
     ndev: list[int] = []
+    round_at = dict(zip(trace.windows, rounds)) if rounds else {}
+    run_round: list[int] = []
     for w0, w1, es in runs:
+        run_round.append(round_at.get((w0, w1), 0))
         by_dev: dict[str, list[TraceEvent]] = defaultdict(list)
         for e in es:
             by_dev[e.device].append(e)
@@ -234,6 +240,8 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
             not_run.append(kname)
             continue
         q1, m, q3 = _quartiles(per_kernel[kname])
+        if len(set(run_round)) > 1:
+            m = _mean_of_medians(per_kernel[kname], run_round)
         c = med(calls[kname])
         est = k.roofline_seconds(device, k.element_type) * c
         rows.append(KernelTime(kname, k.category, k.group, m, q3 - q1, min(per_kernel[kname]),
@@ -245,6 +253,17 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                          tuple(steps), tuple(rows), _places(rows, step, "source"),
                          _places(rows, step, "scope"), gaps, share, unmatched,
                          tuple(not_run), device_label)
+
+
+def _mean_of_medians(xs: list[float], rounds: list[int]) -> float:
+    """The mean over the rounds of the median of `xs` in each round (`rounds`: each x's):
+    a machine that runs a block of runs in one of two states gives each round's median
+    in one state, and their mean moves with the share of rounds in each, where a median
+    over all runs would jump from one state to the other."""
+    by: dict[int, list[float]] = defaultdict(list)
+    for x, r in zip(xs, rounds):
+        by[r].append(x)
+    return statistics.fmean(statistics.median(v) for v in by.values())
 
 
 def _scope(op_name: str) -> str:

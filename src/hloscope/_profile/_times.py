@@ -3,7 +3,8 @@
 Plain frozen data (JSON schema ``hloscope.profile/1``, docs/json.md), made by
 `measure` (``_match``) and read by the renderers, the report and the advisor.
 Every time is in seconds; a kernel's time is per run of the program (its
-calls in one run summed), the median over the runs, averaged over the
+calls in one run summed), the median over the runs (of each round, averaged
+over the rounds, in hloscope's own profiles), averaged over the
 devices that ran it.
 """
 
@@ -25,7 +26,9 @@ def _r(x: float | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class KernelTime:
-    """One kernel's measured time: `median` (seconds per run), `spread` (the
+    """One kernel's measured time: `median` (seconds per run: its median over the runs,
+    or, for hloscope's own profiles taken in rounds, its median in each round averaged
+    over the rounds), `spread` (the
     interquartile range over the runs), `calls` per run, its `share` of the step, and
     the roofline `estimate` for `device` beside it (None where there is no estimate)."""
 
