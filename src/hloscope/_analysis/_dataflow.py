@@ -547,6 +547,9 @@ class _Builder:
     def optimize_phis(self) -> None:
         """Fold phis (`PhiGraph.optimize`) and put what each stands for in every value set."""
         self.phis.optimize()
+        if not self.phis.folds:  # no phi folded: every set stays as it is
+            self.phis.release()
+            return
         find = self.phis.find
         for vs in self.sets.values():
             if type(vs) is Value:
