@@ -104,7 +104,8 @@ class _Builder:
             id(inst): fwd for comp in self.comps for inst in comp.instructions
             if inst.opcode in PASSING_OPCODES and passes_through(inst)
             and (fwd := forwarded_operands(inst))}
-        self.callees: dict[tuple[int, str | None], Computation | None] = {}
+        self.callees: dict[tuple[str, str, tuple[str, ...], str | None],
+                           Computation | None] = {}
         self.plans: dict[int, CallSites] = {}
         self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
         for comp in self.comps:
@@ -367,14 +368,36 @@ class _Builder:
                 changed |= self._forward(inst, operand(inst, i), dst_prefix=dst)
             return changed
         if op == "get-tuple-element":
-            return self._forward(inst, operand(inst, 0), src_prefix=(gte_index(inst),))
+            src = operand(inst, 0)
+            stored = self.sets.get(src)
+            if type(stored) is not dict:  # an array or nothing: no element to read
+                return False
+            dsets = self.sets[inst]
+            if len(dsets) > 1:  # type: ignore[arg-type]
+                return self._forward(inst, src, src_prefix=(gte_index(inst),))
+            # An array element (most): its one set, shared.
+            vals = stored.get((gte_index(inst),))
+            if vals is None or dsets[()] == vals:  # type: ignore[index]
+                return False
+            dsets[()] = vals  # type: ignore[index]
+            return True
         if op == "tuple":
             changed = False
+            sets = self.sets
+            dsets = sets[inst]
             by_name = inst.computation.by_name
             for i, name in enumerate(inst.operand_names):
                 src = by_name.get(name)
-                changed |= self._forward(inst, src if src is not None else operand(inst, i),
-                                         dst_prefix=(i,))
+                if src is None:
+                    src = operand(inst, i)
+                stored = sets.get(src)
+                if type(stored) is Value:  # an array defined there (most): `_forward`, inlined
+                    cur = dsets.get((i,))  # type: ignore[union-attr]
+                    if cur is not None and not (len(cur) == 1 and cur[0] is stored):
+                        dsets[(i,)] = [stored]  # type: ignore[index]
+                        changed = True
+                else:
+                    changed |= self._forward(inst, src, dst_prefix=(i,))
             return changed
         if op == "while":
             body = self._callee(inst, "body")
@@ -440,8 +463,10 @@ class _Builder:
 
     def _callee(self, inst: Instruction, key: str | None = None) -> Computation | None:
         """The computation `inst` runs (its `key` attribute's, e.g. a while's body), found
-        once per instruction."""
-        cache_key = (id(inst), key)
+        once per distinct attribute text."""
+        # What decides the answer (the instruction's attributes and implied calls), not
+        # the instruction: thousands of loops sharing a body and condition are one entry.
+        cache_key = (inst.attr_text, inst.sugar, inst.implicit_calls, key)
         if cache_key in self.callees:
             return self.callees[cache_key]
         names = inst.called_computation_names
