@@ -35,19 +35,21 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
     joined = bytearray(size)
     sets = df.value_sets
 
+    get = sets.get
+
     def ids_at(inst: Instruction, index: Index) -> list[int]:
-        stored = sets.get(inst)
+        stored = get(inst)
+        if type(stored) is dict:
+            vals = stored.get(index)
+            if not vals:
+                return []
+            if len(vals) == 1:
+                i = vals[0].id
+                return [i] if i not in deleted else []
+            return [v.id for v in vals if v.id not in deleted]
         if stored is None:
             return []
-        if type(stored) is Value:
-            return [] if index else [stored.id]  # type: ignore[union-attr]
-        vals = stored.get(index)  # type: ignore[union-attr]
-        if not vals:
-            return []
-        if len(vals) == 1:
-            i = vals[0].id
-            return [] if i in deleted else [i]
-        return [v.id for v in vals if v.id not in deleted]
+        return [] if index else [stored.id]  # type: ignore[union-attr]
 
     def join(ids: list[int]) -> None:
         """Put every value in `ids` in one buffer."""

@@ -54,6 +54,7 @@ from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_sched
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
+    "DEFINES_NOTHING",
     "Buffer",
     "Dataflow",
     "Value",
@@ -78,6 +79,9 @@ _FORWARDING_OPCODES = frozenset({
 _NO_VALUE_OPCODES = frozenset({"bitcast", "add-dependency", "while", "call", "conditional",
                                "get-tuple-element", "domain", "opt-barrier",
                                "copy-done", "all-reduce-done"})
+# Opcodes of the instructions that define no value at all (a while or a conditional defines
+# none of its own but its phis).
+DEFINES_NOTHING = _NO_VALUE_OPCODES - {"while", "conditional"}
 
 
 class _Builder:
@@ -610,8 +614,12 @@ class _Builder:
                     continue  # the instruction's own value, held there only
                 for index, vals in stored.items():  # type: ignore[union-attr]
                     for v in vals:
-                        if v.inst is not inst:
-                            v.add_position(inst, index)
+                        if v.inst is not inst:  # `Value.add_position`, inlined
+                            more = v._more
+                            if more is None:
+                                v._more = [(inst, index)]
+                            else:
+                                more.append((inst, index))
         values = list(self.values.values())  # ids were given in increasing order
         df = Dataflow(self.module, self.comps, values, self.sets)
         build_buffers(df, self.callers, self.in_place, self.deleted)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .._hlo._module import Computation, Instruction
 from .._hlo._shape import UNBOUNDED, Shape
-from ._dataflow import Dataflow, Value
+from ._dataflow import DEFINES_NOTHING, Dataflow, Value
 from ._shapes import logical_byte_size
 from ._walk import ENTER, INSTRUCTION, first_parameter, paused_gc, walk_schedule
 
@@ -276,6 +276,8 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
                 if r is not None and r > end:
                     end = r
             ranges[stored.id] = (t, end)  # type: ignore[union-attr]
+            continue
+        if inst.opcode in DEFINES_NOTHING:
             continue
         start = cstart if inst.opcode == "parameter" else t
         def_end = cend if inst.is_root else t
