@@ -49,7 +49,7 @@ from ._inplace import InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
 from ._shapes import indices
-from ._values import Buffer, Dataflow, Index, Value, as_dict, operand_positions
+from ._values import NO_VALUES, Buffer, Dataflow, Index, Value, as_dict, operand_positions
 from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
@@ -213,8 +213,7 @@ class _Builder:
             for index, vals in self.sets[plan.param].items():
                 if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
                         and vals[0].index == index:
-                    self.phis.register(vals[0], [self.values[i]
-                                                 for i in plan.counts.get(index, {})])
+                    self.phis.register_ids(vals[0].id, list(plan.counts.get(index, ())))
         # Propagation is over: what fed the parameters (a snapshot of every call site's
         # values) is dropped before the phis are folded, the analysis's largest moment.
         self.plans = {}
@@ -232,10 +231,11 @@ class _Builder:
                         and id(inst) not in self.passing:
                     self.sets[inst] = self.new_value(inst, ())
                     continue
-                vs: dict[Index, list[Value]] = {i: [] for i in idxs}
+                # Empty sets are one shared list (sets are replaced, never changed in place).
+                vs: dict[Index, list[Value]] = dict.fromkeys(idxs, NO_VALUES)
                 self.sets[inst] = vs
                 for index in self._defined_indices(inst, idxs, is_callee):
-                    vs[index].append(self.new_value(inst, index))
+                    vs[index] = [*vs[index], self.new_value(inst, index)]
 
     def _defined_indices(self, inst: Instruction, idxs: list[Index],
                          is_callee: bool) -> Iterable[Index]:

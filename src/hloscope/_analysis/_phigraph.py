@@ -117,22 +117,20 @@ class PhiGraph:
 
     def __init__(self) -> None:
         self.inputs: dict[int, list[int]] = {}  # phi id -> its inputs' ids (the last given)
-        # Every id in the order it was first seen (a phi, then its inputs): the order of the
-        # nodes, which is the order `optimize` visits them in.
-        self.seen: dict[int, None] = {}
+        # Every registration in turn: the order in which ids were first seen (a phi, then
+        # its inputs) is the order of the nodes, the order `optimize` visits them in.
+        self.log: list[tuple[int, list[int]]] = []
         self.nodes: list[_Node] = []
         self.by_id: dict[int, _Node] = {}
 
     def register(self, phi: Value, inputs: list[Value]) -> None:
         """Record (or replace) the inputs of `phi`."""
-        seen = self.seen
-        ids = [v.id for v in inputs]
-        if phi.id not in seen:
-            seen[phi.id] = None
-        for i in ids:
-            if i not in seen:
-                seen[i] = None
-        self.inputs[phi.id] = ids
+        self.register_ids(phi.id, [v.id for v in inputs])
+
+    def register_ids(self, phi: int, ids: list[int]) -> None:
+        """`register` by value ids (`ids` is kept: not to be changed afterwards)."""
+        self.inputs[phi] = ids
+        self.log.append((phi, ids))
 
     def inputs_equal(self, phi: Value, inputs: list[Value]) -> bool:
         return set(self.inputs[phi.id]) == {v.id for v in inputs}
@@ -157,7 +155,7 @@ class PhiGraph:
         self.nodes = []
         self.by_id = {}
         self.inputs = {}
-        self.seen = {}
+        self.log = []
 
     def _all_fixed(self) -> bool:
         """Whether no phi can fold: each has two different inputs (besides itself) that are
@@ -190,12 +188,15 @@ class PhiGraph:
         return False
 
     def _build(self) -> None:
-        """The graph of nodes, in the order their ids were first seen."""
+        """The graph of nodes, in the order their ids were first registered."""
         nodes = self.nodes
         by_id = self.by_id
-        for vid in self.seen:
-            n = by_id[vid] = _Node(vid)
-            nodes.append(n)
+        for phi, ids in self.log:
+            for vid in (phi, *ids):
+                if vid not in by_id:
+                    n = by_id[vid] = _Node(vid)
+                    nodes.append(n)
+        self.log = []
         for vid, ids in self.inputs.items():
             n = by_id[vid]
             n.is_phi = True
