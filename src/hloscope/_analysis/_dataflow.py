@@ -93,8 +93,7 @@ class _Builder:
         # Value sets by instruction (see `Dataflow.value_sets`); those of an instruction that
         # never takes values from others and defines one array (most) are that value.
         self.sets: dict[Instruction, dict[Index, list[Value]] | Value] = {}
-        self.values: dict[int, Value] = {}
-        self.next_id = 0
+        self.values: list[Value] = []  # by id (ids are dense, in creation order)
         self.phis = PhiGraph()
         self.deleted: set[int] = set()
         self.comps = control_flow_computations(module)
@@ -121,9 +120,8 @@ class _Builder:
 
     def new_value(self, inst: Instruction, index: Index, is_phi: bool = False) -> Value:
         """A new value defined by `inst` at `index` (ids in creation order)."""
-        v = Value(self.next_id, inst, index, is_phi)
-        self.next_id += 1
-        self.values[v.id] = v
+        v = Value(len(self.values), inst, index, is_phi)
+        self.values.append(v)
         return v
 
     # -- parameters of called computations -------------------------------------------
@@ -334,6 +332,8 @@ class _Builder:
         changed = False
         sets = self.sets
         vs = sets[inst]
+        values = self.values
+        register = self.phis.register_ids
         srcs = [as_dict(sets.get(src)) for src in inputs]
         for index, cur_list in vs.items():  # type: ignore[union-attr]
             ids: list[Value] = []
@@ -354,9 +354,10 @@ class _Builder:
                     vs[index] = [new]  # type: ignore[index]
                     changed = True
             elif current is None or not (defined_here and current.is_phi):
-                phi = self.new_value(inst, index, is_phi=True)
+                phi = Value(len(values), inst, index, True)  # `new_value`, inlined
+                values.append(phi)
                 vs[index] = [phi]  # type: ignore[index]
-                self.phis.register(phi, ids)
+                register(phi.id, [v.id for v in ids])
                 changed = True
             elif not self.phis.inputs_equal(current, ids):
                 self.phis.register(current, ids)
@@ -604,8 +605,6 @@ class _Builder:
 
     def finish(self) -> Dataflow:
         """Drop folded values, record every value's positions and build the buffers."""
-        for vid in self.deleted:
-            self.values.pop(vid, None)
         sets = self.sets
         for comp in self.comps:
             for inst in comp.instructions:
@@ -620,7 +619,8 @@ class _Builder:
                                 v._more = [(inst, index)]
                             else:
                                 more.append((inst, index))
-        values = list(self.values.values())  # ids were given in increasing order
+        deleted = self.deleted
+        values = [v for v in self.values if v.id not in deleted] if deleted else self.values
         df = Dataflow(self.module, self.comps, values, self.sets)
         build_buffers(df, self.callers, self.in_place, self.deleted)
         return df
