@@ -366,7 +366,7 @@ class _Builder:
     def update(self, inst: Instruction) -> bool:
         """Recompute the value sets of `inst` from where its values come; whether they changed."""
         op = inst.opcode
-        passing = self.passing.get(id(inst))
+        passing = self.passing.get(id(inst)) if op in PASSING_OPCODES else None
         if passing is not None:
             changed = False
             for dst, i in passing:
