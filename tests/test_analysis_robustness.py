@@ -179,7 +179,7 @@ def check_consistent(m: hloscope.Module) -> None:
         for inst in comp.instructions:
             for vals in df.sets_of(inst).values():
                 assert {v.id for v in vals} <= live_ids
-    assert set(df.buffer_of) == live_ids
+    assert {i for i, b in enumerate(df.buffer_of) if b is not None} == live_ids
     lr = compute_live_ranges(df)
     for vid, (start, end) in lr.ranges.items():
         assert 0 <= start <= end <= lr.end_time, (vid, start, end)

@@ -35,19 +35,21 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
     joined = bytearray(size)
     sets = df.value_sets
 
+    get = sets.get
+
     def ids_at(inst: Instruction, index: Index) -> list[int]:
-        stored = sets.get(inst)
+        stored = get(inst)
+        if type(stored) is dict:
+            vals = stored.get(index)
+            if not vals:
+                return []
+            if len(vals) == 1:
+                i = vals[0].id
+                return [i] if i not in deleted else []
+            return [v.id for v in vals if v.id not in deleted]
         if stored is None:
             return []
-        if type(stored) is Value:
-            return [] if index else [stored.id]  # type: ignore[union-attr]
-        vals = stored.get(index)  # type: ignore[union-attr]
-        if not vals:
-            return []
-        if len(vals) == 1:
-            i = vals[0].id
-            return [] if i in deleted else [i]
-        return [v.id for v in vals if v.id not in deleted]
+        return [] if index else [stored.id]  # type: ignore[union-attr]
 
     def join(ids: list[int]) -> None:
         """Put every value in `ids` in one buffer."""
@@ -118,14 +120,7 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             root = comp.root
             for index in df.sets_of(root):
                 share_with_calls(ids_at(root, index), sharers, (comp.name, "sharers", index))
-        # The loops that read each instruction (a while reads the whole of its operand).
-        loop_readers: dict[Instruction, list[Instruction]] = {}
-        for inst in comp.instructions:
-            if inst.opcode == "while":
-                for name in dict.fromkeys(inst.operand_names):
-                    src = comp.by_name.get(name)
-                    if src is not None:
-                        loop_readers.setdefault(src, []).append(inst)
+        by_name = comp.by_name
         for inst in comp.instructions:
             op = inst.opcode
             # The parameters of a loop's computations hold the loop's state.
@@ -138,15 +133,17 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 for index, pairs in in_place.by_output(inst).items():
                     share(inst, index, [(operand(inst, opnum), opidx) for opnum, opidx in pairs
                                         if opnum < len(inst.operand_names)])
-            # A loop's operand: a while reads the whole of it.
-            whiles = loop_readers.get(inst) if loop_readers else None
-            if whiles:
-                for index in df.sets_of(inst):
-                    here = ids_at(inst, index)
-                    if here:
-                        for w in whiles:
-                            here += ids_at(w, index)
-                        join(here)
+            # A loop's operand: a while reads the whole of it (joined loop by loop: the
+            # groups do not depend on the order of the unions).
+            if op == "while":
+                for name in dict.fromkeys(inst.operand_names):
+                    src = by_name.get(name)
+                    if src is not None:
+                        for index in df.sets_of(src):
+                            here = ids_at(src, index)
+                            if here:
+                                here += ids_at(inst, index)
+                                join(here)
     # Buffers in the order of their first (lowest-id) value, which is the union's root.
     members: dict[int, list[Value]] = {}
     for v in df.values:
@@ -156,7 +153,8 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 b = parent[b]
             members.setdefault(b, []).append(v)
     buffers = df.buffers
-    buffer_of = df.buffer_of
+    buffer_of: list[Buffer | None] = [None] * size
+    df.buffer_of = buffer_of
     for v in df.values:
         if not joined[v.id]:
             buf = Buffer(len(buffers), (v,), v.size)

@@ -60,38 +60,57 @@ class CallSites:
                indices: Collection[Index]) -> list[Index]:
         """Fold the dirty sources' current values into the counts; the indices that changed."""
         touched: dict[Index, None] = {}
+        order = list(indices)
+        n = len(order)
+        counts_at = self.counts
+        totals = self.totals
+        snapshot = self.snapshot
         for k, src in self.dirty.items():
             src_sets = as_dict(sets.get(src))
-            snap = self.snapshot.get(k)
-            if snap is None:
-                if not any(src_sets.get(index) for index in indices):
-                    continue  # nothing reaches the parameter from there yet
-                snap = self.snapshot[k] = [NO_VALUES] * len(indices)
+            snap = snapshot.get(k)
             m = self.mult[k]
-            for i, index in enumerate(indices):
-                new = src_sets.get(index, NO_VALUES)
-                old = snap[i]
-                if new is old or not (new or old):
-                    continue
-                counts = self.counts.setdefault(index, {})
-                for v in old:
-                    c = counts[v.id] - m
-                    if c:
-                        counts[v.id] = c
-                    else:
-                        del counts[v.id]
-                for v in new:
-                    counts[v.id] = counts.get(v.id, 0) + m
-                before = self.totals.get(index, 0)
-                total = self.totals[index] = before + m * (len(new) - len(old))
-                self.multi += (total > 1) - (before > 1)
-                snap[i] = new
-                touched[index] = None
-            if self.need_phi and self.multi == len(indices):
+            if snap is None:  # the source's first values: nothing to take back
+                news = [src_sets.get(index, NO_VALUES) for index in order]
+                if not any(news):
+                    continue  # nothing reaches the parameter from there yet
+                snapshot[k] = news
+                for index, new in zip(order, news):
+                    if not new:
+                        continue
+                    counts = counts_at.get(index)
+                    if counts is None:
+                        counts = counts_at[index] = {}
+                    for v in new:
+                        counts[v.id] = counts.get(v.id, 0) + m
+                    before = totals.get(index, 0)
+                    total = totals[index] = before + m * len(new)
+                    self.multi += (total > 1) - (before > 1)
+                    touched[index] = None
+            else:
+                for i, index in enumerate(order):
+                    new = src_sets.get(index, NO_VALUES)
+                    old = snap[i]
+                    if new is old or not (new or old):
+                        continue
+                    counts = counts_at.setdefault(index, {})
+                    for v in old:
+                        c = counts[v.id] - m
+                        if c:
+                            counts[v.id] = c
+                        else:
+                            del counts[v.id]
+                    for v in new:
+                        counts[v.id] = counts.get(v.id, 0) + m
+                    before = totals.get(index, 0)
+                    total = totals[index] = before + m * (len(new) - len(old))
+                    self.multi += (total > 1) - (before > 1)
+                    snap[i] = new
+                    touched[index] = None
+            if self.need_phi and self.multi == n:
                 # Two or more inputs everywhere: a phi at every index, whatever the other
                 # sources hold (the plan is then `frozen`, its inputs recounted at the end).
                 self.dirty = {}
-                return list(indices)
+                return order
         self.dirty = {}
         return list(touched)
 
@@ -99,10 +118,17 @@ class CallSites:
                 indices: Collection[Index]) -> None:
         """The distinct values that reach each index from every source (in the order of the
         sources), after propagation, for a `frozen` plan (`totals` are not kept)."""
-        src_sets = [as_dict(sets.get(src)) for src in self.sources.values()]
-        self.counts = {}
-        for index in indices:
-            counts = self.counts[index] = {}
-            for ss in src_sets:
-                for v in ss.get(index, NO_VALUES):
-                    counts[v.id] = 1
+        self.counts = counts_at = {index: {} for index in indices}
+        for src in self.sources.values():
+            stored = sets.get(src)
+            if type(stored) is Value:
+                counts = counts_at.get(())
+                if counts is not None:
+                    counts[stored.id] = 1
+                continue
+            for index, vals in as_dict(stored).items():
+                if vals:
+                    counts = counts_at.get(index)
+                    if counts is not None:
+                        for v in vals:
+                            counts[v.id] = 1

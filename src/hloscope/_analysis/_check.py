@@ -90,8 +90,17 @@ def _control_flow_graph(module: Module) -> list[Computation]:
 
 
 def _edges(comp: Computation) -> list[tuple[Instruction, Computation]]:
-    return [(inst, callee) for inst in comp.instructions if inst.opcode in _CONTROL_FLOW
-            for callee in _callees(inst)]
+    # Callees by what decides them (thousands of loops run the same body and condition).
+    memo: dict[tuple[str, str, str, tuple[str, ...]], list[Computation]] = {}
+    out = []
+    for inst in comp.instructions:
+        if inst.opcode in _CONTROL_FLOW:
+            key = (inst.opcode, inst.attr_text, inst.sugar, inst.implicit_calls)
+            callees = memo.get(key)
+            if callees is None:
+                callees = memo[key] = _callees(inst)
+            out += [(inst, callee) for callee in callees]
+    return out
 
 
 def _check_instructions(comp: Computation) -> None:

@@ -49,11 +49,12 @@ from ._inplace import InPlacePairs
 from ._passthrough import PASSING_OPCODES, forwarded_operands, passes_through
 from ._phigraph import PhiGraph
 from ._shapes import indices
-from ._values import Buffer, Dataflow, Index, Value, as_dict, operand_positions
+from ._values import NO_VALUES, Buffer, Dataflow, Index, Value, as_dict, operand_positions
 from ._walk import ENTER, INSTRUCTION, gte_index, operand, paused_gc, walk_schedule
 
 __all__ = [
     "CONTROL_FLOW_OPCODES",
+    "DEFINES_NOTHING",
     "Buffer",
     "Dataflow",
     "Value",
@@ -78,6 +79,9 @@ _FORWARDING_OPCODES = frozenset({
 _NO_VALUE_OPCODES = frozenset({"bitcast", "add-dependency", "while", "call", "conditional",
                                "get-tuple-element", "domain", "opt-barrier",
                                "copy-done", "all-reduce-done"})
+# Opcodes of the instructions that define no value at all (a while or a conditional defines
+# none of its own but its phis).
+DEFINES_NOTHING = _NO_VALUE_OPCODES - {"while", "conditional"}
 
 
 class _Builder:
@@ -89,8 +93,7 @@ class _Builder:
         # Value sets by instruction (see `Dataflow.value_sets`); those of an instruction that
         # never takes values from others and defines one array (most) are that value.
         self.sets: dict[Instruction, dict[Index, list[Value]] | Value] = {}
-        self.values: dict[int, Value] = {}
-        self.next_id = 0
+        self.values: list[Value] = []  # by id (ids are dense, in creation order)
         self.phis = PhiGraph()
         self.deleted: set[int] = set()
         self.comps = control_flow_computations(module)
@@ -104,7 +107,8 @@ class _Builder:
             id(inst): fwd for comp in self.comps for inst in comp.instructions
             if inst.opcode in PASSING_OPCODES and passes_through(inst)
             and (fwd := forwarded_operands(inst))}
-        self.callees: dict[tuple[int, str | None], Computation | None] = {}
+        self.callees: dict[tuple[str, str, tuple[str, ...], str | None],
+                           Computation | None] = {}
         self.plans: dict[int, CallSites] = {}
         self.fed: dict[int, list[Instruction]] = {}  # id(source) -> parameters it feeds
         for comp in self.comps:
@@ -116,9 +120,8 @@ class _Builder:
 
     def new_value(self, inst: Instruction, index: Index, is_phi: bool = False) -> Value:
         """A new value defined by `inst` at `index` (ids in creation order)."""
-        v = Value(self.next_id, inst, index, is_phi)
-        self.next_id += 1
-        self.values[v.id] = v
+        v = Value(len(self.values), inst, index, is_phi)
+        self.values.append(v)
         return v
 
     # -- parameters of called computations -------------------------------------------
@@ -208,8 +211,7 @@ class _Builder:
             for index, vals in self.sets[plan.param].items():
                 if len(vals) == 1 and vals[0].is_phi and vals[0].inst is plan.param \
                         and vals[0].index == index:
-                    self.phis.register(vals[0], [self.values[i]
-                                                 for i in plan.counts.get(index, {})])
+                    self.phis.register_ids(vals[0].id, list(plan.counts.get(index, ())))
         # Propagation is over: what fed the parameters (a snapshot of every call site's
         # values) is dropped before the phis are folded, the analysis's largest moment.
         self.plans = {}
@@ -227,10 +229,11 @@ class _Builder:
                         and id(inst) not in self.passing:
                     self.sets[inst] = self.new_value(inst, ())
                     continue
-                vs: dict[Index, list[Value]] = {i: [] for i in idxs}
+                # Empty sets are one shared list (sets are replaced, never changed in place).
+                vs: dict[Index, list[Value]] = dict.fromkeys(idxs, NO_VALUES)
                 self.sets[inst] = vs
                 for index in self._defined_indices(inst, idxs, is_callee):
-                    vs[index].append(self.new_value(inst, index))
+                    vs[index] = [*vs[index], self.new_value(inst, index)]
 
     def _defined_indices(self, inst: Instruction, idxs: list[Index],
                          is_callee: bool) -> Iterable[Index]:
@@ -329,6 +332,8 @@ class _Builder:
         changed = False
         sets = self.sets
         vs = sets[inst]
+        values = self.values
+        register = self.phis.register_ids
         srcs = [as_dict(sets.get(src)) for src in inputs]
         for index, cur_list in vs.items():  # type: ignore[union-attr]
             ids: list[Value] = []
@@ -349,9 +354,10 @@ class _Builder:
                     vs[index] = [new]  # type: ignore[index]
                     changed = True
             elif current is None or not (defined_here and current.is_phi):
-                phi = self.new_value(inst, index, is_phi=True)
+                phi = Value(len(values), inst, index, True)  # `new_value`, inlined
+                values.append(phi)
                 vs[index] = [phi]  # type: ignore[index]
-                self.phis.register(phi, ids)
+                register(phi.id, [v.id for v in ids])
                 changed = True
             elif not self.phis.inputs_equal(current, ids):
                 self.phis.register(current, ids)
@@ -360,21 +366,43 @@ class _Builder:
     def update(self, inst: Instruction) -> bool:
         """Recompute the value sets of `inst` from where its values come; whether they changed."""
         op = inst.opcode
-        passing = self.passing.get(id(inst))
+        passing = self.passing.get(id(inst)) if op in PASSING_OPCODES else None
         if passing is not None:
             changed = False
             for dst, i in passing:
                 changed |= self._forward(inst, operand(inst, i), dst_prefix=dst)
             return changed
         if op == "get-tuple-element":
-            return self._forward(inst, operand(inst, 0), src_prefix=(gte_index(inst),))
+            src = operand(inst, 0)
+            stored = self.sets.get(src)
+            if type(stored) is not dict:  # an array or nothing: no element to read
+                return False
+            dsets = self.sets[inst]
+            if len(dsets) > 1:  # type: ignore[arg-type]
+                return self._forward(inst, src, src_prefix=(gte_index(inst),))
+            # An array element (most): its one set, shared.
+            vals = stored.get((gte_index(inst),))
+            if vals is None or dsets[()] == vals:  # type: ignore[index]
+                return False
+            dsets[()] = vals  # type: ignore[index]
+            return True
         if op == "tuple":
             changed = False
+            sets = self.sets
+            dsets = sets[inst]
             by_name = inst.computation.by_name
             for i, name in enumerate(inst.operand_names):
                 src = by_name.get(name)
-                changed |= self._forward(inst, src if src is not None else operand(inst, i),
-                                         dst_prefix=(i,))
+                if src is None:
+                    src = operand(inst, i)
+                stored = sets.get(src)
+                if type(stored) is Value:  # an array defined there (most): `_forward`, inlined
+                    cur = dsets.get((i,))  # type: ignore[union-attr]
+                    if cur is not None and not (len(cur) == 1 and cur[0] is stored):
+                        dsets[(i,)] = [stored]  # type: ignore[index]
+                        changed = True
+                else:
+                    changed |= self._forward(inst, src, dst_prefix=(i,))
             return changed
         if op == "while":
             body = self._callee(inst, "body")
@@ -440,8 +468,10 @@ class _Builder:
 
     def _callee(self, inst: Instruction, key: str | None = None) -> Computation | None:
         """The computation `inst` runs (its `key` attribute's, e.g. a while's body), found
-        once per instruction."""
-        cache_key = (id(inst), key)
+        once per distinct attribute text."""
+        # What decides the answer (the instruction's attributes and implied calls), not
+        # the instruction: thousands of loops sharing a body and condition are one entry.
+        cache_key = (inst.attr_text, inst.sugar, inst.implicit_calls, key)
         if cache_key in self.callees:
             return self.callees[cache_key]
         names = inst.called_computation_names
@@ -547,6 +577,9 @@ class _Builder:
     def optimize_phis(self) -> None:
         """Fold phis (`PhiGraph.optimize`) and put what each stands for in every value set."""
         self.phis.optimize()
+        if not self.phis.folds:  # no phi folded: every set stays as it is
+            self.phis.release()
+            return
         find = self.phis.find
         for vs in self.sets.values():
             if type(vs) is Value:
@@ -572,8 +605,6 @@ class _Builder:
 
     def finish(self) -> Dataflow:
         """Drop folded values, record every value's positions and build the buffers."""
-        for vid in self.deleted:
-            self.values.pop(vid, None)
         sets = self.sets
         for comp in self.comps:
             for inst in comp.instructions:
@@ -582,9 +613,14 @@ class _Builder:
                     continue  # the instruction's own value, held there only
                 for index, vals in stored.items():  # type: ignore[union-attr]
                     for v in vals:
-                        if v.inst is not inst:
-                            v.add_position(inst, index)
-        values = list(self.values.values())  # ids were given in increasing order
+                        if v.inst is not inst:  # `Value.add_position`, inlined
+                            more = v._more
+                            if more is None:
+                                v._more = [(inst, index)]
+                            else:
+                                more.append((inst, index))
+        deleted = self.deleted
+        values = [v for v in self.values if v.id not in deleted] if deleted else self.values
         df = Dataflow(self.module, self.comps, values, self.sets)
         build_buffers(df, self.callers, self.in_place, self.deleted)
         return df

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .._hlo._module import Computation, Instruction
 from .._hlo._shape import UNBOUNDED, Shape
-from ._dataflow import Dataflow, Value
+from ._dataflow import DEFINES_NOTHING, Dataflow, Value
 from ._shapes import logical_byte_size
 from ._walk import ENTER, INSTRUCTION, first_parameter, paused_gc, walk_schedule
 
@@ -149,26 +149,29 @@ class _LastUse:
         self.inside: dict[int, int] = {}
 
     def __call__(self, v: Value) -> int:
-        more = v.other_positions
+        more = v._more  # `Value.other_positions`
         if v.inst.is_root:
             return self._read_with_roots(v)
-        for inst, _index in more:
-            if inst.is_root:
-                return self._read_with_roots(v)
+        if more:
+            for inst, _index in more:
+                if inst.is_root:
+                    return self._read_with_roots(v)
         # By XLA's rules a position is read by every user of its instruction but a tuple
         # or a domain (which read only the top), and one inside a tuple also not by a
         # get-tuple-element or a copy: the last such read of each instruction is kept.
-        end = self.last_read(v.inst, bool(v.index))
-        for inst, index in more:
-            t = self.last_read(inst, bool(index))
-            if t > end:
-                end = t
+        last_read = self.last_read
+        end = last_read(v.inst, bool(v.index))
+        if more:
+            for inst, index in more:
+                t = last_read(inst, bool(index))
+                if t > end:
+                    end = t
         return end
 
     def last_read(self, inst: Instruction, inside: bool) -> int:
         """The last step at which a user reads `inst`'s output at the top (`inside`: at an
         index inside its tuple), -1 when none does."""
-        users = inst.users
+        users = inst.computation.users(inst)
         if len(users) > _MEMO_USERS:  # kept for instructions with many users only
             memo = self.inside if inside else self.top
             k = id(inst)
@@ -176,7 +179,7 @@ class _LastUse:
             if end is None:
                 end = memo[k] = self._last_read(users, inside)
             return end
-        return self._last_read(users, inside)
+        return self._latest(users, _PASS_THROUGH if inside else _READ_TOP_ONLY)
 
     def _last_read(self, users: Iterable[Instruction], inside: bool) -> int:
         return self._latest(users, _PASS_THROUGH if inside else _READ_TOP_ONLY)
@@ -184,12 +187,13 @@ class _LastUse:
     def _latest(self, users: Iterable[Instruction], skip: frozenset[str]) -> int:
         """The last step at which one of `users` (not of the opcodes in `skip`) reads."""
         end = -1
+        time_of = self.time_of
         for user in users:
             op = user.opcode
             if op in skip:
                 continue
             t = self.call_read(user) if op == "call" or op == "while" else \
-                self.time_of.get(id(user))
+                time_of.get(id(user))
             if t is not None and t > end:
                 end = t
         return end
@@ -277,6 +281,8 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
                     end = r
             ranges[stored.id] = (t, end)  # type: ignore[union-attr]
             continue
+        if inst.opcode in DEFINES_NOTHING:
+            continue
         start = cstart if inst.opcode == "parameter" else t
         def_end = cend if inst.is_root else t
         if caller is not None:
@@ -285,9 +291,16 @@ def _compute_live_ranges(df: Dataflow) -> LiveRanges:
                 done_time[comp.name] = time_of.get(id(done)) if done is not None else None
             dt = done_time[comp.name]
             def_end = max(def_end, dt if dt is not None else cend)
-        for v in df.defined_by(inst):
+        if type(stored) is Value:  # `Dataflow.defined_by`, inlined
+            defined: list[Value] = [stored]
+        else:
+            defined = [v for vals in stored.values() for v in vals  # type: ignore[union-attr]
+                       if v.inst is inst]
+            if len(defined) > 1:
+                defined = list(dict.fromkeys(defined))
+        for v in defined:
             end = def_end
-            for pinst, _pidx in v.other_positions:
+            for pinst, _pidx in v._more or ():
                 if pinst.is_root:
                     span = spans.get(pinst.computation.name)
                     if span is None:

@@ -489,7 +489,7 @@ class ValueSpans:
 
     __slots__ = ("_buffer_of", "_kinds", "_ranges", "_values")
 
-    def __init__(self, values: list[Value], kinds: Sequence[str], buffer_of: Mapping[int, Any],
+    def __init__(self, values: list[Value], kinds: Sequence[str], buffer_of: Sequence[Any],
                  ranges: Mapping[int, tuple[int, int]]) -> None:
         self._values = values
         self._kinds = kinds

@@ -108,40 +108,42 @@ def _all_same(nodes: list[_Node], at: dict[int, int | list[int]] | None) -> bool
 
 
 class PhiGraph:
-    """The phis of one dataflow analysis and the values they take their inputs from."""
+    """The phis of one dataflow analysis and the values they take their inputs from.
+
+    Each phi's inputs are kept as value ids until `optimize`, which builds the graph of
+    nodes only when some phi may fold (`_all_fixed`): in a module whose phis each meet
+    two different values (a chain of loops), no node is made at all.
+    """
 
     def __init__(self) -> None:
+        self.inputs: dict[int, list[int]] = {}  # phi id -> its inputs' ids (the last given)
+        # Every registration in turn: the order in which ids were first seen (a phi, then
+        # its inputs) is the order of the nodes, the order `optimize` visits them in.
+        self.log: list[tuple[int, list[int]]] = []
         self.nodes: list[_Node] = []
         self.by_id: dict[int, _Node] = {}
 
-    def node(self, vid: int) -> _Node:
-        n = self.by_id.get(vid)
-        if n is None:
-            n = _Node(vid)
-            self.nodes.append(n)
-            self.by_id[vid] = n
-        return n
-
     def register(self, phi: Value, inputs: list[Value]) -> None:
         """Record (or replace) the inputs of `phi`."""
-        by_id = self.by_id
-        n = by_id.get(phi.id)
-        if n is None:
-            n = self.node(phi.id)
-        n.is_phi = True
-        operands = []
-        for v in inputs:
-            o = by_id.get(v.id)
-            operands.append(o if o is not None else self.node(v.id))
-        n.operands = operands
+        self.register_ids(phi.id, [v.id for v in inputs])
+
+    def register_ids(self, phi: int, ids: list[int]) -> None:
+        """`register` by value ids (`ids` is kept: not to be changed afterwards)."""
+        self.inputs[phi] = ids
+        self.log.append((phi, ids))
 
     def inputs_equal(self, phi: Value, inputs: list[Value]) -> bool:
-        return {o.value_id for o in self.by_id[phi.id].operands} == {v.id for v in inputs}
+        return set(self.inputs[phi.id]) == {v.id for v in inputs}
 
     def find(self, vid: int) -> int:
         """The value `vid` stands for after `optimize` (itself when it was not folded)."""
         n = self.by_id.get(vid)
         return vid if n is None else n.value_id
+
+    @property
+    def folds(self) -> bool:
+        """Whether `optimize` may have folded a phi (else `find` is the identity)."""
+        return bool(self.by_id)
 
     def release(self) -> None:
         """Drop the graph once `find` has been read: its nodes point at each other (operands
@@ -152,6 +154,53 @@ class PhiGraph:
             n.operand_at = n.user_at = None
         self.nodes = []
         self.by_id = {}
+        self.inputs = {}
+        self.log = []
+
+    def _all_fixed(self) -> bool:
+        """Whether no phi can fold: each has two different inputs (besides itself) that are
+        values or phis known not to fold.  Those inputs are never replaced, so the phi's
+        inputs never become all one, and it reaches two values, so it is never in one
+        value's closure: `optimize` would change nothing.  (A few passes, in registration
+        order.)"""
+        inputs = self.inputs
+        fixed: set[int] = set()
+        pending = list(inputs)
+        for _ in range(3):
+            left = []
+            for phi in pending:
+                a = -1
+                for i in inputs[phi]:
+                    if i == phi or i == a or (i in inputs and i not in fixed):
+                        continue
+                    if a < 0:
+                        a = i
+                    else:  # a second one
+                        fixed.add(phi)
+                        break
+                else:
+                    left.append(phi)
+            if not left:
+                return True
+            if len(left) == len(pending):
+                return False
+            pending = left
+        return False
+
+    def _build(self) -> None:
+        """The graph of nodes, in the order their ids were first registered."""
+        nodes = self.nodes
+        by_id = self.by_id
+        for phi, ids in self.log:
+            for vid in (phi, *ids):
+                if vid not in by_id:
+                    n = by_id[vid] = _Node(vid)
+                    nodes.append(n)
+        self.log = []
+        for vid, ids in self.inputs.items():
+            n = by_id[vid]
+            n.is_phi = True
+            n.operands = [by_id[i] for i in ids]
 
     def _replace(self, node: _Node, by: _Node) -> None:
         if node.dead:
@@ -202,6 +251,9 @@ class PhiGraph:
 
     def optimize(self) -> None:
         """Fold phis to a fixed point (see the module docstring)."""
+        if self._all_fixed():
+            return
+        self._build()
         for n in self.nodes:
             for o in n.operands:
                 if o.users is _NO_NODES:

@@ -212,7 +212,8 @@ class Dataflow:
     # (most), that value itself (see `values_at` and `sets_of`).
     value_sets: dict[Instruction, dict[Index, list[Value]] | Value]
     buffers: list[Buffer] = field(default_factory=list)
-    buffer_of: dict[int, Buffer] = field(default_factory=dict)  # value id -> buffer
+    # value id -> its buffer (None for the id of a folded phi)
+    buffer_of: list[Buffer | None] = field(default_factory=list)
     kinds: list[str] | None = None  # allocation kind by buffer id (`classify_buffers`)
     _use_caches: tuple[dict[int, dict[str, list[int]]], dict[int, tuple[Instruction, ...]],
                        dict[int, frozenset[str]]] = field(default_factory=lambda: ({}, {}, {}))

@@ -75,12 +75,20 @@ def walk_schedule(module: Module) -> Iterator[tuple[int, Computation | Instructi
     """
     seen = {module.entry.name}
     runs = _RUNS_COMPUTATIONS
+    # A while's callees by its attribute text (thousands of loops name the same two).
+    loops: dict[str, tuple[Computation, ...]] = {}
 
     def visit(comp: Computation) -> Iterator[tuple[int, Computation | Instruction,
                                                    Instruction | None]]:
         for inst in comp.instructions:
             if inst.opcode in runs:
-                for callee in control_flow_callees(inst):
+                if inst.opcode == "while":
+                    callees = loops.get(inst.attr_text)
+                    if callees is None:
+                        callees = loops[inst.attr_text] = control_flow_callees(inst)
+                else:
+                    callees = control_flow_callees(inst)
+                for callee in callees:
                     if callee.name not in seen:
                         seen.add(callee.name)
                         yield ENTER, callee, inst

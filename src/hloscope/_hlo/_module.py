@@ -53,9 +53,11 @@ CALLED_COMPUTATION_KEYS = (
     "scatter", "comparator",
 )
 _EMPTY_METADATA = OpMetadata()
+_SLICE_RE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
+# Attribute text -> the computations it names (`Instruction._called_names`), a bounded cache.
+_NAMED_CALLS: dict[str, tuple[str, ...]] = {}
 # Whether an attribute text may name a called computation (a match inside a quoted
 # string only sends the instruction down the full decoding path).
-_SLICE_RE = re.compile(r"\[(-?[0-9]+):(-?[0-9]+)(?::(-?[0-9]+))?\]")
 _MAY_CALL_RE = re.compile(r"(?:^|[\s,])(?:" + "|".join(CALLED_COMPUTATION_KEYS) + r")=")
 
 
@@ -286,13 +288,19 @@ class Instruction:
             # Most instructions name no computation; the async shorthand calls only the
             # wrapper it stands for (the wrapped op carries the attributes).
             return self.implicit_calls
-        attrs = self.attributes
-        out: list[str] = []
-        for key in CALLED_COMPUTATION_KEYS:
-            v = attrs.get(key)
-            if v:
-                out.extend(parse_name_list(v))
-        return tuple(out) + self.implicit_calls
+        named = _NAMED_CALLS.get(self.attr_text)
+        if named is None:  # decoded once per attribute text (loops sharing a body: once)
+            attrs = self.attributes
+            out: list[str] = []
+            for key in CALLED_COMPUTATION_KEYS:
+                v = attrs.get(key)
+                if v:
+                    out.extend(parse_name_list(v))
+            named = tuple(out)
+            if len(_NAMED_CALLS) >= 4096:
+                _NAMED_CALLS.clear()
+            _NAMED_CALLS[self.attr_text] = named
+        return named + self.implicit_calls if self.implicit_calls else named
 
     @property
     def called_computations(self) -> tuple[Computation, ...]:
