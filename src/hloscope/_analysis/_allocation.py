@@ -389,8 +389,11 @@ class _Reusable:
             touch = set(self.sharing_starts_at.get(e0))
             if not never_shares(vals[0].inst):
                 touch.update(self.ends_at.get(s0))
-            yield from self._merge(self._free_over(s0, e0, low),
-                                   sorted((i for i in touch if i >= low), reverse=True))
+            if touch:
+                yield from self._merge(self._free_over(s0, e0, low),
+                                       sorted((i for i in touch if i >= low), reverse=True))
+            else:
+                yield from self._free_over(s0, e0, low)
         else:
             yield from (self.allocs[i] for i in range(len(self.allocs) - 1, low - 1, -1))
 

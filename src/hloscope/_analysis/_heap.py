@@ -338,7 +338,8 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
             # What is alive at the start (on the path up from its leaf), and what is born
             # inside (the nodes covering the steps after it): lists gathered in C.
             parts += filter(None, map(alive_at, path))
-            parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
+            if s_hi > s_lo:
+                parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
         # The free gaps between the occupied ranges: with the starts and the ends sorted
         # apart, the room below the k-th start is free where it is above the (k-1)-th end
         # (between two ranges that overlap, the difference is not positive).  Sorting ints
