@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import chain
 
 from sortedcontainers import SortedList
 
@@ -220,8 +221,9 @@ class _Allocation:
         self.starts.append(r[0])
         self.ends.append(r[1])
         busy = self.busy
-        if busy:
-            first, last = busy.first(), busy.last()
+        if busy.hi_of:
+            first = busy.los.items[0]
+            last = busy.hi_of[busy.los.items[-1]]
             if r[1] < first - 1:
                 self.gap = max(self.gap, first - r[1] - 1)
             elif r[0] > last + 1:
@@ -387,8 +389,11 @@ class _Reusable:
             touch = set(self.sharing_starts_at.get(e0))
             if not never_shares(vals[0].inst):
                 touch.update(self.ends_at.get(s0))
-            yield from self._merge(self._free_over(s0, e0, low),
-                                   sorted((i for i in touch if i >= low), reverse=True))
+            if touch:
+                yield from self._merge(self._free_over(s0, e0, low),
+                                       sorted((i for i in touch if i >= low), reverse=True))
+            else:
+                yield from self._free_over(s0, e0, low)
         else:
             yield from (self.allocs[i] for i in range(len(self.allocs) - 1, low - 1, -1))
 
@@ -436,22 +441,33 @@ def assign_allocations(df: Dataflow, lr: LiveRanges, kinds: Sequence[str],
     moved = bytearray(len(df.buffers))  # by buffer id: 1 when in an output's allocation
     read_only = _Allocation(0, False)  # the entry's parameters that are not donated
 
+    neg_sizes = reusable.neg_sizes
+    mark, update = reusable.mark, reusable.tree.update
+
     def place(a: _Allocation, vals: list[Value]) -> None:
         for v in vals:
             r = ranges[v.id]
             a.add(v, r)
             if a.index >= 0:
-                reusable.mark(a.index, v, *r)
+                mark(a.index, v, *r)
         if a.index >= 0:
-            reusable.tree.update(a)
+            update(a)
 
     for buf in order:
         kind = kinds[buf.id]
-        if kind == "temporary" and not reusable.can_hold(buf.size):
+        if kind == "temporary" and not (neg_sizes and -neg_sizes[0] >= buf.size):
             continue  # only reusable allocations (writable, none smaller) can take it
-        vals = [v for v in buf.values if v.id in ranges]
-        if kind == "constant" or not vals:
+        if kind == "constant":
             continue
+        bv = buf.values
+        if len(bv) == 1:
+            if bv[0].id not in ranges:
+                continue
+            vals = bv
+        else:
+            vals = [v for v in bv if v.id in ranges]
+            if not vals:
+                continue
         if kind == "parameter":
             p = next(v for v in buf.values
                      if v.inst.opcode == "parameter" and v.inst.computation is entry)
@@ -565,17 +581,24 @@ class _Fit:
         if not a.writable or self.size > a.size or (self.live_out and a.size != self.size):
             return False
         ranges = self.lr.ranges
-        ends = self.ends
-        if ends is None:
-            ends = self.ends = {t for v in self.vals for t in ranges[v.id]}
         busy = a.busy
-        touching = False
-        for v in self.vals:
-            for lo, hi in busy.overlaps(*ranges[v.id]):
-                # Values may meet the allocation's only at their own end points.
-                if hi - lo >= len(ends) or any(t not in ends for t in range(lo, hi + 1)):
-                    return False
-                touching = True
+        if len(self.vals) == 1:
+            # One value over [s, e] may meet the allocation's only at s or e.
+            s, e = ranges[self.vals[0].id]
+            if e - s >= 2 and not busy.is_free(s + 1, e - 1):
+                return False
+            touching = not busy.is_free(s, e)
+        else:
+            ends = self.ends
+            if ends is None:
+                ends = self.ends = {t for v in self.vals for t in ranges[v.id]}
+            touching = False
+            for v in self.vals:
+                for lo, hi in busy.overlaps(*ranges[v.id]):
+                    # Values may meet the allocation's only at their own end points.
+                    if hi - lo >= len(ends) or any(t not in ends for t in range(lo, hi + 1)):
+                        return False
+                    touching = True
         if touching and not self._touching_ok(a):
             return False
         return not self._copy_conflict(a)
@@ -635,21 +658,28 @@ class _Fit:
 
 def _post_order(comp: Computation) -> list[Instruction]:
     """Instructions in depth-first post order from each unused one, operands in order (XLA's)."""
+    insts = comp.instructions
+    by_name = comp.by_name
     out: list[Instruction] = []
     append = out.append
-    done: set[int] = set()  # ids of the instructions on the path or out
-    by_name = comp.by_name
-    for start in comp.instructions:
-        if id(start) in done or start.users:
+    # The names of the instructions on the path or out (names are unique in a computation:
+    # no id() per operand, and an operand already seen is not even looked up).
+    done: set[str] = set()
+    used = set(chain.from_iterable(inst.operand_names for inst in insts))
+    for start in insts:
+        name = start.name
+        if name in used or name in done:
             continue
-        done.add(id(start))
+        done.add(name)
         stack = [(start, iter(start.operand_names))]
         while stack:
             inst, names = stack[-1]
             for name in names:
+                if name in done:
+                    continue
                 op = by_name.get(name)
-                if op is not None and id(op) not in done:
-                    done.add(id(op))
+                if op is not None:
+                    done.add(name)
                     if op.operand_names:
                         stack.append((op, iter(op.operand_names)))
                         break
@@ -657,6 +687,6 @@ def _post_order(comp: Computation) -> list[Instruction]:
             else:
                 stack.pop()
                 append(inst)
-    if len(out) < len(comp.instructions):  # cycles or dangling names: keep every one
-        out.extend(inst for inst in comp.instructions if id(inst) not in done)
+    if len(out) < len(insts):  # cycles or dangling names: keep every one
+        out.extend(inst for inst in insts if inst.name not in done)
     return out

@@ -310,29 +310,36 @@ def _best_fit(items: list[tuple[int, int, int, int]], align: int, end_time: int,
 
     # While every chunk placed shares a step with every other (all live at once: the
     # steps [common_lo, common_hi]), each went on top of the last and a chunk that meets
-    # those steps meets them all: nothing below the top is free over its lifetime.
-    stacked = True
+    # those steps meets them all: nothing below the top is free over its lifetime.  The
+    # trees are not read meanwhile: the stacked chunks go into them when the first chunk
+    # that does not meet those steps comes (never, where all are live at once).
+    stacked: list[tuple[int, int, int, int]] | None = []  # (start, end, offset, top)
     common_lo, common_hi = -1, end_time + 1
     stack_top = 0
 
     for g, size, start, end in items:
-        own = spans.get(g) or ((start, end),)
-        paths = [list(map(rshift, repeat(s_lo + n, depth + 1), levels)) for s_lo, _ in own]
-        if stacked:
-            if len(own) == 1 and size > 0 and start <= common_hi and end >= common_lo:
+        if stacked is not None:
+            if size > 0 and start <= common_hi and end >= common_lo and \
+                    len(spans.get(g, ())) < 2:
                 common_lo, common_hi = max(common_lo, start), min(common_hi, end)
                 offsets[g] = best_off = stack_top
                 heap_size = best_off + size  # above every chunk so far
-                top = stack_top = -(-(best_off + size) // align) * align
-                _insert(alive, born, n, own, paths, best_off, top)
+                stack_top = -(-(best_off + size) // align) * align
+                stacked.append((start, end, best_off, stack_top))
                 continue
-            stacked = False
+            for s_lo, s_hi, off, top in stacked:
+                _insert(alive, born, n, ((s_lo, s_hi),),
+                        [list(map(rshift, repeat(s_lo + n, depth + 1), levels))], off, top)
+            stacked = None
+        own = spans.get(g) or ((start, end),)
+        paths = [list(map(rshift, repeat(s_lo + n, depth + 1), levels)) for s_lo, _ in own]
         parts: list[list[int] | tuple[int, int]] = []
         for (s_lo, s_hi), path in zip(own, paths):
             # What is alive at the start (on the path up from its leaf), and what is born
             # inside (the nodes covering the steps after it): lists gathered in C.
             parts += filter(None, map(alive_at, path))
-            parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
+            if s_hi > s_lo:
+                parts += filter(None, map(born_at, _cover(s_lo + 1 + n, s_hi + n + 1)))
         # The free gaps between the occupied ranges: with the starts and the ends sorted
         # apart, the room below the k-th start is free where it is above the (k-1)-th end
         # (between two ranges that overlap, the difference is not positive).  Sorting ints

@@ -292,8 +292,8 @@ def _highest(timeline: Sequence[int]) -> tuple[int, int]:
     """(bytes, step) of a timeline's highest point, the earliest where it repeats."""
     if not timeline:
         return (0, 0)
-    step = max(range(len(timeline)), key=lambda t: (timeline[t], -t))
-    return timeline[step], step
+    top = max(timeline)
+    return top, timeline.index(top)
 
 
 def _origin(inst: Instruction) -> Instruction:
