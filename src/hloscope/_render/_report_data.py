@@ -18,7 +18,7 @@ from .._analysis._check import shard_shape
 from .._analysis._devices import Device, module_device
 from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
-from .._analysis._memory import MemoryReport, XlaFigures
+from .._analysis._memory import MemoryReport, ValueSpans, XlaFigures
 from .._analysis._summary import ModuleSummary
 from .._analysis._walk import paused_gc
 from .._hlo._module import Module
@@ -412,7 +412,7 @@ def _stacks(memory: MemoryReport, sampled: list[tuple[int, int, int]]) -> dict[s
     return out
 
 
-def _add_spans(spans: Any, steps: list[int], n: int, diffs: list[list[list[int]]],
+def _add_spans(spans: ValueSpans, steps: list[int], n: int, diffs: list[list[list[int]]],
                ways: list[list[str]]) -> None:
     """Each value of `spans` into `diffs` (per way of `ways`: by kind, by scope): its bytes
     added at the first sampled step of `steps` within its live range and taken off after
