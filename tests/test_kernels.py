@@ -369,3 +369,19 @@ def test_kernels_and_edges_are_frozen_and_equal_to_ones_made_plainly():
         assert obj == plain and hash(obj) == hash(plain) and repr(obj) == repr(plain)
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, dataclasses.fields(cls)[0].name, "other")
+
+
+def test_the_kernel_table_lists_at_most_max_rows_without_top(monkeypatch):
+    """A module of more kernels than MAX_ROWS lists the first MAX_ROWS and says how many
+    more there are (a million rows is more than anyone reads); --top still lists N."""
+    from hloscope._render import _kernels_text
+
+    m = hloscope.parse("HloModule m, is_scheduled=true\n\nENTRY %main (p: f32[8]) -> f32[8] {\n"
+                  "  %p = f32[8]{0} parameter(0)\n  %a = f32[8]{0} negate(%p)\n"
+                  "  %b = f32[8]{0} abs(%a)\n  ROOT %c = f32[8]{0} exponential(%b)\n}\n")
+    g = kernel_graph(m)
+    monkeypatch.setattr(_kernels_text, "MAX_ROWS", 2)
+    text = _kernels_text.render_kernels(g)
+    assert "  a " in text and "  b " in text and "  c " not in text
+    assert "... and 1 more kernels (--top N shows more)" in text
+    assert "  c " in _kernels_text.render_kernels(g, top=3)

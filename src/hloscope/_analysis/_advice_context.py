@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Callable
 
 from .._errors import HloModelError
@@ -104,24 +105,37 @@ class AdviceContext:
     # -- indexes ----------------------------------------------------------------------
     @cached_property
     def kernels_by_name(self) -> dict[str, Kernel]:
-        return {k.name: k for k in self.graph.kernels}
+        kernels = self.graph.kernels
+        return dict(zip(map(attrgetter("name"), kernels), kernels))
 
     def kernel(self, name: str) -> Kernel | None:
         return self.kernels_by_name.get(name)
 
     @cached_property
     def edges_to(self) -> dict[str, list[Edge]]:
-        out: dict[str, list[Edge]] = {}
-        for e in self.graph.edges:
-            out.setdefault(e.dst, []).append(e)
-        return out
+        return self._edges_by_end[0]
 
     @cached_property
     def edges_from(self) -> dict[str, list[Edge]]:
-        out: dict[str, list[Edge]] = {}
+        return self._edges_by_end[1]
+
+    @cached_property
+    def _edges_by_end(self) -> tuple[dict[str, list[Edge]], dict[str, list[Edge]]]:
+        """The edges by their `dst` and by their `src`, in the graph's order (one pass)."""
+        to: dict[str, list[Edge]] = {}
+        from_: dict[str, list[Edge]] = {}
+        get_to, get_from = to.get, from_.get
         for e in self.graph.edges:
-            out.setdefault(e.src, []).append(e)
-        return out
+            dst, src = e.dst, e.src
+            if (into := get_to(dst)) is None:
+                to[dst] = [e]
+            else:
+                into.append(e)
+            if (out := get_from(src)) is None:
+                from_[src] = [e]
+            else:
+                out.append(e)
+        return to, from_
 
     @cached_property
     def kernels_with(self) -> dict[str, list[Kernel]]:

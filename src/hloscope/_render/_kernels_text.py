@@ -46,6 +46,10 @@ _DROP = {False: ("inputs", "kind", "output"), True: ("inputs", "kind", "bound", 
 
 
 SORT_KEYS = ("order", "time", "bytes", "flops")
+# The kernels the table lists without --top (the first, in the order asked for; a line
+# says how many more there are): a million rows is more than anyone reads, and writing
+# them costs more than the analysis.
+MAX_ROWS = 20_000
 
 
 def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: bool = True,
@@ -75,11 +79,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         out.append(f"  and {_n(len(g.emitter_copies), 'copy thunk')} XLA's GPU emitter runs "
                    f"before sorts, which sort in place in their output: {each}{more}")
     out.append("")
-    inputs: dict[str, dict[str, None]] = {}
-    for e in g.edges:
-        if e.dst != "result":
-            label = e.src if e.src_kind == "kernel" else f"{e.src_kind}:{e.src}"
-            inputs.setdefault(e.dst, {})[label] = None
+    if top is None and len(g.kernels) > MAX_ROWS:
+        top = MAX_ROWS
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
     if device is not None:
         headers += [f"{device.name} time" + (" (estimated)" if measured is not None else ""),
@@ -99,6 +100,15 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     def seconds(k):  # type: ignore[no-untyped-def]
         t = k.roofline_seconds(device, k.element_type)
         return max(t, ratio(sent.get(k.name, 0), link))
+
+    inputs: dict[str, dict[str, None]] = {}  # by kernel listed, what it reads (once each)
+
+    def read_by(ks: list) -> None:  # type: ignore[type-arg]
+        names = {k.name for k in ks}
+        for e in g.edges:
+            if e.dst in names and e.dst != "result":
+                label = e.src if e.src_kind == "kernel" else f"{e.src_kind}:{e.src}"
+                inputs.setdefault(e.dst, {})[label] = None
 
     def row(k):  # type: ignore[no-untyped-def]
         kind = k.category + (f" {k.fusion_kind}" if k.fusion_kind else "")
@@ -134,12 +144,14 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             key = (lambda k: k.bytes_out) if sort == "bytes" else (lambda k: k.flops)
         kernels.sort(key=key, reverse=True)
         shown = kernels[:top] if top is not None else kernels
+        read_by(shown)
         what = {"time": "longest estimated time", "bytes": "most bytes written",
                 "flops": "most flops"}[sort]
         listed(f"Kernels with the {what}: {len(shown)} of {len(kernels)}"
                + (f" ({device.name} estimates)" if sort == "time" and device else ""), shown)
     else:
         shown = kernels[:top] if top is not None else kernels
+        read_by(shown)
         by_group: dict[str, list] = {}  # type: ignore[type-arg]
         for k in shown:
             by_group.setdefault(k.group, []).append(k)

@@ -9,7 +9,6 @@ kernels in schedule order.  Every group starts collapsed except the top.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
@@ -19,7 +18,7 @@ from .._analysis._check import shard_shape
 from .._analysis._devices import Device, module_device
 from .._analysis._figures import dump_figures, optimized_note
 from .._analysis._kernels import Group, KernelGraph
-from .._analysis._memory import MemoryReport, XlaFigures
+from .._analysis._memory import MemoryReport, ValueSpans, XlaFigures
 from .._analysis._summary import ModuleSummary
 from .._analysis._walk import paused_gc
 from .._hlo._module import Module
@@ -394,23 +393,16 @@ def _stacks(memory: MemoryReport, sampled: list[tuple[int, int, int]]) -> dict[s
     scopes = [s for s, _ in sorted(at_peak.items(), key=lambda kv: (-kv[1], kv[0]))
               if s][:MAX_SCOPES]
     spans = memory.spans if n else None
+    ways = (("kind", list(KINDS)), ("scope", scopes))
+    # Per series, the differences between consecutive sampled steps (a value counts at
+    # the steps of `steps` within its live range), summed up after; with no names, "other"
+    # is what remains below.
+    diffs = [[[0] * (m + 1) for _ in range(len(names) + 1)] for _way, names in ways]
+    if spans is not None:
+        _add_spans(spans, steps, n, diffs, [names for _way, names in ways])
     out: dict[str, Any] = {}
-    for way, names in (("kind", list(KINDS)), ("scope", scopes)):
-        col = {name: i for i, name in enumerate(names)}
+    for (way, names), diff in zip(ways, diffs):
         other = len(names)
-        # Per series, the differences between consecutive sampled steps (a value counts
-        # at the steps of `steps` within its live range), summed up after.
-        diff = [[0] * (m + 1) for _ in range(other + 1)]
-        if spans is not None and names:  # with no names, "other" is what remains below
-            rows = iter(spans) if way == "kind" else \
-                ((_top_scope(o), s, e, b) for o, (_k, s, e, b) in zip(spans.op_names(), spans))
-            for key, start, end, size in rows:
-                row = diff[col.get(key, other)]
-                lo = bisect_left(steps, max(0, start))
-                hi = bisect_right(steps, min(n - 1, end))
-                if lo < hi:
-                    row[lo] += size
-                    row[hi] -= size
         series = [list(accumulate(row[:m])) for row in diff]
         # What the listed values leave out of the timeline (values not listed, aliasing).
         series[other] = [max(0, tl[t] - sum(s[j] for s in series[:other]))
@@ -418,6 +410,36 @@ def _stacks(memory: MemoryReport, sampled: list[tuple[int, int, int]]) -> dict[s
         out[way] = {"names": names + ["other"],
                     "series": [s if any(s) else [] for s in series]}
     return out
+
+
+def _add_spans(spans: ValueSpans, steps: list[int], n: int, diffs: list[list[list[int]]],
+               ways: list[list[str]]) -> None:
+    """Each value of `spans` into `diffs` (per way of `ways`: by kind, by scope): its bytes
+    added at the first sampled step of `steps` within its live range and taken off after
+    the last, in its series' row (the last row: "other").  One pass over the values; which
+    sampled steps a range covers read off a table by step rather than searched for."""
+    # below[t]: how many sampled steps come before step t (t from 0 to n).
+    below: list[int] = []
+    for i, step in enumerate(steps):
+        below.extend([i] * (step + 1 - len(below)))
+    below.extend([len(steps)] * (n + 1 - len(below)))
+    (kinds, scopes), (kind_diff, scope_diff) = ways, diffs
+    kind_col = {name: i for i, name in enumerate(kinds)}
+    scope_col = {name: i for i, name in enumerate(scopes)}
+    kind_other, scope_other = len(kinds), len(scopes)
+    op_names = spans.op_names() if scopes else None
+    for kind, start, end, size in spans:
+        op_name = next(op_names) if op_names is not None else ""
+        lo = below[min(max(0, start), n)]
+        hi = below[max(0, min(n - 1, end) + 1)]
+        if lo < hi:
+            row = kind_diff[kind_col.get(kind, kind_other)]
+            row[lo] += size
+            row[hi] -= size
+            if op_names is not None:
+                row = scope_diff[scope_col.get(_top_scope(op_name), scope_other)]
+                row[lo] += size
+                row[hi] -= size
 
 
 def _top_scope(op_name: str) -> str:
