@@ -385,3 +385,28 @@ def test_the_kernel_table_lists_at_most_max_rows_without_top(monkeypatch):
     assert "  a " in text and "  b " in text and "  c " not in text
     assert "... and 1 more kernels (--top N shows more)" in text
     assert "  c " in _kernels_text.render_kernels(g, top=3)
+
+
+def test_a_fusion_calling_a_computation_of_more_parameters_than_it_passes(tmp_path):
+    """Fuzzing (seed 59: a fusion's callee renamed to one of two parameters) found the
+    sliced-operand reads indexing past the fusion's operands: exit 3, now analysed."""
+    text = """HloModule m
+
+fused_computation {
+  p0 = f32[8,4]{1,0} parameter(0)
+  p1 = f32[8,4]{1,0} parameter(1)
+  s = f32[1,4]{1,0} slice(p1), slice={[0:1], [0:4]}
+  ROOT n = f32[1,4]{1,0} negate(s)
+}
+
+ENTRY main {
+  a = f32[8,4]{1,0} parameter(0)
+  ROOT f = f32[1,4]{1,0} fusion(a), kind=kLoop, calls=fused_computation
+}
+"""
+    graph = kernel_graph(hloscope.read_text(text).module)
+    assert [k.name for k in graph.kernels] == ["f"]
+    path = tmp_path / "m.hlo"
+    path.write_text(text)
+    for command in ("kernels", "memory", "lint"):
+        assert run_cli(command, str(path)).returncode == 0

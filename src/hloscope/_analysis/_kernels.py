@@ -706,8 +706,10 @@ class _Builder:
         values_at = self.df.values_at
         names = inst.operand_names
         # Operands a fusion only slices (each passed once): the bytes it reads of them.
+        # (An index past the operands: a fusion calling a computation of more parameters.)
         sliced = {names[i]: b for i, b in self.fused.reads(inst).items()
-                  if names.count(names[i]) == 1} if inst.opcode == "fusion" else {}
+                  if i < len(names) and names.count(names[i]) == 1} \
+            if inst.opcode == "fusion" else {}
         for name in (names if len(names) < 2 else dict.fromkeys(names)):
             src = comp.by_name[name]
             size, idxs = leaf_indices(src.shape)
