@@ -52,8 +52,8 @@ from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
 __all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
-           "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler", "many_kernels",
-           "profile_report"]
+           "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler",
+           "many_kernels", "profile_report"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
