@@ -60,7 +60,8 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import hloscope  # noqa: E402
-from hloscope._profile._capture import ROUNDS, WARMUP_TIME, profile_report  # noqa: E402
+from hloscope._profile._capture import (  # noqa: E402
+    MAX_ROUNDS, ROUNDS, WARMUP_TIME, profile_report)
 from hloscope._profile._match import measure  # noqa: E402
 from hloscope._profile._read import read_trace  # noqa: E402
 
@@ -195,6 +196,9 @@ def main() -> None:
                     help="seconds of profiled runs per profile, at least")
     ap.add_argument("--rounds", type=int, default=ROUNDS,
                     help="rounds of runs per profile (default: hloscope's, %(default)s)")
+    ap.add_argument("--max-rounds", type=int, default=MAX_ROUNDS,
+                    help="rounds at most, while they have not settled (default: hloscope's, "
+                         "%(default)s; --rounds for none more)")
     ap.add_argument("--no-big", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated parts of program names")
     ap.add_argument("--big", action="store_true", help="programs sized for a GPU (each "
@@ -207,12 +211,13 @@ def main() -> None:
     print(f"jax {jax.__version__}, {jax.device_count()} {platform} devices "
           f"({jax.devices()[0].device_kind}{', programs sized x8' if big else ''}; JAX_PLATFORMS="
           f"{os.environ.get('JAX_PLATFORMS', '')!r}); each profile: at least {a.runs} runs "
-          f"and {a.min_time:g} s of runs in {a.rounds} rounds; {os.cpu_count()} CPUs")
+          f"and {a.min_time:g} s of runs in {a.rounds} rounds (up to {a.max_rounds} until "
+          f"they settle); {os.cpu_count()} CPUs")
     print(f"an empty trace costs this process {idle_profiler_cpu():.2f} CPU-s per second "
           f"(load {_load()})\n")
     kinds: dict[str, list[float]] = defaultdict(list)
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
-            f"{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
+            f"{'rounds':>7}{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
             f"{'2nd/1st':>8}{'faults (left out)':>22}"
             f"{'overhead':>9}{'events':>7}{'us/ev':>8}{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
@@ -227,7 +232,8 @@ def main() -> None:
         dyn = list(args)
         load = _load()
         p1, p2 = (profile_report(report, dyn, runs=a.runs, warmup=3, min_time=a.min_time,
-                                 rounds=a.rounds) for _ in range(2))
+                                 rounds=a.rounds, max_rounds=a.max_rounds)
+                  for _ in range(2))
         compiled = report._cache["compiled"]
         b1 = plain_median(compiled, dyn, a.runs, a.min_time)
         b2 = plain_median(compiled, dyn, a.runs, a.min_time)
@@ -252,7 +258,8 @@ def main() -> None:
         over.append(ov)
         fails["overhead"] += ov > 0.20
         print(f"{name:<17}{load:>5}{len(t1.kernels):>8}{_pct(t1.matched_share):>8}"
-              f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{rep_ok:>4}/{len(diffs):<3}"
+              f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{p1.rounds:>4}/{p2.rounds:<3}"
+              f"{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
               f"{_pct(bench_reps[-1]):>10}{orders[-1]:>8.2f}"
               f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{events:>7.0f}"

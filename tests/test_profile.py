@@ -59,7 +59,7 @@ def test_warmup_counts(monkeypatch):
     real, calls = rep._cache["compiled"], []
     rep._cache["compiled"] = lambda *a: calls.append(1) or real(*a)
     monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
-    _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0)
+    _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0, max_rounds=2)
     traced = 2 * _capture.SETTLE + 2  # two rounds of one run each
     assert len(calls) == 1 + 2 + traced + traced
     calls.clear()
@@ -69,10 +69,34 @@ def test_warmup_counts(monkeypatch):
     assert p.times.runs == 2
 
 
+def test_rounds_go_on_until_their_medians_settle(monkeypatch):
+    """Rounds beyond `rounds` follow while the rounds' medians have not settled, up to
+    `max_rounds`; a note says so where they never settle; one round asked is one round."""
+    from hloscope._profile import _capture
+
+    assert _capture.settled([1.0, 1.01, 0.99, 1.0])
+    assert not _capture.settled([1.0, 1.4, 1.0, 1.4])  # two states 1.4x apart
+    assert not _capture.settled([1.0])
+    assert _capture.unsettled([1.0, 1.0, 1.0, 1.0], [0, 1, 2, 3]) is None
+    note = _capture.unsettled([300e-6, 420e-6, 300e-6, 420e-6], [0, 1, 2, 3])
+    assert "from 300 us to 420 us between the 4 rounds" in note
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    rep = hloscope.inspect(_mlp, *args)
+    cases = ((True, 3, 9, 1e-9, 3), (False, 3, 9, 1e-9, 9), (False, 1, 9, 1e-9, 1),
+             (False, 3, 9, 0, 3))  # min_time 0: a count of runs, in the rounds asked
+    for steady, asked, most, min_time, expect in cases:
+        monkeypatch.setattr(_capture, "settled", lambda m, s=steady: s)
+        p = _capture.profile_report(rep, args, runs=3, warmup=0, min_time=min_time,
+                                    rounds=asked, max_rounds=most)
+        assert len(p.wall) == 3 * expect // asked, (steady, asked, most)
+        assert any("rounds of runs" in n for n in p.notes) == (not steady and expect > 1)
+
+
 def test_rounds_mean_of_medians():
     """Each kernel's time over several rounds is the mean of its median in each: a
     machine whose blocks of runs run in one of two states moves it by the share of rounds
     in each state, where the median over all runs jumps between the states."""
+    from hloscope._profile import _capture
     from hloscope._profile._match import _mean_of_medians
 
     fast, slow = [280.0, 281.0, 279.0], [370.0, 371.0, 369.0]
@@ -82,8 +106,10 @@ def test_rounds_mean_of_medians():
     xs = fast * 1 + slow * 3  # one fast round of four: a quarter of the way, not a jump
     assert _mean_of_medians(xs, rounds) == 347.5
     args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
-    p = hloscope.profile(_mlp, *args, runs=8, warmup=0, min_time=0)
-    assert p.times.runs == 8 and all(k.median > 0 for k in p.times.kernels)
+    p = hloscope.profile(_mlp, *args, runs=8, warmup=0, min_time=1e-9)
+    # 4 rounds of 2 runs, and as many more as the machine's rounds took to settle
+    assert p.times.runs in range(8, 2 * _capture.MAX_ROUNDS + 1, 2)
+    assert all(k.median > 0 for k in p.times.kernels)
 
 
 def test_note_on_many_kernels():

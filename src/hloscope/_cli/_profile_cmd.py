@@ -77,7 +77,9 @@ def profile_cmd(
                              help="Profiled runs (at least)."),
     min_time: float = typer.Option(0.25, "--min-time", metavar="SECONDS", callback=at_least(0),
                                    help="Profile more runs until this long (at most "
-                                        "2000 runs)."),
+                                        "2000 runs), in 4 rounds a moment apart, and more "
+                                        "rounds (up to 16) while theirs disagree; 0: the "
+                                        "runs asked for only."),
     warmup: int = typer.Option(3, "--warmup", metavar="N", callback=at_least(0),
                                help="Runs before profiling (after the first; and more "
                                     "until 0.25 s of them, then the same under a "

@@ -16,8 +16,9 @@ def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
     """Compile `fn(*args)` once, run it `warmup` times (and more until 0.25 s of warm-up
     runs, unless `warmup` is 0, and once more under a throwaway trace), then at least
     `runs` times (and more until `min_time` seconds of runs) under JAX's profiler, in
-    rounds a moment apart (runs that touched new memory left out where `runs` others
-    remain), and give each kernel its measured time (its median in each round averaged
+    4 rounds a moment apart, and more rounds (up to 16) while theirs disagree (runs that
+    touched new memory left out where `runs` others remain), and give each kernel its
+    measured time (its median in each round averaged
     over the rounds, the spread over the runs, calls per run, share of the step,
     the roofline estimate beside it), time per source line and op_name scope, and the
     median run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a

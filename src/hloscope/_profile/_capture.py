@@ -20,7 +20,10 @@ long as runs follow each other (on a quiet 16-core machine, blocks of a scan's
 plain runs were within 5% of each other back to back, and from 394 to 624 us a
 step with 50 ms between them: benchmarks/profile_blocks.py), so one block of
 runs measures one state; each kernel's time is the mean over the rounds of its
-median in each round (`measure`).  Functions that donate arguments get fresh
+median in each round (`measure`).  Where the rounds' medians have not settled after
+`ROUNDS` rounds (their standard error over `STEADY` of their mean: a machine moving
+between states), more rounds of the same size follow, up to `MAX_ROUNDS`, and a note
+says so where they never settle.  Functions that donate arguments get fresh
 copies for every run, made
 outside the marked region.  The process's page faults are counted around each
 run, and the runs that touched new memory are left out (`clean_runs`).  The
@@ -47,18 +50,21 @@ except ImportError:  # not on Windows: no page faults counted there
 
 from .._errors import HloscopeError
 from .._jax._user import user_code
+from .._units import format_seconds
 from ._match import measure
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
-           "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine", "idle_tpu_profiler",
-           "many_kernels", "profile_report"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS",
+           "SETTLE", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
+           "idle_tpu_profiler", "many_kernels", "profile_report", "settled", "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
 SETTLE = 2
 ROUNDS = 4  # blocks of runs, each measured, PAUSE seconds apart (see the docstring)
+MAX_ROUNDS = 16  # rounds at most, while the rounds' medians have not settled
+STEADY = 0.025  # settled: the standard error of the rounds' medians within 2.5% of their mean
 PAUSE = 0.05  # seconds: long enough for XLA's idle threads to sleep
 WARMUP_TIME = 0.25  # seconds of warm-up runs, at least, when there is any warm-up
 
@@ -81,11 +87,13 @@ class Profile:
     notes: tuple[str, ...] = ()
     page_faults: float | None = None  # per measured run, the whole process's (Unix)
     left_out: int = 0  # runs left out for touching new memory (`clean_runs`)
+    rounds: int = 0  # rounds of runs taken (`settled`)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.times.to_dict()
         d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
-                  "donated_arguments": self.donated, "trace_dir": self.trace_dir,
+                  "donated_arguments": self.donated, "rounds": self.rounds,
+                  "trace_dir": self.trace_dir,
                   "notes": list(self.notes)})
         return d
 
@@ -150,6 +158,35 @@ def many_kernels(times: MeasuredTimes) -> str | None:
             "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
 
 
+def settled(medians: list[float]) -> bool:
+    """Whether the rounds' medians (each round's median run) have settled: their mean's
+    standard error within `STEADY` of it.  A machine that runs every round alike settles
+    at the fewest rounds; one that moves between states (docs/profile.md, Rounds) takes
+    more, whose mean moves less from one profile to the next."""
+    n = len(medians)
+    if n < 2:
+        return False
+    mean = statistics.fmean(medians)
+    return statistics.stdev(medians) / n ** 0.5 <= STEADY * mean
+
+
+def unsettled(wall: list[float], round_of: list[int]) -> str | None:
+    """A note where the rounds of runs never settled (`settled`): how far apart their
+    medians were, and what that means for comparing two profiles."""
+    by_round: dict[int, list[float]] = {}
+    for w, r in zip(wall, round_of):
+        by_round.setdefault(r, []).append(w)
+    medians = [statistics.median(ws) for _, ws in sorted(by_round.items())]
+    if len(medians) < 2 or settled(medians):
+        return None
+    lo, hi = min(medians), max(medians)
+    return (f"the step's median moved from {format_seconds(lo)} to {format_seconds(hi)} "
+            f"between the "
+            f"{len(medians)} rounds of runs (this machine runs the program at different "
+            "speeds at different times); each kernel's time is the mean over the rounds, "
+            "and two profiles may differ by more than a tenth (docs/profile.md, Rounds)")
+
+
 def _page_faults() -> int:
     """The process's minor page faults so far (first touches of memory; 0 without
     `resource`, as on Windows)."""
@@ -192,11 +229,13 @@ def runs_left_out(left_out: int, total: int) -> str | None:
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,
                    min_time: float = MIN_TIME, keep: str | None = None,
-                   rounds: int = ROUNDS) -> Profile:
+                   rounds: int = ROUNDS, max_rounds: int = MAX_ROUNDS) -> Profile:
     """Profile the function `report` compiled (`inspect`), on its dynamic `args`: after a
     first run and `warmup` more (and more until `WARMUP_TIME` seconds, if `warmup` > 0),
     at least `runs` runs, and more until `min_time` seconds of them (at most `MAX_RUNS`),
-    in `rounds` rounds (at most `runs`)."""
+    in `rounds` rounds (at most `runs`), and more rounds alike, up to `max_rounds`, while
+    the rounds' medians have not settled (`settled`; not where one round, or `min_time`
+    0, is asked)."""
     import jax
 
     from .._bench._donate import Inputs
@@ -223,18 +262,24 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     annotate = jax.profiler.TraceAnnotation
 
     nround = min(rounds, runs)
+    # More rounds than asked only for a profile sized by time: `min_time` 0 asks for a
+    # count of runs, and one round for one block.
+    most = max(nround, max_rounds) if nround > 1 and min_time > 0 else nround
     per_round = -(-runs // nround)
 
     def traced(folder: str) -> tuple[list[float], list[int], list[int]]:
-        """`nround` rounds PAUSE seconds apart, each of SETTLE unmarked runs then marked
-        ones, together at least `runs` and more until `min_time` seconds of them (at most
-        MAX_RUNS): each marked run's wall time, page faults and round."""
+        """`nround` rounds PAUSE seconds apart (more, up to `most`, until their medians
+        settle), each of SETTLE unmarked runs then marked ones, together at least `runs`
+        and more until `min_time` seconds of them (at most MAX_RUNS): each marked run's
+        wall time, page faults and round."""
         wall: list[float] = []
         faults: list[int] = []
         round_of: list[int] = []
+        medians: list[float] = []
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
-            for r in range(nround):
+            r = 0
+            while r < nround or (r < most and len(wall) < MAX_RUNS and not settled(medians)):
                 if r:
                     time.sleep(PAUSE)
                 for _ in range(SETTLE):
@@ -251,6 +296,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     faults.append(_page_faults() - f)
                     round_of.append(r)
                     done += 1
+                medians.append(statistics.median(wall[-done:]))
+                r += 1
         return wall, faults, round_of
 
     if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
@@ -291,6 +338,6 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
         n for n in (busy_machine(), many_kernels(times), fresh_memory(kept_faults),
-                    runs_left_out(left_out, len(faults))) if n)
+                    runs_left_out(left_out, len(faults)), unsettled(wall, round_of)) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
-                   inputs.donated, notes, kept_faults, left_out)
+                   inputs.donated, notes, kept_faults, left_out, len(set(round_of)))
