@@ -259,6 +259,7 @@ def test_kernel_graph_and_advisor_never_crash(text):
         return
     names = {k.name for k in g.kernels}
     assert all(e.dst in names or e.dst == "result" for e in g.edges)
+    assert all(e.src in names for e in g.edges if e.src_kind == "kernel")
     assert all(k.flops >= 0 and k.bytes_accessed >= 0 for k in g.kernels)
     assert all(f.rule in {r.id for r in hloscope.RULES} for f in findings)
 
@@ -272,6 +273,45 @@ def test_every_array_passed_between_kernels_comes_from_a_kernel_or_the_loop(text
         if e.value in passed:
             assert e.src_kind in ("kernel", "loop state")
     assert len(g.to_dict()["kernels"]) == len(g.kernels)
+
+
+ASYNC_WRAPPER = """HloModule m, is_scheduled=true
+
+%wrapped (p: f32[64]) -> f32[64] {
+  %p = f32[64]{0} parameter(0)
+  ROOT %ar = f32[64]{0} all-reduce(%p), replica_groups={}, to_apply=%add
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: f32[64]) -> f32[64] {
+  %x = f32[64]{0} parameter(0)
+  %n = f32[64]{0} negate(%x)
+  %st = ((f32[64]{0}), f32[64]{0}) async-start(%n), calls=%wrapped
+  %d = f32[64]{0} async-done(%st)
+  ROOT %e = f32[64]{0} exponential(%d)
+}
+"""
+
+
+def test_an_array_made_by_an_async_op_comes_from_its_start(tmp_path):
+    """The op an async-start runs is not a kernel of its own (the start is): what it
+    makes is passed on from the start.  (`graph` failed with a KeyError on such modules,
+    e.g. tests/data/wild/jhp's all-to-all-start.)"""
+    g = kernel_graph(hloscope.parse(ASYNC_WRAPPER))
+    assert [(e.src, e.src_kind, e.dst) for e in g.edges if e.dst == "e"] == \
+        [("st", "kernel", "e")]
+    p = tmp_path / "m.hlo"
+    p.write_text(ASYNC_WRAPPER)
+    r = run_cli("graph", str(p), "-o", str(tmp_path / "g.svg"))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("graph", str(DATA / "wild/jhp/jaxfft_256_4_4_NCCL_float32_FFT.md"), "-o",
+                str(tmp_path / "j.svg"))
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("labels, rhs, flops", [

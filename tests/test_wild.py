@@ -32,7 +32,9 @@ def test_wild_text(entry):
     assert len(hf.modules) >= sum(accepts)
     for m in hf.modules:
         summarize(m)
-        kernel_graph(m)
+        g = kernel_graph(m)
+        names = {k.name for k in g.kernels}  # every array comes from a kernel it lists
+        assert all(e.src in names for e in g.edges if e.src_kind == "kernel")
         analyze_memory(m)
         advise(m)
     if len(accepts) == 1:

@@ -59,7 +59,7 @@ from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._passthrough import passes_through
 from ._sharing import compiled_for_gpu
-from ._summary import COLLECTIVE_OPCODES, async_computations, wraps_collective
+from ._summary import COLLECTIVE_OPCODES, async_computations, async_starts, wraps_collective
 from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 from .._hlo._numbers import is_ascii_digits
@@ -669,13 +669,17 @@ class _Builder:
         self.entry = module.entry
         self.fused = _FusedCosts(module)
         # Computations async-starts run (one op each): the start is the kernel.
-        self.wrappers = async_computations(module)
+        self.starts = async_starts(module)
+        self.wrappers = frozenset(self.starts)
         self.gpu = compiled_for_gpu(module)
         self.same_ints: dict[int, int] = {}
 
     def source_of(self, v: Value) -> tuple[str, str]:
         """(name, kind) of where a value comes from: a kernel, an argument, ..."""
         inst = v.inst
+        start = self.starts.get(inst.computation.name) if self.starts else None
+        if start is not None:  # made by the op an async-start runs: the start's kernel
+            return start.name, "kernel"
         if launches_work(inst):
             return inst.name, "kernel"
         if inst.opcode == "parameter" and inst.computation is self.entry:

@@ -19,7 +19,7 @@ from ._check import shard_shape
 from ._passthrough import ANNOTATION_TARGETS
 
 __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summarize", "COLLECTIVE_OPCODES",
-           "fusion_kind_detail", "wraps_collective", "async_computations",
+           "fusion_kind_detail", "wraps_collective", "async_computations", "async_starts",
            "SUMMARY_SCHEMA"]
 
 SUMMARY_SCHEMA = "hloscope.summary/1"
@@ -291,8 +291,19 @@ def async_computations(module: Module) -> frozenset[str]:
     """Names of the computations async-starts run.  Each holds one op (a collective, a
     TPU's slice) that XLA runs once for the pair: it is counted once, as the async-start
     (`all-to-all-start`, `reduce-scatter-start`, `slice-start` are async-starts)."""
-    return frozenset(n for comp in module.computations for inst in comp.instructions
-                     if inst.opcode == "async-start" for n in inst.called_computation_names)
+    return frozenset(async_starts(module))
+
+
+def async_starts(module: Module) -> dict[str, Instruction]:
+    """Each computation an async-start runs (`async_computations`), with the first
+    async-start, in printed order, that runs it: the kernel that stands for its op."""
+    out: dict[str, Instruction] = {}
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode == "async-start":
+                for n in inst.called_computation_names:
+                    out.setdefault(n, inst)
+    return out
 
 
 def _moved_bytes(inst: Instruction) -> int:
