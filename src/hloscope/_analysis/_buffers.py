@@ -75,18 +75,25 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
                 here += ids_at(other, oidx)
             join(here)
 
-    # (computation, which callers, index) -> a value of the group the callers' values at
-    # index were joined in (None when they hold none): a computation run by thousands of
-    # loops is read once.
-    groups: dict[tuple[str, str, Index], int | None] = {}
+    # (which callers, index) -> a value of the group the callers' values at index were
+    # joined in (None when they hold none): a computation run by thousands of loops is read
+    # once.  The callers are numbered by their list (`callers_key`), not by computation: a
+    # loop's body and condition have the same loops, whose values at an index form one group
+    # whichever computation asks, so the condition reuses the body's group (exact: the group
+    # is the same set of values; any member stands for it, the root is the lowest id).
+    groups: dict[tuple[int, Index], int | None] = {}
+    numbered: dict[tuple[Instruction, ...], int] = {}
 
-    def share_with_calls(here: list[int], calls: list[Instruction], key: tuple[str, str, Index],
+    def callers_key(calls: list[Instruction]) -> int:
+        return numbered.setdefault(tuple(calls), len(numbered))
+
+    def share_with_calls(here: list[int], calls: list[Instruction], key: tuple[int, Index],
                          ) -> None:
         """The values `here` share memory with those of each of `calls` at the index `key`
         ends with."""
         if not here:
             return
-        index = key[2]
+        index = key[1]
         if key in groups:
             rep = groups[key]
             if rep is not None:
@@ -115,11 +122,12 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
         sharers = [c for c in calls if c.opcode == "conditional" or (
             c.opcode == "while" and (c.attr("body", "") or "").lstrip("%") == comp.name)]
         loops = [c for c in calls if c.opcode == "while"]
-        which = "sharers" if loops == sharers else "loops"  # one group per index for both
         if sharers and comp.instructions:
             root = comp.root
+            which = callers_key(sharers)
             for index in df.sets_of(root):
-                share_with_calls(ids_at(root, index), sharers, (comp.name, "sharers", index))
+                share_with_calls(ids_at(root, index), sharers, (which, index))
+        which = callers_key(loops) if loops else -1
         by_name = comp.by_name
         for inst in comp.instructions:
             op = inst.opcode
@@ -127,7 +135,7 @@ def build_buffers(df: Dataflow, callers: dict[str, list[Instruction]],
             if op == "parameter" and loops:
                 for v in df.defined_by(inst):
                     if v.id not in deleted:
-                        share_with_calls([v.id], loops, (comp.name, which, v.index))
+                        share_with_calls([v.id], loops, (which, v.index))
             # In-place operations.
             if op in IN_PLACE_OPCODES:
                 for index, pairs in in_place.by_output(inst).items():
