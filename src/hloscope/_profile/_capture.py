@@ -181,10 +181,10 @@ def unsettled(wall: list[float], round_of: list[int]) -> str | None:
         return None
     lo, hi = min(medians), max(medians)
     return (f"the step's median moved from {format_seconds(lo)} to {format_seconds(hi)} "
-            f"between the "
-            f"{len(medians)} rounds of runs (this machine runs the program at different "
-            "speeds at different times); each kernel's time is the mean over the rounds, "
-            "and two profiles may differ by more than a tenth (docs/profile.md, Rounds)")
+            f"between the {len(medians)} rounds of runs (this machine runs the program at "
+            "different speeds at different times); each kernel's time is the mean over the "
+            "rounds, and two profiles may differ by more than a tenth (docs/profile.md, "
+            "Rounds)")
 
 
 def _page_faults() -> int:
@@ -267,11 +267,13 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     most = max(nround, max_rounds) if nround > 1 and min_time > 0 else nround
     per_round = -(-runs // nround)
 
-    def traced(folder: str) -> tuple[list[float], list[int], list[int]]:
+    def traced(folder: str, until_settled: bool = True,
+               ) -> tuple[list[float], list[int], list[int]]:
         """`nround` rounds PAUSE seconds apart (more, up to `most`, until their medians
-        settle), each of SETTLE unmarked runs then marked ones, together at least `runs`
-        and more until `min_time` seconds of them (at most MAX_RUNS): each marked run's
-        wall time, page faults and round."""
+        settle, if `until_settled`), each of SETTLE unmarked runs then marked ones,
+        together at least `runs` and more until `min_time` seconds of them (at most
+        MAX_RUNS): each marked run's wall time, page faults and round."""
+        last = most if until_settled else nround
         wall: list[float] = []
         faults: list[int] = []
         round_of: list[int] = []
@@ -279,7 +281,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         with jax.profiler.trace(folder, profiler_options=options), \
                 user_code(f"running {report.name}"):
             r = 0
-            while r < nround or (r < most and len(wall) < MAX_RUNS and not settled(medians)):
+            while r < nround or (r < last and len(wall) < MAX_RUNS and not settled(medians)):
                 if r:
                     time.sleep(PAUSE)
                 for _ in range(SETTLE):
@@ -303,7 +305,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
         scratch = tempfile.mkdtemp(prefix="hloscope-primer-")
         try:
-            traced(scratch)
+            traced(scratch, until_settled=False)  # it only touches the memory
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
