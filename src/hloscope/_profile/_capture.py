@@ -51,7 +51,7 @@ except ImportError:  # not on Windows: no page faults counted there
 from .._errors import HloscopeError
 from .._jax._user import user_code
 from .._units import format_seconds
-from ._match import measure
+from ._match import measure, round_medians
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
@@ -173,10 +173,7 @@ def settled(medians: list[float]) -> bool:
 def unsettled(wall: list[float], round_of: list[int]) -> str | None:
     """A note where the rounds of runs never settled (`settled`): how far apart their
     medians were, and what that means for comparing two profiles."""
-    by_round: dict[int, list[float]] = {}
-    for w, r in zip(wall, round_of):
-        by_round.setdefault(r, []).append(w)
-    medians = [statistics.median(ws) for _, ws in sorted(by_round.items())]
+    medians = round_medians(wall, round_of)
     if len(medians) < 2 or settled(medians):
         return None
     lo, hi = min(medians), max(medians)

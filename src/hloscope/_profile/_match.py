@@ -30,7 +30,7 @@ from ._commands import name_events
 from ._read import Trace, TraceEvent
 from ._times import Gaps, KernelTime, MeasuredTimes, PlaceTime
 
-__all__ = ["CPU_ROOFLINE", "default_device", "measure"]
+__all__ = ["CPU_ROOFLINE", "default_device", "measure", "round_medians"]
 
 # The advisor's nominal CPU (_advice_context): what hloscope's estimates on a CPU are.
 CPU_ROOFLINE = Device("cpu", {"*": 1e11}, 2e10, "nominal figures for weighing findings only")
@@ -260,10 +260,16 @@ def _mean_of_medians(xs: list[float], rounds: list[int]) -> float:
     a machine that runs a block of runs in one of two states gives each round's median
     in one state, and their mean moves with the share of rounds in each, where a median
     over all runs would jump from one state to the other."""
+    return statistics.fmean(round_medians(xs, rounds))
+
+
+def round_medians(xs: list[float], rounds: list[int]) -> list[float]:
+    """The median of `xs` in each round (`rounds`: each x's), in the order rounds first
+    appear."""
     by: dict[int, list[float]] = defaultdict(list)
     for x, r in zip(xs, rounds):
         by[r].append(x)
-    return statistics.fmean(statistics.median(v) for v in by.values())
+    return [statistics.median(v) for v in by.values()]
 
 
 def _scope(op_name: str) -> str:
