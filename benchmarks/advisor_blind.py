@@ -100,7 +100,8 @@ def main() -> int:
 
     blind = importlib.import_module(opts.set)
     revised_labels = getattr(blind, "REVISED", {})
-    extras = {"gpu": importlib.util.find_spec("jax_cuda12_plugin") is not None,
+    extras = {"gpu": any(importlib.util.find_spec(m) is not None
+                         for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
               "tpu": importlib.util.find_spec("libtpu") is not None}
     first: list[tuple[str, set[str], set[str]]] = []
     revised: list[tuple[str, set[str], set[str]]] = []

@@ -79,7 +79,8 @@ def main() -> int:
     held = importlib.import_module("advisor_heldout" + ("2" if opts.set == "2" else ""))
     revised_labels, mistakes = held.REVISED, held.MISTAKES
 
-    extras = {"gpu": importlib.util.find_spec("jax_cuda12_plugin") is not None,
+    extras = {"gpu": any(importlib.util.find_spec(m) is not None
+                         for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
               "tpu": importlib.util.find_spec("libtpu") is not None}
     rules = [r.id for r in hloscope.RULES]
     names = {r.id: r.name for r in hloscope.RULES}

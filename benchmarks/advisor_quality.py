@@ -37,7 +37,8 @@ def main() -> int:
     import hloscope
     from advisor_programs import CASES
 
-    extras = {"gpu": importlib.util.find_spec("jax_cuda12_plugin") is not None,
+    extras = {"gpu": any(importlib.util.find_spec(m) is not None
+                         for m in ("jax_cuda12_plugin", "jax_cuda13_plugin")),
               "tpu": importlib.util.find_spec("libtpu") is not None}
     rules = [r.id for r in hloscope.RULES]
     tp = dict.fromkeys(rules, 0)

@@ -6,6 +6,7 @@ them after an intended change (then review the diff).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,6 +22,10 @@ GOLDEN = Path(__file__).parent / "golden"
 SEEDS = DATA / "seeds"
 GENERATED = DATA / "generated"
 TRUNCATED = SEEDS / "lecture_06_xla_computation_sigmoid.67.truncated.hlo"
+
+# JAX's CUDA plugin for either CUDA (jax[cuda12-local] or jax[cuda13-local]): GPU targets.
+HAVE_CUDA_PLUGIN = any(importlib.util.find_spec(m) is not None
+                       for m in ("jax_cuda12_plugin", "jax_cuda13_plugin"))
 
 
 @pytest.fixture

@@ -13,12 +13,13 @@ import pytest
 
 import advisor_heldout
 import advisor_heldout2
+from conftest import HAVE_CUDA_PLUGIN
 
 import hloscope
 
 SETS = {"set1": advisor_heldout, "set2": advisor_heldout2}
 
-_EXTRA = {"gpu": "jax_cuda12_plugin", "tpu": "libtpu"}
+_HAVE = {"gpu": HAVE_CUDA_PLUGIN, "tpu": importlib.util.find_spec("libtpu") is not None}
 _RULES = {r.id for r in hloscope.RULES}
 
 
@@ -40,7 +41,7 @@ def _params():  # type: ignore[no-untyped-def]
     for set_name, held in SETS.items():
         for c in held.CASES:
             missing = (c.target is not None and not os.environ.get("CI")
-                       and importlib.util.find_spec(_EXTRA[c.target]) is None)
+                       and not _HAVE[c.target])
             marks = ([pytest.mark.skip(reason=f"needs hloscope[{c.target}-target]")]
                      if missing else [])
             out.append(pytest.param(held, c, id=f"{set_name}-{c.name}", marks=marks))

@@ -12,18 +12,18 @@ import os
 import pytest
 
 from advisor_programs import CASES
-from conftest import GENERATED, check_golden, run_cli
+from conftest import GENERATED, HAVE_CUDA_PLUGIN, check_golden, run_cli
 
 import hloscope
 
 # In CI the README's test command installs both target extras: a missing one is a failure.
-_EXTRA = {"gpu": "jax_cuda12_plugin", "tpu": "libtpu"}
+_HAVE = {"gpu": HAVE_CUDA_PLUGIN, "tpu": importlib.util.find_spec("libtpu") is not None}
 
 
 def _skip_without(target):  # type: ignore[no-untyped-def]
     if target is None or os.environ.get("CI"):
         return None
-    if importlib.util.find_spec(_EXTRA[target]) is None:
+    if not _HAVE[target]:
         return pytest.mark.skip(reason=f"pip install 'hloscope[{target}-target]'")
     return None
 

@@ -9,7 +9,6 @@ Python loop unrolled 150 times, with the slow-compile threshold lowered to 1 s.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pty
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import HAVE_CUDA_PLUGIN, run_cli
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -142,7 +141,7 @@ def test_unrolled_loop_in_the_lowered_module():
         dialect="hlo"))) is None
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax_cuda12_plugin") is None,
+@pytest.mark.skipif(not HAVE_CUDA_PLUGIN,
                     reason="pip install 'hloscope[gpu-target]'")
 def test_xla_flags_checked_on_an_fsdp_scan_for_8_h100s():
     sys.path.insert(0, str(ROOT / "examples"))

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HAVE_CUDA_PLUGIN
 from target_programs import CASES, hlo_counts, thunk_counts
 
 import hloscope
 from hloscope._analysis._summary import summarize
 
-HAVE_GPU_PLUGIN = importlib.util.find_spec("jax_cuda12_plugin") is not None
+HAVE_GPU_PLUGIN = HAVE_CUDA_PLUGIN
 HAVE_LIBTPU = importlib.util.find_spec("libtpu") is not None
 _BY_KEY = {(name, target): build for name, target, build in CASES}
 

@@ -10,13 +10,13 @@ import os
 
 import pytest
 
-from conftest import ROOT, check_golden, run_cli
+from conftest import HAVE_CUDA_PLUGIN, ROOT, check_golden, run_cli
 
 from hloscope._errors import HloscopeError
 from hloscope._target._catalog import CHIPS, chip_device, gpu_config_text, parse_target
 from hloscope._target._gpu_spec import gpu_figures, parse_textproto, strip_fields
 
-HAVE_GPU_PLUGIN = importlib.util.find_spec("jax_cuda12_plugin") is not None
+HAVE_GPU_PLUGIN = HAVE_CUDA_PLUGIN
 HAVE_LIBTPU = importlib.util.find_spec("libtpu") is not None
 # In CI the README's test command installs both extras: a missing one there is a failure.
 needs_gpu = pytest.mark.skipif(not HAVE_GPU_PLUGIN and not os.environ.get("CI"),
@@ -297,6 +297,8 @@ def test_sweep_and_compare_on_a_target():
 
 
 @needs_gpu
+@pytest.mark.skipif(HAVE_CUDA_PLUGIN and importlib.util.find_spec("jax_cuda12_plugin") is None,
+                    reason="CUDA 13's plugin does not compile for a V100")
 def test_gpu_target_that_does_not_fit_says_what_is_largest():
     import jax
     import jax.numpy as jnp
@@ -577,6 +579,10 @@ def test_targets_command_lists_every_chip():
      "jax-cuda12-plugin==9.9"),
     ("h100", {"jax-cuda12-plugin": "9.9", "jax-cuda12-pjrt": "0.4.1"},
      "jax-cuda12-pjrt 0.4.1 does not match jax 9.9", "jax-cuda12-pjrt==9.9"),
+    ("h100", {"jax-cuda13-plugin": "0.4.1"}, "jax-cuda13-plugin 0.4.1 does not match jax 9.9",
+     "jax-cuda13-plugin==9.9"),
+    ("h100", {"jax-cuda13-plugin": "9.9", "jax-cuda13-pjrt": "0.4.1"},
+     "jax-cuda13-pjrt 0.4.1 does not match jax 9.9", "jax-cuda13-pjrt==9.9"),
     ("tpu-v5e", {}, "needs libtpu, which is not installed", "hloscope[tpu-target]"),
 ])
 def test_missing_or_mismatched_extras_say_the_fix(monkeypatch, target, versions, says, fix):
@@ -589,6 +595,38 @@ def test_missing_or_mismatched_extras_say_the_fix(monkeypatch, target, versions,
     with pytest.raises(HloscopeError) as e:
         _target.check_extras(parse_target(target), "9.9")
     assert says in str(e.value) and fix in str(e.value) + str(e.value.hint)
+
+
+@pytest.mark.parametrize("versions, chosen", [
+    ({"jax-cuda12-plugin": "9.9"}, "jax-cuda12-plugin"),
+    ({"jax-cuda13-plugin": "9.9"}, "jax-cuda13-plugin"),
+    ({"jax-cuda12-plugin": "0.4.1", "jax-cuda13-plugin": "9.9"}, "jax-cuda13-plugin"),
+    ({"jax-cuda12-plugin": "9.9", "jax-cuda13-plugin": "0.4.1"}, "jax-cuda12-plugin"),
+])
+def test_either_cuda_plugin_compiles_for_a_gpu(monkeypatch, versions, chosen):
+    """JAX's plugin for CUDA 12 or for CUDA 13 (jax[cuda13-local]) compiles for any GPU
+    target; where both are installed, the one whose version is jax's is used."""
+    from hloscope._jax import _target
+
+    monkeypatch.setattr(_target, "_version", versions.get)
+    monkeypatch.setattr(_target.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(_target, "_has_ptxas", lambda: True)
+    assert _target.check_extras(parse_target("h100"), "9.9") == {chosen: "9.9"}
+
+
+def test_cuda13_says_it_cannot_compile_for_a_v100(monkeypatch):
+    """CUDA 13 compiles for compute capability 7.5 and newer: with only its plugin, a V100
+    target is one error saying to use CUDA 12's, not XLA's "ptxas too old" at compile."""
+    from hloscope._jax import _target
+
+    monkeypatch.setattr(_target, "_version", {"jax-cuda13-plugin": "9.9"}.get)
+    monkeypatch.setattr(_target.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(_target, "_has_ptxas", lambda: True)
+    with pytest.raises(HloscopeError) as e:
+        _target.check_extras(parse_target("v100"), "9.9")
+    assert "CUDA 13 does not compile for v100 (compute capability 7.0" in str(e.value)
+    assert "hloscope[gpu-target]" in str(e.value.hint)
+    assert _target.check_extras(parse_target("a100-80"), "9.9") == {"jax-cuda13-plugin": "9.9"}
 
 
 def test_the_spare_memory_never_reads_as_the_whole_limit():

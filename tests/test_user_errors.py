@@ -42,6 +42,24 @@ def test_argument_mistakes_say_what_the_function_takes(command, args, expected):
         assert text in err
 
 
+@pytest.mark.parametrize("args, expected", [
+    (["inspect", PROG], [f"{PROG}: name the function, as {PROG}:FUNCTION",
+                         "its functions: ", "matmul"]),
+    (["profile", PROG], [f"{PROG}: name the function, as {PROG}:FUNCTION"]),
+    (["summary", PROG], ["no HLO module found", "this is Python, not HLO",
+                         f"{PROG}:FUNCTION, to hloscope inspect"]),
+    (["memory", f"{PROG}:matmul"], ["cannot read the file",
+                                     "a function (FILE.py:FUNCTION) goes to hloscope inspect"]),
+])
+def test_a_python_file_where_a_function_or_hlo_is_wanted_says_which(args, expected):
+    """A program file with no function named, or a function given to a command that reads
+    HLO text, is one error saying what to give instead."""
+    err = _user_error(run_cli(*args))
+    for text in expected:
+        assert text in err, err
+
+
+
 @pytest.mark.parametrize("command", ["inspect", "bench"])
 @pytest.mark.parametrize("args, first, frames", [
     # a shape error two calls deep: both frames, innermost last, each with its line

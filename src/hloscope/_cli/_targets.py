@@ -98,10 +98,21 @@ def is_function_target(arg: str) -> bool:
     return where.endswith(".py") or all(p.isidentifier() for p in where.split("."))
 
 
+def _listing(where: str, functions: list[str]) -> str:
+    """A hint naming a module's functions (the first 12)."""
+    if not functions:
+        return f"{where} defines no function"
+    return f"its functions: {', '.join(functions[:12])}" + (
+        ", ..." if len(functions) > 12 else "")
+
+
 def load_target(target: str) -> Any:
     """The function FILE.py:FUNCTION or package.module:FUNCTION."""
     where, _, name = target.rpartition(":")
     if not where or not name:
+        if target.endswith(".py") and os.path.isfile(target):  # the file, no function named
+            raise HloscopeError(f"{target}: name the function, as {target}:FUNCTION",
+                                hint=_listing(target, _functions(_module(target))))
         raise HloscopeError(f"cannot find {target!r}: give FILE.py:FUNCTION or "
                             "package.module:FUNCTION")
     module = _module(where)
@@ -110,11 +121,8 @@ def load_target(target: str) -> Any:
         close = difflib.get_close_matches(name, functions, n=3)
         if close:
             hint = "did you mean " + " or ".join(f"{where}:{c}" for c in close) + "?"
-        elif functions:
-            hint = f"its functions: {', '.join(functions[:12])}" + (
-                ", ..." if len(functions) > 12 else "")
         else:
-            hint = f"{where} defines no function"
+            hint = _listing(where, functions)
         raise HloscopeError(f"{where} has no {name!r}", hint=hint)
     fn = getattr(module, name)
     if not callable(fn):

@@ -1,8 +1,9 @@
 """Compile for a GPU or TPU that is not here: topologies, meshes and abstract arguments.
 
 JAX compiles ahead of time for a device description it does not have
-(``jax.experimental.topologies``): for a GPU, ``jax-cuda12-plugin`` reads one of XLA's
-target configs and ``nvidia-cuda-nvcc-cu12`` supplies ptxas; for a TPU, libtpu knows
+(``jax.experimental.topologies``): for a GPU, JAX's CUDA plugin (``jax-cuda12-plugin``
+or ``jax-cuda13-plugin``) reads one of XLA's target configs and CUDA's nvcc wheel
+supplies ptxas; for a TPU, libtpu knows
 every topology by name.  `prepare` turns a target name, a mesh and partition specs
 into what `inspect` traces with: a `jax.sharding.Mesh` over the target's devices and
 `ShapeDtypeStruct` arguments sharded on it.  Nothing runs and nothing is allocated.
@@ -20,7 +21,7 @@ from typing import Any
 
 from .._errors import HloscopeError
 from .._target._catalog import Target, chip_device, device_limit, gpu_config_text, parse_target
-from .._target._gpu_spec import strip_fields
+from .._target._gpu_spec import compute_capability, parse_textproto, strip_fields
 from ._quiet import import_jax_quietly, quiet_native_stderr
 
 __all__ = ["Prepared", "abstract_args", "check_mesh", "parse_mesh", "parse_spec", "prepare",
@@ -38,27 +39,65 @@ def _version(dist: str) -> str | None:
         return None
 
 
+# JAX's CUDA plugins, one per CUDA major version (`jax[cuda12]`, `jax[cuda13]`): either
+# compiles for any of XLA's GPU target configs.
+CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin")
+CUDA13_OLDEST = (7, 5)  # CUDA 13 dropped the GPUs before Turing (the V100 is 7.0)
+
+
+def cuda_plugin(jax_version: str) -> tuple[str, str] | None:
+    """The installed CUDA plugin, as (distribution, version): the one whose version is
+    jax's where both are installed, else the first found; None where there is none."""
+    found = [(d, v) for d in CUDA_PLUGINS if (v := _version(d)) is not None
+             and importlib.util.find_spec(d.replace("-", "_")) is not None]
+    return next((f for f in found if f[1] == jax_version), found[0] if found else None)
+
+
+def _has_ptxas() -> bool:
+    """Whether CUDA's ptxas is where JAX looks for it: the pip wheel of CUDA 13's nvcc
+    (``nvidia/cu13/bin``), of CUDA 12's (``nvidia/cuda_nvcc/bin``), or on the PATH."""
+    for package in ("nvidia.cu13", "nvidia.cuda_nvcc"):
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):  # no `nvidia` namespace at all
+            spec = None
+        for root in getattr(spec, "submodule_search_locations", None) or []:
+            if os.access(os.path.join(root, "bin", "ptxas"), os.X_OK):
+                return True
+    return _on_path("ptxas")
+
+
 def check_extras(target: Target, jax_version: str) -> dict[str, str]:
     """The versions of the packages the target needs; raises with the install line when
     one is missing or does not match JAX."""
     if target.platform == "gpu":
-        plugin = _version("jax-cuda12-plugin")
-        if plugin is None or importlib.util.find_spec("jax_cuda12_plugin") is None:
+        found = cuda_plugin(jax_version)
+        if found is None:
             raise HloscopeError(f"compiling for {target.name} needs JAX's CUDA plugin, "
                                 "which is not installed", hint=GPU_EXTRA)
+        dist, plugin = found
         if plugin != jax_version:
             raise HloscopeError(
-                f"jax-cuda12-plugin {plugin} does not match jax {jax_version}",
-                hint=f"pip install 'jax-cuda12-plugin=={jax_version}' (the plugin's version "
+                f"{dist} {plugin} does not match jax {jax_version}",
+                hint=f"pip install '{dist}=={jax_version}' (the plugin's version "
                      "must equal jax's)")
-        pjrt = _version("jax-cuda12-pjrt")
+        cc = compute_capability(parse_textproto(gpu_config_text(target.chip)))
+        if dist == "jax-cuda13-plugin" and cc < CUDA13_OLDEST:
+            raise HloscopeError(
+                f"CUDA 13 does not compile for {target.name} (compute capability "
+                f"{cc[0]}.{cc[1]}; CUDA 13 compiles for {CUDA13_OLDEST[0]}.{CUDA13_OLDEST[1]} "
+                "and newer), and JAX's CUDA plugin here is CUDA 13's",
+                hint="compile for it with CUDA 12's plugin, in an environment with jax[cuda12]: "
+                     + GPU_EXTRA)
+        pjrt_dist = dist.replace("-plugin", "-pjrt")
+        pjrt = _version(pjrt_dist)
         if pjrt is not None and pjrt != jax_version:
-            raise HloscopeError(f"jax-cuda12-pjrt {pjrt} does not match jax {jax_version}",
-                                hint=f"pip install 'jax-cuda12-pjrt=={jax_version}'")
-        if importlib.util.find_spec("nvidia.cuda_nvcc") is None and not _on_path("ptxas"):
+            raise HloscopeError(f"{pjrt_dist} {pjrt} does not match jax {jax_version}",
+                                hint=f"pip install '{pjrt_dist}=={jax_version}'")
+        if not _has_ptxas():
             raise HloscopeError(f"compiling for {target.name} needs CUDA's ptxas, which is "
                                 "not installed", hint=GPU_EXTRA)
-        return {"jax-cuda12-plugin": plugin}
+        return {dist: plugin}
     libtpu = _version("libtpu")
     if libtpu is None or importlib.util.find_spec("libtpu") is None:
         raise HloscopeError(f"compiling for {target.name} needs libtpu, which is not "
@@ -87,8 +126,13 @@ def _register_cuda_plugin_late() -> None:
         factories = getattr(xb, "_topology_factories", None)
         if factories is None or "cuda" in factories:
             return
-        import jax_plugins.xla_cuda12 as plugin  # type: ignore[import-not-found]
+        import jax
 
+        found = cuda_plugin(jax.__version__)
+        if found is None:
+            return
+        plugin = importlib.import_module(  # jax_plugins.xla_cuda12 or xla_cuda13
+            "jax_plugins.xla_cuda" + found[0].split("-")[1].removeprefix("cuda"))
         with quiet_native_stderr(replay=False):
             plugin.initialize()
     except Exception:  # noqa: BLE001  (private APIs: the error below says what to do)
@@ -118,7 +162,8 @@ def _gpu_topology(target: Target) -> tuple[Any, list[str]]:
         if m is None or m.group(1) in stripped:
             raise HloscopeError(f"JAX's CUDA plugin cannot describe {target.name}: "
                                 f"{str(error).splitlines()[0]}",
-                                hint="check that jax-cuda12-plugin matches jax") from None
+                                hint="check that JAX's CUDA plugin (jax-cuda12-plugin or "
+                                     "jax-cuda13-plugin) matches jax") from None
         stripped.append(m.group(1))
         text = strip_fields(text, {m.group(1)})
     raise HloscopeError(f"JAX's CUDA plugin rejects the config of {target.name}")

@@ -99,6 +99,9 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
         if not os.path.exists(p) and os.path.isfile(p + ".0"):
             hint = (f"torch_xla writes XLA_SAVE_TENSORS_FILE with its device ordinal "
                     f"appended: pass {p}.0")
+        elif not os.path.exists(p) and re.fullmatch(r".+\.py:\w+", p):
+            hint = ("this command reads HLO text; a function (FILE.py:FUNCTION) goes to "
+                    "hloscope inspect, lint, bench or profile")
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
                              hint=hint) from None
     return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
@@ -380,11 +383,15 @@ def _no_module_error(text: str, filename: str) -> HloSourceError:
     return HloSourceError("no HLO module found (no 'HloModule' line, and no computation such "
                           "as 'ENTRY main {')",
                           path=None if filename == "<string>" else filename,
-                          hint=_no_module_hint(text))
+                          hint=_no_module_hint(text, filename))
 
 
-def _no_module_hint(text: str) -> str:
+def _no_module_hint(text: str, filename: str = "<string>") -> str:
     head = text[:_SNIFF]
+    if filename.endswith(".py") or re.search(r"^(import|from) \w+|^def \w+\(", head, re.M):
+        where = filename if filename.endswith(".py") else "FILE.py"
+        return (f"this is Python, not HLO: name a function in it, as {where}:FUNCTION, to "
+                "hloscope inspect, lint, bench or profile (they compile it and read its HLO)")
     if "## BEGIN_GRAPH" in head or ("IR {" in head and ("aten::" in head or "xla::" in head)):
         return TORCH_IR_HINT
     if "module @" in head or "func.func" in head or "stablehlo." in head:

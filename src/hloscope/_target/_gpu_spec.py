@@ -126,6 +126,13 @@ def _rates(info: dict[str, Any], key: str, cores: int) -> dict[str, float]:
     return out
 
 
+def compute_capability(config: dict[str, Any]) -> tuple[int, int]:
+    """The GPU's CUDA compute capability, (major, minor), from a parsed config."""
+    info = _one(config, "gpu_device_info") or {}
+    cc = _one(info, "cuda_compute_capability") or {}
+    return int(_one(cc, "major", 0)), int(_one(cc, "minor", 0))
+
+
 def gpu_figures(config: dict[str, Any]) -> GpuFigures:
     """Read a parsed config (see `parse_textproto`)."""
     info = _one(config, "gpu_device_info") or {}
