@@ -415,3 +415,33 @@ def test_diff_of_two_functions_of_one_name_labels_sides_by_file(tmp_path):
     assert r.returncode == 0, r.stderr
     assert re.search(r"  A: \S*v1\.py:step ", r.stdout) and re.search(r"  B: \S*v2\.py:step ",
                                                                           r.stdout), r.stdout
+
+
+def test_the_same_program_on_other_shapes_is_resized_not_removed_and_added(tmp_path):
+    """One function compiled for two sizes: every kernel is matched as the same work on
+    other shapes, the arrays between them resized, and nothing is said removed or added
+    (the new-user trial: "the same structure" then "0 matched, 5 removed, 5 added")."""
+    import jax
+    import jax.numpy as jnp
+
+    def chain(a, b):
+        return jnp.tanh(jnp.tanh(a @ b) @ b) @ b
+
+    paths = []
+    for n in (16, 32):
+        x = jnp.ones((n, n))
+        p = tmp_path / f"chain{n}.hlo"
+        p.write_text(jax.jit(chain).lower(x, x).compile().as_text())
+        paths.append(str(p))
+    r = run_cli("diff", "--json", *paths)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    k = data["kernels"]
+    assert k["removed"] == [] and k["added"] == [] and k["matched"] == k["a"] == k["b"]
+    assert len(k["resized"]) == k["a"] and {x["shape_b"][:11] for x in k["resized"]} == {
+        "f32[32,32]{"}
+    t = data["temporaries"]
+    assert t["removed"] == [] and t["added"] == [] and t["resized"]
+    assert all(x["bytes_b"] == 4 * x["bytes_a"] for x in t["resized"])
+    text = run_cli("diff", *paths).stdout
+    assert "do the same work on other shapes" in text and "0 removed, 0 added" in text

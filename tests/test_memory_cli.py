@@ -94,3 +94,18 @@ def test_memory_plot_needs_a_module(tmp_path):
     r = run_cli("memory", str(SEEDS / "gpu_auto_sharding.buffer-assignment.txt"),
             "--plot", str(tmp_path / "x.png"))
     assert r.returncode == 2 and "--plot needs the module" in r.stderr
+
+
+def test_a_partitioned_module_without_num_partitions_is_not_partitioned_again():
+    """XLA's partitioner names the entry ..._spmd; torch_xla for AWS Neuron prints such
+    modules with no num_partitions (openxla's default 1).  Their shapes are per device
+    already: no per-device column halves them again, and the device count is the
+    shardings'."""
+    path = str(DATA / "partitioned" / "spmd_no_num_partitions.hlo")
+    summary = run_cli("summary", path)
+    assert summary.returncode == 0 and "f32[3,10]" in summary.stdout
+    assert "per device" not in summary.stdout and "f32[2,10]" not in summary.stdout
+    memory = run_cli("memory", path)
+    assert memory.returncode == 0, memory.stderr
+    assert "already partitioned for 2 devices" in memory.stdout
+    assert "unpartitioned" not in memory.stdout

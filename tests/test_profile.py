@@ -184,6 +184,17 @@ def test_bench_times_a_donating_function():
     assert float(x.sum()) == 32 * 32  # the caller's array is never donated
 
 
+def test_a_profile_of_a_donating_function_says_so_in_python_too():
+    @partial(jax.jit, donate_argnums=0)
+    def step(x, y):
+        return x * 2 + y
+
+    x = jnp.ones((32, 32))
+    p = hloscope.profile(step, x, jnp.ones((32, 32)), runs=2, warmup=0, min_time=0)
+    assert p.donated == 1 and float(x.sum()) == 32 * 32
+    assert "note: the function donates 1 argument: each run got fresh copies" in str(p)
+
+
 def test_cli_profile_and_profile_dir(tmp_path):
     from conftest import run_cli
 

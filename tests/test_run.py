@@ -60,7 +60,7 @@ def test_fft_module_of_seed_000_gets_a_clear_custom_call_error():
     with pytest.raises(HloscopeError) as e:
         run_module(m, partitions=8)
     text = str(e.value)
-    assert "pfft3d" in text and "custom-call.4.0" in text and "line " in text
+    assert "pfft3d" in text and "custom-call.4.0" in text and "(at %custom-call.4.0 = " in text
     assert "jaxDecomp" in e.value.hint
 
 
@@ -99,6 +99,21 @@ def test_unparsable_module_gets_xlas_message():
     m = hloscope.read_text(text).module  # hloscope keeps unknown attributes
     with pytest.raises(HloscopeError, match="XLA's parser refuses the module.*frobnicate"):
         run_module(m)
+
+
+def test_xlas_reason_and_the_instruction_at_fault_are_named():
+    """XLA's message starts with a generic line and says the reason after it, at the line
+    its parser was reading (the next instruction): both the reason and the instruction
+    that holds the fault are said."""
+    m = hloscope.read_text(
+        "HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+        '  c = f32[4] custom-call(p), custom_call_target="foo", '
+        "api_version=API_VERSION_UNSPECIFIED\n  ROOT n = f32[4] negate(c)\n}\n").module
+    with pytest.raises(HloscopeError) as e:
+        run_module(m)
+    said = str(e.value)
+    assert "XLA's parser refuses the module: Invalid API version: API_VERSION_UNSPECIFIED" in said
+    assert "(at %c = f32[4] custom-call(%p)" in said and "Syntax error" not in said
 
 
 def test_cli_run_text_and_json():

@@ -34,6 +34,11 @@ def _user_error(r: subprocess.CompletedProcess[str]) -> str:
      [f"{PROG} has no 'matmull'", f"did you mean {PROG}:matmul?"]),
     ([f"{PROG}:reshaper", "--arg", "f32[6]", "--static", "m=3"],
      ["has no parameter 'm' (it takes x, n)"]),
+    ([f"{PROG}:matmul", "--inputs", "make_inputz(3)"],
+     [f"--inputs 'make_inputz(3)': {PROG} has no 'make_inputz'",
+      "did you mean --inputs 'make_inputs(3)'"]),
+    ([f"{PROG}:matmul", "--arg", "f32[-1,3]", "--arg", "f32[3,3]"],
+     ["--arg 'f32[-1,3]': a dimension below 0"]),
 ])
 def test_argument_mistakes_say_what_the_function_takes(command, args, expected):
     err = _user_error(run_cli(command, *args, "-n", "1") if command == "bench"
@@ -48,6 +53,8 @@ def test_argument_mistakes_say_what_the_function_takes(command, args, expected):
     (["profile", PROG], [f"{PROG}: name the function, as {PROG}:FUNCTION"]),
     (["summary", PROG], ["no HLO module found", "this is Python, not HLO",
                          f"{PROG}:FUNCTION, to hloscope inspect"]),
+    (["summary", "tests/data/user/fragment.hlo"],  # as pasted in openxla/xla#5655
+     ["no HLO module found", "instructions without the computation around them"]),
     (["memory", f"{PROG}:matmul"], ["cannot read the file",
                                      "a function (FILE.py:FUNCTION) goes to hloscope inspect"]),
 ])

@@ -10,7 +10,10 @@ never by name, in passes from strict to loose:
 2. the same but op_name and source line (the code moved);
 3. the same place, kind and shapes, whatever is fused inside: a *changed*
    kernel when its fused operations differ, reported with the operations it
-   gained and lost (one whose op_name alone changed is only counted).
+   gained and lost (one whose op_name alone changed is only counted);
+4. the same place, kind, fused operations, op_name and source line on other
+   shapes: a *resized* kernel (the same program on other sizes, or another
+   batch), with the arrays passed between two resized kernels resized too.
 
 What is left is removed (only in A) or added (only in B).  Arrays passed
 between kernels, the values live at the peak, collectives and the advisor's
@@ -109,6 +112,11 @@ class ModuleDiff:
     function_names: tuple[str, str] | None = None
     # Kernels matched with the same work inside whose op_name changed (not listed).
     op_name_changed: int = 0
+    # Kernels matched by place, kind, work, op_name and source on other shapes (dicts: a,
+    # b, place, shape_a, shape_b, flops_a, flops_b), and the arrays passed between them
+    # (a, b, from_a, from_b, shape_a, shape_b, bytes_a, bytes_b).
+    resized: tuple[dict[str, Any], ...] = ()
+    temporaries_resized: tuple[dict[str, Any], ...] = ()
 
     def __repr__(self) -> str:
         return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
@@ -128,7 +136,8 @@ class ModuleDiff:
     @property
     def is_empty(self) -> bool:
         """Nothing but names changed."""
-        return not (self.removed or self.added or self.changed or self.temporaries_removed
+        return not (self.removed or self.added or self.changed or self.resized
+                    or self.temporaries_resized or self.temporaries_removed
                     or self.temporaries_added or self.peak_a != self.peak_b
                     or self.peak_removed or self.peak_added or self.collectives_removed
                     or self.collectives_added or self.findings_gone or self.findings_new
@@ -147,10 +156,12 @@ class ModuleDiff:
                         "matched": self.matched, "op_name_changed": self.op_name_changed,
                         "removed": list(self.removed),
                         "added": list(self.added),
-                        "changed": [c.to_dict() for c in self.changed]},
+                        "changed": [c.to_dict() for c in self.changed],
+                        "resized": list(self.resized)},
             "temporaries": {"a_bytes": self.a.temporary_bytes, "b_bytes": self.b.temporary_bytes,
                             "removed": list(self.temporaries_removed),
-                            "added": list(self.temporaries_added)},
+                            "added": list(self.temporaries_added),
+                            "resized": list(self.temporaries_resized)},
             "peak": {"a": self.peak_a, "b": self.peak_b,
                      "removed": list(self.peak_removed), "added": list(self.peak_added)},
             "collectives": {"removed": list(self.collectives_removed),
@@ -199,7 +210,8 @@ def _inputs(g: KernelGraph) -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 def _keys(g: KernelGraph, op: Callable[[str], str]
-          ) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]:
+          ) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...],
+                          tuple[Any, ...]]]:
     places = _places(g)
     ins = _inputs(g)
     out = []
@@ -209,7 +221,9 @@ def _keys(g: KernelGraph, op: Callable[[str], str]
         loose = base
         mid = (*base, k.fused)
         strict = (*mid, op(k.op_name), k.source)
-        out.append((k, place, strict, mid, loose))
+        shapeless = (place, k.category, k.fusion_kind, k.target, k.fused, op(k.op_name),
+                     k.source)
+        out.append((k, place, strict, mid, loose, shapeless))
     return out
 
 
@@ -410,7 +424,11 @@ def diff_modules(a: Module, b: Module, *,
             kx.name, ky.name, x[1], tuple(sorted(Counter(gained).items())),
             tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
             ky.source, kx.flops, ky.flops))
-    matched = len(p1) + len(p2) + len(p3)
+    p4, ra, rb = _match(ra, rb, 5)
+    resized = tuple({"a": x[0].name, "b": y[0].name, "place": x[1], "shape_a": x[0].shape,
+                     "shape_b": y[0].shape, "flops_a": x[0].flops, "flops_b": y[0].flops}
+                    for x, y in p4)
+    matched = len(p1) + len(p2) + len(p3) + len(p4)
     removed = tuple(_kernel_dict(x[0], x[1]) for x in ra)
     added = tuple(_kernel_dict(y[0], y[1]) for y in rb)
 
@@ -463,13 +481,31 @@ def diff_modules(a: Module, b: Module, *,
         return Counter((c.opcode, c.shape, c.sent_per_device, op(c.op_name))
                        for c in g.collectives)
 
+    rows_removed = temp_rows(t_removed, ga, by_value_a)
+    rows_added = temp_rows(t_added, gb, by_value_b)
+    # An array between two kernels resized to another shape: the same array, resized.
+    pair_of = {r["a"]: r["b"] for r in resized}
+    t_resized = []
+    left_added = list(rows_added)
+    kept_removed = []
+    for r in rows_removed:
+        y = next((x for x in left_added if r["from"] in pair_of
+                  and x["from"] == pair_of[r["from"]] and x["src_kind"] == r["src_kind"]), None)
+        if y is None:
+            kept_removed.append(r)
+            continue
+        left_added.remove(y)
+        t_resized.append({"a": r["value"], "b": y["value"], "from_a": r["from"],
+                          "from_b": y["from"], "shape_a": r["shape"], "shape_b": y["shape"],
+                          "bytes_a": r["bytes"], "bytes_b": y["bytes"]})
+
     c_removed, c_added = _counter_diff(coll_key(ga, op_a), coll_key(gb, op_b))
     m_lost, m_gained = _counter_diff(_fused_total(ga), _fused_total(gb))
     gone, new, f_changed = match_findings(fa, fb, op_a, op_b)
 
     d = ModuleDiff(
         ga, gb, (), removed, added, tuple(changed), matched,
-        temp_rows(t_removed, ga, by_value_a), temp_rows(t_added, gb, by_value_b),
+        tuple(kept_removed), tuple(left_added),
         lra.peak_bytes, lrb.peak_bytes,
         peak_only(lra, lrb, op_a, op_b), peak_only(lrb, lra, op_b, op_a),
         tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
@@ -478,7 +514,7 @@ def diff_modules(a: Module, b: Module, *,
               for o, s, b, n in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
         tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,
-        relabelled)
+        relabelled, resized, tuple(t_resized))
     return _with_headline(d, a, b)
 
 
@@ -511,6 +547,16 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     else:
         lines.append(f"the same structure: {_plural(len(a.kernels), 'kernel')} and "
                      f"{_plural(len(a.temporaries), 'array')} between kernels on each side")
+    if d.resized:
+        r = d.resized[0]
+        lines.append(f"{_plural(len(d.resized), 'kernel')} "
+                     f"{'does' if len(d.resized) == 1 else 'do'} the same work on other shapes "
+                     f"(e.g. {r['a']}: {r['shape_a']} -> {r['shape_b']})")
+    if d.temporaries_resized:
+        ta = sum(t["bytes_a"] for t in d.temporaries_resized)
+        tb = sum(t["bytes_b"] for t in d.temporaries_resized)
+        lines.append(f"{_plural(len(d.temporaries_resized), 'array')} between them resized: "
+                     f"{format_bytes(ta)} -> {format_bytes(tb)}")
     if d.temporaries_removed:
         total = sum(e["bytes"] for e in d.temporaries_removed)
         n = len(d.temporaries_removed)

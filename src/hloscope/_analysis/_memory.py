@@ -316,7 +316,10 @@ def _info(v: Value, kind: str, r: tuple[int, int]) -> BufferInfo:
 def _sharded_view(module: Module, df: Dataflow) -> ShardedView | None:
     devices = max(module.num_partitions, module.replica_count)
     if _is_partitioned(module):
-        return ShardedView(module.num_partitions, True, ())
+        if module.num_partitions <= 1:  # no num_partitions printed: the shardings say
+            devices = max([devices] + [sh.num_devices or 1 for inst in module.instructions()
+                                       if (sh := inst.sharding) is not None])
+        return ShardedView(max(module.num_partitions, devices), True, ())
     rows: list[ShardedRow] = []
     listed: set[int] = set()  # values already in a row: an annotation on them adds none
     for comp in df.computations:

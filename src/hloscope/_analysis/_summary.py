@@ -154,10 +154,13 @@ class ModuleSummary:
 
 
 def _is_partitioned(module: Module) -> bool:
-    """Whether shapes in the module are already per device (after SPMD partitioning)."""
-    if module.num_partitions <= 1:
-        return False
-    return module.is_scheduled or module.entry.name.endswith("_spmd")
+    """Whether shapes in the module are already per device (after SPMD partitioning): XLA's
+    partitioner names the entry ``..._spmd`` (kept where a frontend printed no
+    ``num_partitions``, as torch_xla for AWS Neuron does), and a scheduled module with
+    several partitions has been through it."""
+    if module.entry.name.endswith("_spmd"):
+        return True
+    return module.num_partitions > 1 and module.is_scheduled
 
 
 def is_optimized(module: Module) -> bool:

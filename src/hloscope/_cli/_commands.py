@@ -410,7 +410,8 @@ def graph(
     path: Path = typer.Argument(..., metavar="PATH", help=INPUT_HELP + " Ideally the "
                                 "optimized module."),
     output: Path = typer.Option(..., "-o", "--output", metavar="FILE",
-                                help="Where to write: .svg or .png."),
+                                help="Where to write: .svg or .png (a .png needs "
+                                     "matplotlib)."),
     max_kernels: int = typer.Option(300, "--max-kernels", metavar="N", help="Refuse larger "
                                     "graphs (the picture gets unreadable); raise it to draw "
                                     "anyway."),
@@ -421,7 +422,7 @@ def graph(
 
     Kernels as boxes listing what is fused inside, arrays as arrows with shape
     and size, the arrays live at the memory peak in red, loops and branches as
-    frames.  No Graphviz needed.
+    frames.  No Graphviz needed (a .png needs matplotlib, the plot extra).
     """
     from .._analysis._kernels import kernel_count, kernel_graph
     from .._render._graph_layout import layout_graph
@@ -441,7 +442,8 @@ def graph(
         fail(e)
     except OSError as e:
         fail(_errors.HloscopeError(f"cannot write {output}: {e.strerror}"))
-    echo(f"wrote {out} ({len(g.kernels)} kernels)\n")
+    n = len(g.kernels)
+    echo(f"wrote {out} ({n} kernel{'' if n == 1 else 's'})\n")
 
 
 @command()

@@ -134,9 +134,6 @@ def profile_cmd(
 
     width = text_width(wide)
     text = render_profile(result.times, top=top, width=width)
-    if result.donated:
-        text += (f"{result.donated} donated argument(s): fresh copies for every run, made "
-                 "outside the profiled region\n")
     if keep is not None:
         text += f"kept the trace in {keep}\n"
     text += "".join(f"note: {n}\n" for n in result.notes)

@@ -149,6 +149,9 @@ def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
             shape = parse_shape(a)
         except ValueError:
             raise HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]") from None
+        if any(d < 0 for d in shape.dims):
+            raise HloscopeError(f"--arg {a!r}: a dimension below 0",
+                                hint="each dimension is a size of 0 or more, as in f32[128,2]")
         if shape.element_type not in NUMPY_DTYPES:
             raise HloscopeError(f"--arg {a!r}: unsupported element type",
                                 hint="use one of " + ", ".join(NUMPY_DTYPES))
@@ -158,7 +161,17 @@ def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
 
             out.append(jax.ShapeDtypeStruct(tuple(shape.dims), dtype))
         else:
-            out.append(jnp.zeros(shape.dims, dtype=dtype))
+            try:
+                out.append(jnp.zeros(shape.dims, dtype=dtype))
+            except Exception as e:  # noqa: BLE001  (XLA's errors have no common type)
+                if "RESOURCE_EXHAUSTED" not in str(e) and not isinstance(e, MemoryError):
+                    raise
+                from .._units import format_bytes
+
+                raise HloscopeError(
+                    f"--arg {a!r}: {format_bytes(shape.byte_size)} does not fit in this "
+                    "machine's memory", hint="give smaller shapes, or --target NAME to compile "
+                    "for a GPU or TPU without running (hloscope inspect)") from None
     return out
 
 
@@ -214,7 +227,16 @@ def call_inputs(target: str, call: str) -> list[Any]:
     except (ValueError, SyntaxError):
         raise HloscopeError(f"--inputs {call!r}: give a call like make_inputs(8) with "
                             "literal arguments") from None
-    fn = load_target(f"{where}:{node.func.id}")
+    name = node.func.id
+    module = _module(where)
+    if not hasattr(module, name):
+        close = difflib.get_close_matches(name, _functions(module), n=3)
+        after = call[call.index("("):] if "(" in call else "()"
+        raise HloscopeError(
+            f"--inputs {call!r}: {where} has no {name!r}",
+            hint=("did you mean " + " or ".join(f"--inputs '{c}{after}'" for c in close) + "?")
+            if close else _listing(where, _functions(module)))
+    fn = load_target(f"{where}:{name}")
     with user_code(f"calling --inputs {call}"):
         out = fn(*args, **kwargs)
     return list(out) if isinstance(out, (tuple, list)) else [out]

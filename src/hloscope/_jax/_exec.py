@@ -218,16 +218,20 @@ def compile_options(plan: Plan, device_ids: list[int]) -> Any:
 
 
 def _offending_line(module_text: str, message: str) -> str:
-    """The module line XLA's message is about (a custom-call target, an instruction name)."""
+    """The module line XLA's message is about (a custom-call target, an instruction name),
+    as "at LINE"."""
     lines = module_text.splitlines()
-    for pat in (r"custom call to ([\w$.-]+)", r'custom[_ ]call[_ ]target[^"\']*["\']([^"\']+)["\']', r"target[: ]+\"?([\w.-]+)",
+    for pat in (r"Invalid API version: (\w+)", r"custom call to ([\w$.-]+)",
+                r'custom[_ ]call[_ ]target[^"\']*["\']([^"\']+)["\']', r"target[: ]+\"?([\w.-]+)",
                 r"%([\w.-]+)"):
         for mt in re.finditer(pat, message):
             key = mt.group(1)
-            for n, line in enumerate(lines, 1):
-                if key in line and ("custom_call_target" in line or f"%{key} " in line
+            for line in lines:
+                if key in line and ("custom_call_target" in line or f"api_version={key}" in line
+                                    or f"%{key} " in line
                                     or f" {key} =" in line or line.strip().startswith(key)):
-                    return f"line {n}: {line.strip()[:300]}"
+                    text = line.strip()
+                    return f"at {text if len(text) <= 160 else text[:159] + '…'}"
     return ""
 
 
@@ -280,11 +284,18 @@ def compile_plan(client: Any, m: Module, text: str, plan: Plan,
         hm = _parse(text)
     except Exception as e:  # noqa: BLE001  (XLA's parser raises its own error type)
         msg = str(e).strip()
-        where = _offending_line(text, msg)
-        raise HloscopeError(f"{m.name}: XLA's parser refuses the module: "
-                            f"{msg.splitlines()[0][:400]}" + (f" ({where})" if where else ""),
+        # XLA's message: a generic first line, then "was parsing L:C: error: REASON", the
+        # line it was reading and a caret.
+        # (Its line numbers count lines of the text hloscope printed for XLA, not the file's.)
+        said = re.search(r"\d+:\d+: error: ([^\n]+)\n?([^\n]*)", msg)
+        reason = said.group(1) if said else msg.splitlines()[0]
+        where = _offending_line(text, reason) or (
+            f"XLA stopped at {said.group(2).strip()[:200]}" if said and said.group(2) else "")
+        raise HloscopeError(f"{m.name}: XLA's parser refuses the module: {reason[:400]}"
+                            + (f" ({where})" if where else ""),
                             hint="the installed XLA is older or newer than the one that "
-                                 "wrote the module; hloscope's own commands still read it")
+                                 "wrote the module (hloscope check FILE names the line as "
+                                 "XLA does); hloscope's own commands still read it")
     t0 = time.perf_counter()
     try:
         mlir = xc._xla.mlir.hlo_to_stablehlo(hm.as_serialized_hlo_module_proto())

@@ -302,8 +302,12 @@ class Report:
         each = " per device" if m.figures.per_device else ""
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
+        over = (" (more than allocated: an output written into a donated argument and that "
+                "argument share one buffer, and each counts in XLA's live-range peak)"
+                if head.bytes is not None and (m.peak_bytes or 0) > head.bytes
+                and dict(head.parts).get("aliased", 0) else "")
         parts = [f"{self.name}: needs {format_bytes(head.bytes or 0)}{each} (what XLA "
-                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once",
+                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once{over}",
                  f"{nk} kernel{'' if nk == 1 else 's'}",
                  f"{nt} array{'' if nt == 1 else 's'} between kernels"]
         if "compile" in t:

@@ -21,7 +21,7 @@ def profile(fn: Any, *args: Any, runs: int = 10, warmup: int = 3,
     measured time (its median in each round averaged
     over the rounds, the spread over the runs, calls per run, share of the step,
     the roofline estimate beside it), time per source line and op_name scope, and the
-    median run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a
+    typical run's wall time taken apart into kernels, dispatch, idle and wait.  `keep`: a
     folder to keep the trace in (for XProf or TensorBoard).  See docs/profile.md."""
     report = inspect(fn, *args, static_argnums=static_argnums, static_argnames=tuple(kwargs),
                      **kwargs)

@@ -57,7 +57,8 @@ from ._times import MeasuredTimes
 
 __all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS",
            "SETTLE", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
-           "idle_tpu_profiler", "many_kernels", "profile_report", "settled", "unsettled"]
+           "donated_copies", "idle_tpu_profiler", "many_kernels", "profile_report", "settled",
+           "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -126,6 +127,14 @@ def idle_tpu_profiler() -> bool:
             xla_bridge, "_backends", {"tpu": None})
     except (ImportError, AttributeError):  # another JAX: no note rather than a wrong one
         return False
+
+
+def donated_copies(donated: int) -> str | None:
+    """A note saying that the function donates arguments, which get fresh copies."""
+    if not donated:
+        return None
+    return (f"the function donates {donated} argument{'' if donated == 1 else 's'}: each run "
+            f"got fresh copies, made outside the profiled region")
 
 
 def busy_machine() -> str | None:
@@ -336,7 +345,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     left_out = len(faults) - len(keep_runs)
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
-        n for n in (busy_machine(), many_kernels(times), fresh_memory(kept_faults),
+        n for n in (donated_copies(inputs.donated), busy_machine(), many_kernels(times),
+                    fresh_memory(kept_faults),
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of)) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out, len(set(round_of)))

@@ -11,9 +11,11 @@
   XLA's run ids (runs that overlap in time, one per device, are one run).
 * Per run and per device, the run's wall time is taken apart exactly into
   kernel time, time kernels ran concurrently, dispatch, idle and wait; the
-  step and its parts (`Gaps`) are those of the median run (the run whose
-  wall time is the median), so they add up; each kernel's time is the median
-  over the runs; both averaged over the devices that ran the module.
+  step and its parts (`Gaps`) are those of the typical run (the run whose
+  wall time is the median; over rounds, the nearest the mean of the rounds'
+  medians), so they add up; each kernel's time is the median over the runs
+  (over rounds, the mean of the rounds' medians); both averaged over the devices
+  that ran the module.
 """
 
 from __future__ import annotations
@@ -228,9 +230,18 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
         for op in sums.keys() - kernels.keys():
             other[op].append(sums[op] / n * 1e-9)
     med = statistics.median
-    # The median run (the lower of the two middle ones for an even count): its parts add
-    # up to its step, which medians of the parts taken one by one need not.
+    # The typical run, whose parts add up to its step (medians of the parts taken one by
+    # one need not): the median run (the lower of the two middle ones for an even count),
+    # or, over rounds, the run nearest the mean of the rounds' medians both in its step and
+    # in its kernels' time, as each kernel's time is the mean of its rounds' medians (so
+    # that the shares and the parts are on the kernels' footing, where the rounds ran at
+    # different speeds).
     middle = sorted(range(len(steps)), key=lambda i: (steps[i], i))[(len(steps) - 1) // 2]
+    if len(set(run_round)) > 1:
+        s0 = _mean_of_medians(steps, run_round) or 1.0
+        k0 = _mean_of_medians([p[0] for p in run_parts], run_round) or 1.0
+        middle = min(range(len(steps)), key=lambda i: (
+            abs(steps[i] / s0 - 1) + abs(run_parts[i][0] / k0 - 1), steps[i], i))
     step = steps[middle]
     gaps = Gaps(step, *run_parts[middle])
     rows: list[KernelTime] = []

@@ -79,8 +79,9 @@ class PlaceTime:
 
 @dataclass(frozen=True, slots=True)
 class Gaps:
-    """The wall time of the median run (the run whose step is the median; the lower of
-    the two middle runs for an even count) taken apart, in seconds:
+    """The wall time of the typical run (the run whose step is the median, the lower of
+    the two middle runs for an even count; over rounds, the run nearest the mean of the
+    rounds' median steps) taken apart, in seconds:
     ``step = kernels - concurrent + dispatch + idle + wait``, exactly for that run.
     `kernels` is the kernels' time summed; `concurrent` the part of it that ran at the
     same time as other kernels (the CPU runs independent kernels on several threads);

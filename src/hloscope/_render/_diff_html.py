@@ -55,8 +55,15 @@ def render_diff_html(d: ModuleDiff) -> str:
             ["A", "B", "place", "gained", "lost"],
             [[c.a, c.b, c.place, ", ".join(f"{o} {n}" for o, n in c.gained) or "-",
               ", ".join(f"{o} {n}" for o, n in c.lost) or "-"] for c in d.changed]))
+    if d.resized:
+        parts.append("<h2>Kernels on other shapes</h2>" + _table(
+            ["A", "B", "place", "shape A", "shape B"],
+            [[r["a"], r["b"], r["place"], r["shape_a"], r["shape_b"]] for r in d.resized]))
     rows = [[t["value"], t["shape"], format_bytes(t["bytes"]), "gone"]
             for t in d.temporaries_removed]
+    rows += [[f"{t['a']} / {t['b']}", f"{t['shape_a']} -> {t['shape_b']}",
+              f"{format_bytes(t['bytes_a'])} -> {format_bytes(t['bytes_b'])}", "resized"]
+             for t in d.temporaries_resized]
     rows += [[t["value"], t["shape"], format_bytes(t["bytes"]), "new"]
              for t in d.temporaries_added]
     if rows:

@@ -91,9 +91,10 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
     if d.is_empty:
         return fit("\n".join(out) + "\n", width)
     out.append("")
-    out.append(f"Kernels: {d.matched} matched"
-               + (f" ({d.op_name_changed} with the same work under another op_name)"
-                  if d.op_name_changed else "")
+    notes = [f"{d.op_name_changed} with the same work under another op_name"
+             if d.op_name_changed else "", f"{len(d.resized)} on other shapes" if d.resized else ""]
+    notes = [n for n in notes if n]
+    out.append(f"Kernels: {d.matched} matched" + (f" ({'; '.join(notes)})" if notes else "")
                + f", {len(d.removed)} removed, {len(d.added)} added, {len(d.changed)} changed")
     for title, rows in (("removed (only in A)", d.removed), ("added (only in B)", d.added)):
         if rows:
@@ -113,6 +114,22 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                            f"{format_count(c.flops_a)} -> {format_count(c.flops_b)}"]
                           for c in d.changed], width=width, drop=("place", "lost"),
                          indent="    "))
+    if d.resized:
+        out.append("  on other shapes (matched by place, kind, work inside, op_name and source)")
+        out.append(table(["A", "B", "place", "shape A", "shape B", "flops A -> B"],
+                         [[r["a"], r["b"], r["place"], r["shape_a"], r["shape_b"],
+                           f"{format_count(r['flops_a'])} -> {format_count(r['flops_b'])}"]
+                          for r in d.resized], width=width, drop=("place", "B"),
+                         indent="    "))
+    if d.temporaries_resized:
+        rows_r = d.temporaries_resized
+        out.append("")
+        ta, tb = (sum(r[k] for r in rows_r) for k in ("bytes_a", "bytes_b"))
+        out.append(f"Arrays between kernels resized ({format_bytes(ta)} -> {format_bytes(tb)})")
+        out.append(table(["array A", "array B", "shape A", "shape B", "bytes A", "bytes B"],
+                         [[r["a"], r["b"], r["shape_a"], r["shape_b"], format_bytes(r["bytes_a"]),
+                           format_bytes(r["bytes_b"])] for r in rows_r],
+                         right=(4, 5), width=width, drop=("array B",)))
     for title, rows in (("Arrays between kernels gone", d.temporaries_removed),
                         ("Arrays between kernels new", d.temporaries_added)):
         if rows:

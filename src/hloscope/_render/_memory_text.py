@@ -98,6 +98,11 @@ def render_headline(figs: MemoryFigures, live: int | None = None,
             most = (f"{_exact(padded)} (tiles padded; XLA's live-range peak, unpadded: "
                     f"{format_bytes(peak.bytes)})")
         out.append(f"  at most {most} live at once{where}, at {safe(peak.at)}{values}")
+        if (head is not None and head.bytes is not None and peak.bytes > head.bytes
+                and dict(head.parts).get("aliased", 0)):
+            out.append("  (more than allocated: an output written into a donated argument "
+                       "and that argument share one buffer, and each counts in XLA's "
+                       "live-range peak)")
     return out
 
 

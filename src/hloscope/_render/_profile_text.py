@@ -35,7 +35,7 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
     lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
     out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(median; min {format_time(lo)}, max {format_time(hi)})",
+           f"(typical; min {format_time(lo)}, max {format_time(hi)})",
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
@@ -52,7 +52,7 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                      _pct(k.share), format_time(k.estimate),
                      "-" if frac is None else f"{frac:.2g}", k.source or "-"])
     out.append(f"Kernels by measured time ({len(t.kernels)} ran"
-               + (f", {len(t.not_run)} never ran" if t.not_run else "") + ")")
+               + (f", {len(t.not_run)} not in the trace" if t.not_run else "") + ")")
     out.append(table(["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
                       "of roofline", "source"], rows, right=(2, 3, 4, 5, 6, 7), width=width,
                      drop=("kind", "spread", "calls", "of roofline")))

@@ -23,6 +23,17 @@ __all__ = ["format_bytes", "table", "render_summary", "render_json", "render_mod
 _PATH_COLUMNS = frozenset({"source", "made by"})
 
 
+# A shape with its layout, as HLO prints it: f32[512,512]{1,0}.
+_LAID_OUT = re.compile(r"([a-z]\w*\[[\d,?<=\s]*\])\{[^{}]*\}")
+
+
+def _cut_shape(cell: str, width: int) -> str:
+    """A shape cut to `width`: without its layout where that is enough, else cut in the
+    middle; another cell, cut in the middle."""
+    bare = _LAID_OUT.sub(r"\1", cell) if _LAID_OUT.fullmatch(cell) else cell
+    return bare if len(bare) <= width else middle(bare, width)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (),
           width: int | None = None, drop: Sequence[str] = (), indent: str = "  ") -> str:
     """A text table: columns left-aligned, those listed in `right` (numbers) right-aligned.
@@ -72,8 +83,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
                                    drop=[heads.index(d) for d in drop if d in heads])
 
     # Per column kept: its index, width, how a long cell is cut and how it is aligned.
-    columns = [(k, w, tail if k in sources else middle, str.rjust if k in right else str.ljust)
-               for k, w in zip(keep, widths)]
+    # A shape too long for its column loses its layout ({1,0}) before its dimensions.
+    # (Judged on the first rows of the columns that are cut: a table may hold 10^6 rows.)
+    shapes = {k for k, w in zip(keep, widths) if natural[k] > w and any(
+        _LAID_OUT.fullmatch(row[k]) for row in cells[:64] if k < len(row))}
+    columns = [(k, w, tail if k in sources else _cut_shape if k in shapes else middle,
+                str.rjust if k in right else str.ljust) for k, w in zip(keep, widths)]
 
     def line(vals: Sequence[str]) -> str:
         return (indent + "  ".join([
@@ -126,7 +141,8 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         out.extend(f"    at {short_paths(f) if width is not None else f}" for f in s.frames)
     if not s.optimized:
         out.append("  " + optimized_note(False))
-    out.append(f"  {s.computations} computations, {s.instructions} instructions, "
+    out.append(f"  {s.computations} computation{'' if s.computations == 1 else 's'}, "
+               f"{s.instructions} instructions, "
                f"entry {s.entry}")
     out.append("")
 

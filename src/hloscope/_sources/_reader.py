@@ -386,6 +386,11 @@ def _no_module_error(text: str, filename: str) -> HloSourceError:
                           hint=_no_module_hint(text, filename))
 
 
+# An instruction line: ``name = f32[2]{0} opcode(``.
+_INSTRUCTION_LINE = re.compile(
+    r"^[ \t]*(?:ROOT[ \t]+)?%?[\w.-]+[ \t]*=[ \t]*\(?[a-z]\w*\[[^\n=]*?[ \t][a-z][\w-]*\(", re.M)
+
+
 def _no_module_hint(text: str, filename: str = "<string>") -> str:
     head = text[:_SNIFF]
     if filename.endswith(".py") or re.search(r"^(import|from) \w+|^def \w+\(", head, re.M):
@@ -401,6 +406,10 @@ def _no_module_hint(text: str, filename: str = "<string>") -> str:
         return "this looks like a jaxpr: print HLO with jax.jit(f).lower(x).compile().as_text()"
     if "BufferAssignment:" in head or "HloLiveRange" in head:
         return "this is an XLA buffer-assignment dump: read it with 'hloscope memory'"
+    if len(_INSTRUCTION_LINE.findall(head)) >= 2:
+        return ("these are HLO instructions without the computation around them (an "
+                "excerpt, as pasted in an issue): hloscope reads whole modules, which "
+                "compiled.as_text() prints and XLA_FLAGS=--xla_dump_to=DIR writes")
     return ("hloscope reads HLO text as printed by compiled.as_text() or written by "
             "XLA_FLAGS=--xla_dump_to=DIR")
 
