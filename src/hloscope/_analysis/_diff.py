@@ -485,19 +485,24 @@ def diff_modules(a: Module, b: Module, *,
     rows_added = temp_rows(t_added, gb, by_value_b)
     # An array between two kernels resized to another shape: the same array, resized.
     pair_of = {r["a"]: r["b"] for r in resized}
+    added_by: dict[tuple[Any, str], deque[dict[str, Any]]] = {}
+    for x in rows_added:
+        added_by.setdefault((x["from"], x["src_kind"]), deque()).append(x)
     t_resized = []
-    left_added = list(rows_added)
     kept_removed = []
+    used: set[int] = set()
     for r in rows_removed:
-        y = next((x for x in left_added if r["from"] in pair_of
-                  and x["from"] == pair_of[r["from"]] and x["src_kind"] == r["src_kind"]), None)
-        if y is None:
+        cands = added_by.get((pair_of.get(r["from"]), r["src_kind"])) if r["from"] in pair_of \
+            else None
+        if not cands:
             kept_removed.append(r)
             continue
-        left_added.remove(y)
+        y = cands.popleft()
+        used.add(id(y))
         t_resized.append({"a": r["value"], "b": y["value"], "from_a": r["from"],
                           "from_b": y["from"], "shape_a": r["shape"], "shape_b": y["shape"],
                           "bytes_a": r["bytes"], "bytes_b": y["bytes"]})
+    left_added = [x for x in rows_added if id(x) not in used]
 
     c_removed, c_added = _counter_diff(coll_key(ga, op_a), coll_key(gb, op_b))
     m_lost, m_gained = _counter_diff(_fused_total(ga), _fused_total(gb))
