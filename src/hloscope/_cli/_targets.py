@@ -169,8 +169,8 @@ def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
                 from .._units import format_bytes
 
                 raise HloscopeError(
-                    f"--arg {a!r}: {format_bytes(shape.byte_size)} does not fit in this "
-                    "machine's memory", hint="give smaller shapes, or --target NAME to compile "
+                    f"--arg {a!r}: {format_bytes(shape.byte_size)} does not fit in the "
+                    "memory of JAX's device here", hint="give smaller shapes, or --target NAME to compile "
                     "for a GPU or TPU without running (hloscope inspect)") from None
     return out
 
