@@ -371,3 +371,17 @@ def test_clean_runs():
     assert clean_runs(faults, 5) == list(range(7))
     assert clean_runs([300, 301, 290], 2) == [0, 1, 2]  # the program's own: all alike
     assert runs_left_out(0, 7) is None and "3 of 7 runs" in runs_left_out(3, 7)
+
+
+def test_the_median_run_is_said_where_the_typical_run_is_far_from_it():
+    """Over rounds that ran at different speeds the typical run (nearest the rounds' mean,
+    the kernels' footing) can be far from the median run: the header says both."""
+    import dataclasses
+
+    p = hloscope.profile(lambda x: x * 2, jnp.ones((8, 8)), runs=2, warmup=0, min_time=0)
+    t = dataclasses.replace(p.times, steps=(1e-4, 1e-4, 1e-4, 5e-4),
+                            gaps=dataclasses.replace(p.times.gaps, step=2e-4))
+    head = render_profile(t).split("\n")[0]
+    assert "step 200 us (typical; median run 100 us, min 100 us, max 500 us)" in head
+    t = dataclasses.replace(t, gaps=dataclasses.replace(p.times.gaps, step=1.02e-4))
+    assert "median run" not in render_profile(t).split("\n")[0]

@@ -3,6 +3,8 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 
 from __future__ import annotations
 
+import statistics
+
 from .._profile._diff import TimeDiff
 from .._profile._times import MeasuredTimes
 from ._term import safe
@@ -34,8 +36,13 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     runs = f"{t.runs} run{'' if t.runs == 1 else 's'}"
     devs = f"{t.devices} {t.platform} device{'' if t.devices == 1 else 's'}"
     lo, hi = (min(t.steps), max(t.steps)) if t.steps else (0.0, 0.0)
+    # Over rounds that ran at different speeds the typical run (the rounds' mean) can be
+    # far from the median run: both are said.
+    mid = statistics.median(t.steps) if t.steps else g.step
+    median = (f"median run {format_time(mid)}, " if g.step and abs(mid / g.step - 1) > 0.05
+              else "")
     out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(typical; min {format_time(lo)}, max {format_time(hi)})",
+           f"(typical; {median}min {format_time(lo)}, max {format_time(hi)})",
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
