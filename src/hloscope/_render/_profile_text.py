@@ -7,7 +7,7 @@ import statistics
 
 from .._profile._diff import TimeDiff
 from .._profile._times import MeasuredTimes
-from ._term import safe
+from ._term import fit, safe
 from ._text import table
 
 __all__ = ["format_time", "render_profile", "render_time_diff"]
@@ -41,8 +41,9 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     mid = statistics.median(t.steps) if t.steps else g.step
     median = (f"median run {format_time(mid)}, " if g.step and abs(mid / g.step - 1) > 0.05
               else "")
-    out = [f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
-           f"(typical; {median}min {format_time(lo)}, max {format_time(hi)})",
+    head = (f"Profile of {safe(t.module)}: {runs} on {devs}, step {format_time(g.step)} "
+            f"(typical; {median}min {format_time(lo)}, max {format_time(hi)})")
+    out = [fit(head, width),
            f"  from {safe(t.source)}",
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
