@@ -124,6 +124,11 @@ def load_target(target: str) -> Any:
         else:
             hint = _listing(where, functions)
         raise HloscopeError(f"{where} has no {name!r}", hint=hint)
+    return _callable(module, name, target)
+
+
+def _callable(module: Any, name: str, target: str) -> Any:
+    """`module`'s `name`, which must be a function (`target` names it in the error)."""
     fn = getattr(module, name)
     if not callable(fn):
         kind = type(fn).__name__
@@ -170,8 +175,9 @@ def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
 
                 raise HloscopeError(
                     f"--arg {a!r}: {format_bytes(shape.byte_size)} does not fit in the "
-                    "memory of JAX's device here", hint="give smaller shapes, or --target NAME to compile "
-                    "for a GPU or TPU without running (hloscope inspect)") from None
+                    "memory of JAX's device here",
+                    hint="give smaller shapes, or --target NAME to compile for a GPU or TPU "
+                         "without running (hloscope inspect)") from None
     return out
 
 
@@ -236,7 +242,7 @@ def call_inputs(target: str, call: str) -> list[Any]:
             f"--inputs {call!r}: {where} has no {name!r}",
             hint=("did you mean " + " or ".join(f"--inputs '{c}{after}'" for c in close) + "?")
             if close else _listing(where, _functions(module)))
-    fn = load_target(f"{where}:{name}")
+    fn = _callable(module, name, f"{where}:{name}")  # the file is run once, not again
     with user_code(f"calling --inputs {call}"):
         out = fn(*args, **kwargs)
     return list(out) if isinstance(out, (tuple, list)) else [out]
