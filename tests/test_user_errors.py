@@ -4,6 +4,7 @@ never as "a bug in hloscope"; the Python API raises their own exception with con
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -93,6 +94,23 @@ def test_exceptions_in_the_users_code_point_into_their_file(command, args, first
     for text in frames:
         assert text in err
     assert "hloscope/_" not in err and "site-packages" not in err
+
+
+@pytest.mark.parametrize("inputs, n", [("make_sharded(2)", 8), ("shard_by_hand(2)", 8)])
+def test_sharded_inputs_on_one_cpu_device_hint_at_devices(inputs, n):
+    """Inputs made for a mesh, where JAX has one CPU device (no --devices, no XLA_FLAGS):
+    the user's error, with the hint to run on virtual CPU devices; with it, they run."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "hloscope", "inspect", f"{PROG}:double", *a],
+        capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
+        env={**env, "JAX_PLATFORMS": "cpu"})
+    err = _user_error(run("--inputs", inputs))
+    assert f"while calling --inputs {inputs}" in err
+    assert err.strip().endswith(f"hint: JAX has one CPU device here; a program sharded over "
+                                f"{n} devices runs on virtual CPU devices: --devices {n}"), err
+    ok = run("--inputs", inputs, "--devices", str(n))
+    assert ok.returncode == 0, ok.stderr
 
 
 def test_an_exception_at_run_time_is_the_users():

@@ -15,7 +15,9 @@ API raises the user's own exception; the CLI turns a marked exception into a
 from __future__ import annotations
 
 import inspect as _inspect
+import math
 import os
+import re
 import site
 import sys
 import sysconfig
@@ -126,13 +128,39 @@ def _hint(error: BaseException) -> str:
     return ""
 
 
+_MESH_SHAPE = re.compile(r"product of mesh_shape \(([\d, ]+)\)")
+
+
+def _devices_hint(error: BaseException, frames: list[UserFrame]) -> str:
+    """Where code that builds a mesh or picks devices failed while JAX has one CPU device
+    here: the hint to run on virtual CPU devices (``--devices N``)."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return ""
+    try:
+        if jax.device_count() != 1 or jax.default_backend() != "cpu":
+            return ""
+    except Exception:  # noqa: BLE001  (no backend at all: nothing to hint)
+        return ""
+    text = str(error)
+    lines = " ".join(f.source for f in frames[-2:])
+    if not re.search(r"\b(mesh|devices)\b", f"{text} {lines}", re.IGNORECASE):
+        return ""
+    m = _MESH_SHAPE.search(text)
+    n = math.prod(int(d) for d in m.group(1).replace(" ", "").split(",") if d) if m else 8
+    return (f"JAX has one CPU device here; a program sharded over {n} devices runs on "
+            f"virtual CPU devices: --devices {n}")
+
+
 def user_error(error: BaseException) -> UserCodeError | None:
     """The `UserCodeError` for an exception `user_code` marked, else None (a bug)."""
     mark = getattr(error, _MARK, None)
     if mark is None:
         return None
     phase, keep = mark
-    return UserCodeError(phase, error, user_frames(error, keep), hint=_hint(error))
+    frames = user_frames(error, keep)
+    return UserCodeError(phase, error, frames,
+                         hint=_hint(error) or _devices_hint(error, frames))
 
 
 def describe(fn: Any) -> str:

@@ -1,33 +1,31 @@
 """Run a compiled function under JAX's profiler and give each kernel of its kernel graph
 its measured time (`profile_report`, for `hloscope.profile` and `inspect(profile=...)`).
 
-The function is compiled once (by `inspect`, which also gives the module and its
-kernel graph), run once and `warmup` more times, and more until `WARMUP_TIME`
-seconds have passed (unless `warmup` is 0; a program's first quarter second of runs
-is often its slowest: docs/profile.md), then the same once under a throwaway
-trace (not with `warmup` 0: under a trace, runs land on memory never touched
-before until an earlier trace has touched it), then, with Python's collector
-paused, under ``jax.profiler.trace`` into a temporary folder: `SETTLE` unmarked
-runs first (the profiler's first runs are slower while it starts; they are
-traced but not measured), then at least
-`runs` runs and more until `min_time` seconds have passed (at most
-`MAX_RUNS`), each marked with an ``hloscope.run`` annotation from before the
-call to after its outputs are ready (its wall time).  Spreading the runs over
-`min_time` keeps one burst of another process's work from landing on most of
-them.  The runs are taken in `ROUNDS` rounds, `PAUSE` seconds apart, each
-after its own `SETTLE` runs: on a CPU, XLA's threads stay in one state for as
-long as runs follow each other (on a quiet 16-core machine, blocks of a scan's
-plain runs were within 5% of each other back to back, and from 394 to 624 us a
-step with 50 ms between them: benchmarks/profile_blocks.py), so one block of
-runs measures one state; each kernel's time is the mean over the rounds of its
-median in each round (`measure`).  Where the rounds' medians have not settled after
+The function is compiled once (by `inspect`, which also gives the module and its kernel
+graph), run once and `warmup` more times, and more until `WARMUP_TIME` seconds have
+passed (unless `warmup` is 0; a program's first quarter second of runs is often its
+slowest: docs/profile.md), then the same once under a throwaway trace (not with `warmup`
+0: under a trace, runs land on memory never touched before until an earlier trace has
+touched it), then, with Python's collector paused, under ``jax.profiler.trace`` into a
+temporary folder: `SETTLE` unmarked runs first (the profiler's first runs are slower
+while it starts; they are traced but not measured), then at least `runs` runs and more
+until `min_time` seconds have passed (at most `MAX_RUNS`), each marked with an
+``hloscope.run`` annotation from before the call to after its outputs are ready (its
+wall time). Spreading the runs over `min_time` keeps one burst of another process's work
+from landing on most of them. The runs are taken in `ROUNDS` rounds, `PAUSE` seconds
+apart, each after its own `SETTLE` runs (and `SETTLE_TIME` seconds of them, none by
+default: benchmarks/profile_pauses.py measures what a pause costs): on a CPU, XLA's
+threads stay in one state for as long as runs follow each other (on a quiet 16-core
+machine, blocks of a scan's plain runs were within 5% of each other back to back, and
+from 394 to 624 us a step with 50 ms between them: benchmarks/profile_blocks.py), so one
+block of runs measures one state; each kernel's time is the mean over the rounds of its
+median in each round (`measure`). Where the rounds' medians have not settled after
 `ROUNDS` rounds (their standard error over `STEADY` of their mean: a machine moving
 between states), more rounds of the same size follow, up to `MAX_ROUNDS`, and a note
-says so where they never settle.  Functions that donate arguments get fresh
-copies for every run, made
-outside the marked region.  The process's page faults are counted around each
-run, and the runs that touched new memory are left out (`clean_runs`).  The
-trace is read back (`read_trace`) and joined to the kernel graph (`measure`).
+says so where they never settle. Functions that donate arguments get fresh copies for
+every run, made outside the marked region. The process's page faults are counted around
+each run, and the runs that touched new memory are left out (`clean_runs`). The trace is
+read back (`read_trace`) and joined to the kernel graph (`measure`).
 """
 
 from __future__ import annotations
@@ -55,14 +53,15 @@ from ._match import measure, round_medians
 from ._read import RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS",
-           "SETTLE", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
+__all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
+           "SETTLE_TIME", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
            "donated_copies", "idle_tpu_profiler", "many_kernels", "profile_report", "settled",
            "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
 SETTLE = 2
+SETTLE_TIME = 0.0  # seconds of unmarked runs after each pause, at least
 ROUNDS = 4  # blocks of runs, each measured, PAUSE seconds apart (see the docstring)
 MAX_ROUNDS = 16  # rounds at most, while the rounds' medians have not settled
 STEADY = 0.025  # settled: the standard error of the rounds' medians within 2.5% of their mean
@@ -290,8 +289,10 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
             while r < nround or (r < last and len(wall) < MAX_RUNS and not settled(medians)):
                 if r:
                     time.sleep(PAUSE)
-                for _ in range(SETTLE):
+                s0, n = t(), 0
+                while n < SETTLE or t() - s0 < SETTLE_TIME:
                     block(compiled(*inputs.fresh()))
+                    n += 1
                 start, done = t(), 0
                 while done < per_round or (t() - start < min_time / nround
                                            and len(wall) < MAX_RUNS):

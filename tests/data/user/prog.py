@@ -43,3 +43,20 @@ def _fail_on_host(v):
 def runtime_bug(x):
     jax.debug.callback(_fail_on_host, x)
     return x * 2
+
+
+def make_sharded(n):
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((8,), ("data",))
+    return (jax.device_put(jnp.ones((8 * n, n)), NamedSharding(mesh, P("data"))),)
+
+
+def shard_by_hand(n):
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("data", "model"))
+    return (jax.device_put(jnp.ones((8 * n, n)), NamedSharding(mesh, P("data"))),)
+
+
+def double(x):
+    return x * 2
