@@ -375,6 +375,19 @@ def test_clean_runs():
     assert runs_left_out(0, 7) is None and "3 of 7 runs" in runs_left_out(3, 7)
 
 
+def test_a_rounds_median_is_over_the_runs_that_will_be_kept():
+    """Rounds settle on the runs clean_runs will keep: a round's median leaves out its runs
+    that touched new memory (as far as the fewest faults so far tell), or keeps them all
+    where none would be kept."""
+    from hloscope._profile._capture import FRESH_PAGES, last_round_median
+
+    wall = [1.0, 1.0, 1.0, 5.0, 5.0, 2.0]
+    faults = [0, 0, 0, 300, 300, 0]
+    assert last_round_median(wall, faults, 3) == 2.0  # the two faulting runs left out
+    assert last_round_median(wall, faults, 6) == 1.0
+    assert last_round_median([9.0, 3.0, 4.0], [FRESH_PAGES + 1, 500, 600], 2) == 3.5
+
+
 def test_the_median_run_is_said_where_the_typical_run_is_far_from_it():
     """Over rounds that ran at different speeds the typical run (nearest the rounds' mean,
     the kernels' footing) can be far from the median run: the header says both."""

@@ -55,8 +55,8 @@ from ._times import MeasuredTimes
 
 __all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
            "SETTLE_TIME", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
-           "donated_copies", "idle_tpu_profiler", "many_kernels", "profile_report", "settled",
-           "unsettled"]
+           "donated_copies", "idle_tpu_profiler", "last_round_median", "many_kernels",
+           "profile_report", "settled", "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -224,6 +224,17 @@ def clean_runs(faults: list[int], runs: int) -> list[int]:
     return clean if len(clean) >= runs else list(range(len(faults)))
 
 
+def last_round_median(wall: list[float], faults: list[int], done: int) -> float:
+    """The median wall time of the last `done` runs, over those `clean_runs` would keep
+    as far as can be told so far (page faults within FRESH_PAGES of the fewest yet), so
+    that rounds settle (`settled`) on the runs that will be measured; over all `done`
+    where none would be kept."""
+    least = min(faults)
+    mine = range(len(wall) - done, len(wall))
+    quiet = [wall[i] for i in mine if faults[i] <= least + FRESH_PAGES]
+    return statistics.median(quiet or wall[-done:])
+
+
 def runs_left_out(left_out: int, total: int) -> str | None:
     """A note saying how many runs `clean_runs` left out."""
     if not left_out:
@@ -305,7 +316,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     faults.append(_page_faults() - f)
                     round_of.append(r)
                     done += 1
-                medians.append(statistics.median(wall[-done:]))
+                medians.append(last_round_median(wall, faults, done))
                 r += 1
         return wall, faults, round_of
 
