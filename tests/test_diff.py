@@ -217,6 +217,20 @@ def test_one_operation_changed_and_memory_figures(variants):
     d = hloscope.diff(variants.times2, variants.times3_plus1, x)
     assert len(d.changed) == 1 and not d.removed and not d.added
     assert ("add", 1) in d.changed[0].gained
+    # Every matched pair is in `pairs`, which a measured-time diff pairs by too: the
+    # changed kernel's row is one row, A's kernel beside B's, not one removed, one added.
+    assert len(d.pairs) == d.matched and (d.changed[0].a, d.changed[0].b) in d.pairs
+    from types import SimpleNamespace as NS
+
+    from hloscope._profile._diff import time_diff
+
+    def times(graph, seconds):
+        by = {k.name: NS(median=seconds) for k in graph.kernels}
+        return NS(step=seconds * len(by), by_name=lambda: by)
+
+    td = time_diff(d.a, times(d.a, 1e-6), d.b, times(d.b, 2e-6), d.pairs)
+    assert (d.changed[0].a, d.changed[0].b, 1e-6, 2e-6) in td.rows
+    assert len(td.rows) == d.matched
     keys = [r["key"] for r in d.figures]
     # hloscope's figures, XLA's from its dumps and memory_analysis(), the footprint.
     for key in ("live_range_peak", "timeline_max", "arguments", "outputs", "constants",

@@ -124,6 +124,21 @@ def test_use_cpu_devices_too_late_is_a_clear_error():
         hloscope.use_cpu_devices(have + 3)
 
 
+@pytest.mark.parametrize("n", [0, -2, True])
+def test_use_cpu_devices_refuses_fewer_than_one(n):
+    with pytest.raises(hloscope.HloscopeError, match="CPU devices: a program runs on at "
+                                                     "least one"):
+        hloscope.use_cpu_devices(n)
+
+
+def test_a_library_function_has_no_source_line_in_hloscope():
+    """A library function given as the target (jax.numpy's sin) has no frame of its own
+    for JAX to name: a kernel's source is never hloscope's own call of it."""
+    report = hloscope.inspect(jax.numpy.sin, jax.numpy.ones(8))
+    sources = [k.source or "" for k in report.kernels.kernels]
+    assert sources and not any("hloscope" in s for s in sources), sources
+
+
 def test_use_cpu_devices_before_jax_starts():
     import subprocess
     import sys

@@ -71,6 +71,21 @@ def test_warmup_counts(monkeypatch):
     assert p.times.runs == 2
 
 
+def test_a_count_of_runs_is_the_count_asked():
+    """min_time 0 asks for a count of runs: exactly that many, shared by the rounds (5 in
+    4 rounds: 2, 1, 1, 1); a profile sized by time stops at MAX_RUNS and says so."""
+    from hloscope._profile import _capture
+
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    rep = hloscope.inspect(_mlp, *args)
+    p = _capture.profile_report(rep, args, runs=5, warmup=0, min_time=0, rounds=4)
+    assert len(p.wall) == 5 and p.rounds == 4
+    assert _capture.run_cap(_capture.MAX_RUNS - 1, 0.01, 0.25) is None
+    assert _capture.run_cap(_capture.MAX_RUNS, 0.25, 0.25) is None
+    note = _capture.run_cap(_capture.MAX_RUNS, 0.0212, 30)
+    assert "the runs stopped at 2,000" in note and "21.2 ms of runs, short of the 30 s" in note
+
+
 def test_rounds_go_on_until_their_medians_settle(monkeypatch):
     """Rounds beyond `rounds` follow while the rounds' medians have not settled, up to
     `max_rounds`; a note says so where they never settle; one round asked is one round."""
@@ -197,6 +212,16 @@ def test_a_profile_of_a_donating_function_says_so_in_python_too():
     assert "note: the function donates 1 argument: each run got fresh copies" in str(p)
 
 
+def test_what_cannot_be_profiled_is_said_before_any_run(tmp_path):
+    """A function XLA compiles to no kernel, a trace of the caller's own already on: one
+    clear error each, not the profiler's."""
+    with pytest.raises(hloscope.HloscopeError, match="runs no kernel"):
+        hloscope.profile(lambda x: None, jnp.ones(4))
+    with jax.profiler.trace(str(tmp_path / "mine")):
+        with pytest.raises(hloscope.HloscopeError, match="a JAX profiler trace is already on"):
+            hloscope.profile(jnp.sin, jnp.ones(4), runs=1, warmup=0, min_time=0)
+
+
 def test_cli_profile_and_profile_dir(tmp_path):
     from conftest import run_cli
 
@@ -208,6 +233,12 @@ def test_cli_profile_and_profile_dir(tmp_path):
     assert "Kernels by measured time" in r.stdout and "jit_f" in r.stdout
     assert "libtpu" not in r.stdout  # no GPU or TPU here: JAX started on the CPU alone
     assert max(len(line) for line in r.stdout.splitlines()) <= 100
+    kept = tmp_path / "trace"  # the module is kept beside the trace, and read with it
+    r = run_cli("kernels", str(kept / "module.hlo"), "--profile", str(kept))
+    assert r.returncode == 0 and "measured" in r.stdout, r.stderr
+    assert hloscope.read_profile(kept).module == "jit_f"
+    r = run_cli("profile", f"{prog}:f", "--arg", "f32[4,4]", "--keep", str(prog))
+    assert r.returncode == 2 and "is a file: a trace is kept in a folder" in r.stderr
     folder = os.path.join(DATA, "cpu_scan")
     r = run_cli("kernels", os.path.join(folder, "module.hlo"), "--profile", folder, "--json")
     assert r.returncode == 0, r.stderr
@@ -271,12 +302,17 @@ def test_advice_ranked_by_measured_time():
         return FindingGroup(rule, rule, Saving(), share, basis, (f,), ())
 
     advice = Advice([group("HS1", fast, 0.02, "peak"),
-                     group("HS2", slow, 0.001, "estimated time")], None, True, 0)
+                     group("HS2", slow, 0.001, "estimated time"),
+                     group("HS3", "no-such-kernel", 0.375, "device footprint")],
+                    None, True, 0)
     ranked = rank_measured(advice, t)
-    assert [g.rule for g in ranked.groups] == ["HS2", "HS1"]
-    assert ranked.groups[0].basis == MEASURED_BASIS
-    assert ranked.groups[0].share == pytest.approx(t.kernels[0].share)
-    assert ranked.groups[1].basis == "peak"  # its peak share is larger than its time's
+    by_rule = {g.rule: g for g in ranked.groups}
+    assert [g.rule for g in ranked.groups if g.rule != "HS3"] == ["HS2", "HS1"]
+    assert by_rule["HS2"].basis == MEASURED_BASIS
+    assert by_rule["HS2"].share == pytest.approx(t.kernels[0].share)
+    assert by_rule["HS1"].basis == "peak"  # its peak share is larger than its time's
+    # a share of the device footprint (HS110's donation) is kept, not dropped to 0
+    assert (by_rule["HS3"].share, by_rule["HS3"].basis) == (0.375, "device footprint")
 
 
 @pytest.mark.parametrize("kind", ["gpu", "tpu"])

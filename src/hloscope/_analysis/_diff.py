@@ -117,6 +117,9 @@ class ModuleDiff:
     # (a, b, from_a, from_b, shape_a, shape_b, bytes_a, bytes_b).
     resized: tuple[dict[str, Any], ...] = ()
     temporaries_resized: tuple[dict[str, Any], ...] = ()
+    # Every pair of kernels matched, by any pass (A's name, B's name), in A's order: what
+    # a measured-time diff pairs too (`_profile._diff.time_diff`).
+    pairs: tuple[tuple[str, str], ...] = ()
 
     def __repr__(self) -> str:
         return clip(f"ModuleDiff({self.a.module!r} -> {self.b.module!r}: "
@@ -519,8 +522,15 @@ def diff_modules(a: Module, b: Module, *,
               for o, s, b, n in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
         tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,
-        relabelled, resized, tuple(t_resized))
+        relabelled, resized, tuple(t_resized), _pairs(ga, p1 + p2 + p3 + p4))
     return _with_headline(d, a, b)
+
+
+def _pairs(ga: KernelGraph, matched: list[tuple[Any, Any]]) -> tuple[tuple[str, str], ...]:
+    """The matched kernels' names (A's, B's), in A's kernel order."""
+    order = {k.name: i for i, k in enumerate(ga.kernels)}
+    names = [(x[0].name, y[0].name) for x, y in matched]
+    return tuple(sorted(names, key=lambda p: order.get(p[0], len(order))))
 
 
 def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:

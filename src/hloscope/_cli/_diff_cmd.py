@@ -89,7 +89,7 @@ def diff(
             from .._profile._diff import time_diff
 
             timed = time_diff(result.a, read_measured(profile[0], ma), result.b,
-                              read_measured(profile[1], mb))
+                              read_measured(profile[1], mb), result.pairs)
         if output is not None:
             from .._render._diff_html import render_diff_html
 

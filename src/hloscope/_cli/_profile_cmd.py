@@ -89,7 +89,8 @@ def profile_cmd(
     top: int = typer.Option(20, "--top", metavar="N", callback=at_least(1),
                             help="How many kernels to list."),
     keep: Path | None = typer.Option(None, "--keep", metavar="DIR", help="Keep the trace in "
-                                     "DIR (for XProf or TensorBoard; hloscope kernels "
+                                     "DIR, with the module as DIR/module.hlo (for XProf or "
+                                     "TensorBoard; hloscope kernels DIR/module.hlo "
                                      "--profile DIR reads it again)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON (schema "
                                   "hloscope.profile/1)."),

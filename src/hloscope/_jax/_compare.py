@@ -23,7 +23,8 @@ from .._hlo._module import Module
 from .._repr import clip
 from ._inspect import Report, inspect
 
-__all__ = ["Comparison", "Sweep", "compare", "diff", "plot_sweeps", "sweep", "use_cpu_devices"]
+__all__ = ["Comparison", "Sweep", "compare", "diff", "jax_started", "plot_sweeps", "sweep",
+           "use_cpu_devices"]
 
 COLUMNS = ("kernels", "arrays between kernels", "temp bytes (hloscope)", "temp bytes (XLA)",
            "peak bytes", "flops", "compile s")
@@ -226,28 +227,34 @@ def plot_sweeps(sweeps: Mapping[str, Sweep], path: str, what: str = "temp") -> s
     return path
 
 
+def jax_started() -> bool:
+    """Whether JAX has started its backends in this process (without starting them)."""
+    if sys.modules.get("jax") is None:
+        return False
+    try:
+        from jax._src import xla_bridge
+    except ImportError:  # a JAX without this private module: be safe
+        return True
+    return bool(getattr(xla_bridge, "_backends", {}))
+
+
 def use_cpu_devices(n: int) -> None:
     """Give JAX `n` virtual CPU devices (to try shardings without hardware).  Must be
     called before JAX starts its backends; raises a clear error when it is too late."""
-    jax_mod = sys.modules.get("jax")
-    if jax_mod is not None:
-        try:
-            from jax._src import xla_bridge
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise HloscopeError(f"{n!r} CPU devices: a program runs on at least one",
+                            hint="ask for 1 or more devices (--devices 8 for a mesh of 8)")
+    if jax_started():
+        import jax
 
-            started = bool(getattr(xla_bridge, "_backends", {}))
-        except ImportError:  # a JAX without this private module: be safe
-            started = True
-        if started:
-            import jax
-
-            have = jax.device_count()
-            if have == n:
-                return
-            raise HloscopeError(
-                f"JAX has already started with {have} device(s); it is too late to ask for {n}",
-                hint="call hloscope.use_cpu_devices(n) before any JAX computation (first thing "
-                     "in the notebook or script), or set XLA_FLAGS="
-                     f"--xla_force_host_platform_device_count={n} before starting Python")
+        have = jax.device_count()
+        if have == n:
+            return
+        raise HloscopeError(
+            f"JAX has already started with {have} device(s); it is too late to ask for {n}",
+            hint="call hloscope.use_cpu_devices(n) before any JAX computation (first thing "
+                 "in the notebook or script), or set XLA_FLAGS="
+                 f"--xla_force_host_platform_device_count={n} before starting Python")
     flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
              if not f.startswith("--xla_force_host_platform_device_count")]
     flags.append(f"--xla_force_host_platform_device_count={n}")

@@ -27,7 +27,7 @@ from .._errors import HloscopeError
 from .._repr import clip
 from .._sources._saved import INSPECT_SCHEMA
 from ._progress import phase, wait_for
-from ._user import INSTALL_JAX, user_code
+from ._user import INSTALL_JAX, hide_own_frames_from_jax, user_code
 
 __all__ = ["REPORT_SCHEMA", "Report", "inspect", "load", "show"]
 
@@ -488,6 +488,7 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
     else:
         jitted = fn if hasattr(fn, "trace") else jax.jit(
             fn, static_argnums=static_argnums, static_argnames=static_argnames)
+        hide_own_frames_from_jax()
         t0 = time.perf_counter()
         with phase(f"tracing {name}"), user_code(f"JAX traced {name}"), \
                 _mesh_context(prepared):

@@ -28,7 +28,8 @@ from typing import Any
 
 from .._errors import HloscopeError, UserCodeError, UserFrame
 
-__all__ = ["check_call", "describe", "jax_missing", "user_code", "user_error", "user_frames"]
+__all__ = ["check_call", "describe", "hide_own_frames_from_jax", "jax_missing", "user_code",
+           "user_error", "user_frames"]
 
 _MARK = "_hloscope_while"
 INSTALL_JAX = "pip install 'hloscope[jax]'"
@@ -97,6 +98,36 @@ def user_frames(error: BaseException, keep: tuple[str, ...] = ()) -> list[UserFr
         out.append(UserFrame(_shown_path(error.filename), error.lineno or 0, "<module>",
                              (error.text or "").strip()))
     return out
+
+
+_HIDDEN: set[str] = set()
+
+
+def hide_own_frames_from_jax() -> None:
+    """Tell JAX that frames of hloscope (and of the CLI's typer and click, and Python's
+    frozen modules: runpy; the ``hloscope`` console script) are not the user's, so a
+    kernel's source line is never one of hloscope's own: JAX names the innermost frame
+    outside its exclusions, which for a library function given as the target
+    (``jax.numpy:sin``) was hloscope's call of it. Nothing where JAX has no such hook."""
+    try:
+        from jax._src import source_info_util
+    except ImportError:
+        return
+    register = getattr(source_info_util, "register_exclusion", None)
+    if register is None:
+        return
+    roots = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    roots += [os.path.dirname(os.path.abspath(m.__file__)) for m in
+              (sys.modules.get("typer"), sys.modules.get("click"))
+              if m is not None and getattr(m, "__file__", None)]
+    paths = [os.path.join(root, "") for root in roots] + ["<frozen "]  # runpy, for -m
+    script = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    if os.path.basename(script) in ("hloscope", "hloscope.exe", "hloscope-script.py"):
+        paths.append(os.path.abspath(script))  # the console script pip made
+    for path in paths:
+        if path not in _HIDDEN:
+            _HIDDEN.add(path)
+            register(path)
 
 
 def jax_missing() -> bool:

@@ -35,9 +35,12 @@ import gc
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,13 +53,13 @@ from .._errors import HloscopeError
 from .._jax._user import user_code
 from .._units import format_seconds
 from ._match import measure, round_medians
-from ._read import RUN_ANNOTATION, read_trace
+from ._read import KEPT_MODULE, RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
 __all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
            "SETTLE_TIME", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
            "donated_copies", "idle_tpu_profiler", "last_round_median", "many_kernels",
-           "profile_report", "settled", "unsettled"]
+           "profile_report", "run_cap", "settled", "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -160,7 +163,8 @@ def many_kernels(times: MeasuredTimes) -> str | None:
     cost = calls * TRACED_KERNEL_CPU
     if times.platform != "cpu" or not times.step or cost <= 0.1 * times.step:
         return None
-    return (f"this program runs {calls:.0f} kernels per run; XLA records each under the "
+    plural = "" if round(calls) == 1 else "s"
+    return (f"this program runs {calls:.0f} kernel{plural} per run; XLA records each under the "
             f"profiler (about {TRACED_KERNEL_CPU * 1e6:.1f} us of CPU each on the CPU "
             f"backend), which may add about {cost / times.step:.0%} to its step; plain "
             "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
@@ -224,6 +228,30 @@ def clean_runs(faults: list[int], runs: int) -> list[int]:
     return clean if len(clean) >= runs else list(range(len(faults)))
 
 
+@contextmanager
+def _trace(folder: str, options: Any) -> Iterator[None]:
+    """``jax.profiler.trace`` into `folder`; where a trace is already on in this process
+    (the caller's own), one clear error instead of JAX's."""
+    import jax
+
+    try:
+        tracing = jax.profiler.trace(folder, profiler_options=options)
+        tracing.__enter__()
+    except RuntimeError as e:
+        if "already" not in str(e):
+            raise
+        raise HloscopeError("a JAX profiler trace is already on in this process (a "
+                            "jax.profiler.trace or start_trace of yours): hloscope's profile "
+                            "takes its own", hint="profile outside your trace, or read yours "
+                            "with hloscope.read_profile(DIR, module)") from None
+    try:
+        yield
+    except BaseException:
+        tracing.__exit__(*sys.exc_info())
+        raise
+    tracing.__exit__(None, None, None)
+
+
 def last_round_median(wall: list[float], faults: list[int], done: int) -> float:
     """The median wall time of the last `done` runs, over those `clean_runs` would keep
     as far as can be told so far (page faults within FRESH_PAGES of the fewest yet), so
@@ -233,6 +261,15 @@ def last_round_median(wall: list[float], faults: list[int], done: int) -> float:
     mine = range(len(wall) - done, len(wall))
     quiet = [wall[i] for i in mine if faults[i] <= least + FRESH_PAGES]
     return statistics.median(quiet or wall[-done:])
+
+
+def run_cap(taken: int, seconds: float, min_time: float) -> str | None:
+    """A note where the runs stopped at MAX_RUNS before `min_time` seconds of them."""
+    if taken < MAX_RUNS or seconds >= 0.9 * min_time:
+        return None
+    return (f"the runs stopped at {taken:,}, the most a profile takes (its trace holds "
+            f"every run's events), after {format_seconds(seconds)} of runs, short of the "
+            f"{min_time:g} s of min_time")
 
 
 def runs_left_out(left_out: int, total: int) -> str | None:
@@ -264,6 +301,14 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     if compiled is None:
         raise HloscopeError(f"{report.name}: this report holds no compiled program to run",
                             hint="profile the function itself: hloscope.profile(fn, *args)")
+    if keep is not None and os.path.exists(keep) and not os.path.isdir(keep):
+        raise HloscopeError(f"keep={os.fspath(keep)!r} is a file: a trace is kept in a folder",
+                            hint="give a folder to keep the trace in (made if it is not there)")
+    if not report.kernels.kernels:
+        raise HloscopeError(f"{report.name} runs no kernel: XLA compiled it to nothing that "
+                            "runs on the device (its outputs are its inputs, constants or "
+                            "nothing), so there is nothing to profile",
+                            hint="hloscope inspect shows what it compiles to")
     inputs = Inputs(compiled, list(args))
     block = jax.block_until_ready
     t = time.perf_counter
@@ -283,6 +328,17 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     most = max(nround, max_rounds) if nround > 1 and min_time > 0 else nround
     per_round = -(-runs // nround)
 
+    def quota(r: int) -> int:
+        """The runs round `r` takes at least: the `runs` asked, shared by the first
+        `nround` rounds; a round more, as many as the largest of them."""
+        return runs // nround + (r < runs % nround) if r < nround else per_round
+
+    def room(r: int) -> int:
+        """The runs taken by the end of round `r` past which time asks for no more: the
+        first rounds share MAX_RUNS, so that a short program's runs are not all in the
+        first round; a round more, what is left of it."""
+        return MAX_RUNS * (r + 1) // nround if r < nround else MAX_RUNS
+
     def traced(folder: str, until_settled: bool = True,
                ) -> tuple[list[float], list[int], list[int]]:
         """`nround` rounds PAUSE seconds apart (more, up to `most`, until their medians
@@ -294,8 +350,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         faults: list[int] = []
         round_of: list[int] = []
         medians: list[float] = []
-        with jax.profiler.trace(folder, profiler_options=options), \
-                user_code(f"running {report.name}"):
+        with _trace(folder, options), user_code(f"running {report.name}"):
             r = 0
             while r < nround or (r < last and len(wall) < MAX_RUNS and not settled(medians)):
                 if r:
@@ -305,8 +360,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     block(compiled(*inputs.fresh()))
                     n += 1
                 start, done = t(), 0
-                while done < per_round or (t() - start < min_time / nround
-                                           and len(wall) < MAX_RUNS):
+                while done < quota(r) or (t() - start < min_time / nround
+                                          and len(wall) < room(r)):
                     run_args = inputs.fresh()
                     f = _page_faults()
                     with annotate(RUN_ANNOTATION):
@@ -336,6 +391,10 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         finally:
             if collecting:
                 gc.enable()
+        capped = run_cap(len(wall), sum(wall), min_time)
+        if keep is not None:  # the module beside the trace: read_profile(keep) joins them
+            with open(os.path.join(keep, KEPT_MODULE), "w", encoding="utf-8") as f:
+                f.write(compiled.as_text())
         t0 = t()
         trace = read_trace(folder)
         keep_runs = clean_runs(faults, runs)
@@ -359,6 +418,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
         n for n in (donated_copies(inputs.donated), busy_machine(), many_kernels(times),
                     fresh_memory(kept_faults),
-                    runs_left_out(left_out, len(faults)), unsettled(wall, round_of)) if n)
+                    runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
+                    capped) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out, len(set(round_of)))

@@ -1,8 +1,10 @@
 """Measured time between two versions of a program: `time_diff`.
 
-Kernels are paired by name first (a recompile of a similar program keeps
-most names), then by what they compute (kind, fused operations and output
-shape), in order; what is left on one side is listed alone.
+Kernels are paired as `hloscope diff` pairs them where its pairs are given
+(`ModuleDiff.pairs`: by place, work, op_name and source, then on other shapes);
+else by name first (a recompile of a similar program keeps most names), then by
+what they compute (kind, fused operations and output shape), in order.  What is
+left on one side is listed alone.
 """
 
 from __future__ import annotations
@@ -38,27 +40,46 @@ def _key(k: Kernel) -> tuple[Any, ...]:
 
 
 def time_diff(ga: KernelGraph, ta: MeasuredTimes, gb: KernelGraph,
-              tb: MeasuredTimes) -> TimeDiff:
-    """Each kernel's measured time in A and B (see the module docstring)."""
+              tb: MeasuredTimes, pairs: tuple[tuple[str, str], ...] | None = None,
+              ) -> TimeDiff:
+    """Each kernel's measured time in A and B (see the module docstring); `pairs`: the
+    kernels `hloscope diff` matched (`ModuleDiff.pairs`)."""
     sa, sb = ta.by_name(), tb.by_name()
+    if pairs is not None:
+        return _rows(ta, tb, sa, sb, _with_alone(ga, gb, list(pairs)))
     names_b = {k.name for k in gb.kernels}
-    pairs: list[tuple[str | None, str | None]] = []
+    found: list[tuple[str | None, str | None]] = []
     left_a = []
     for k in ga.kernels:
         if k.name in names_b:
-            pairs.append((k.name, k.name))
+            found.append((k.name, k.name))
         else:
             left_a.append(k)
-    used = {a for a, _ in pairs}
+    used = {a for a, _ in found}
     pool: dict[tuple[Any, ...], deque[str]] = {}
     for k in gb.kernels:
         if k.name not in used:
             pool.setdefault(_key(k), deque()).append(k.name)
     for k in left_a:
         cands = pool.get(_key(k))
-        pairs.append((k.name, cands.popleft() if cands else None))
-    paired_b = {b for _, b in pairs if b}
-    pairs += [(None, n) for q in pool.values() for n in q if n not in paired_b]
+        found.append((k.name, cands.popleft() if cands else None))
+    paired_b = {b for _, b in found if b}
+    found += [(None, n) for q in pool.values() for n in q if n not in paired_b]
+    return _rows(ta, tb, sa, sb, found)
+
+
+def _with_alone(ga: KernelGraph, gb: KernelGraph, pairs: list[tuple[str | None, str | None]],
+                ) -> list[tuple[str | None, str | None]]:
+    """`pairs`, then each kernel of A and of B that no pair holds, alone."""
+    in_a = {a for a, _ in pairs}
+    in_b = {b for _, b in pairs}
+    return (pairs + [(k.name, None) for k in ga.kernels if k.name not in in_a]
+            + [(None, k.name) for k in gb.kernels if k.name not in in_b])
+
+
+def _rows(ta: MeasuredTimes, tb: MeasuredTimes, sa: dict[str, Any], sb: dict[str, Any],
+          pairs: list[tuple[str | None, str | None]]) -> TimeDiff:
+    """The rows of `pairs` with a time on either side, the largest change first."""
 
     def t(side: dict[str, Any], name: str | None) -> float | None:
         kt = side.get(name) if name else None

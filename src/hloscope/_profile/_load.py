@@ -19,7 +19,7 @@ from .._analysis._kernels import kernel_graph
 from .._errors import HloscopeError
 from .._hlo._module import Module
 from ._match import measure
-from ._read import Trace, read_trace
+from ._read import KEPT_MODULE, Trace, read_trace
 from ._times import MeasuredTimes
 
 __all__ = ["pick_profiled", "read_profile"]
@@ -65,7 +65,11 @@ def read_profile(path: str | os.PathLike[str], module: Any = None, *,
     each kernel's measured time (median and spread over the runs, calls per run, share of
     the step, roofline estimate for `device` beside it), time by source line and op_name
     scope, and the step taken apart.  Raises `HloscopeError` naming both modules when the
-    profile ran another module.  See docs/profile.md."""
+    profile ran another module.  Without `module`, the module a folder kept by ``hloscope
+    profile --keep`` holds (its module.hlo).  See docs/profile.md."""
+    kept = os.path.join(os.fspath(path), KEPT_MODULE)
+    if module is None and os.path.isfile(kept):
+        module = kept
     if module is None:
         raise HloscopeError(
             f"read_profile({os.fspath(path)!r}): give the module the profile ran",

@@ -5,7 +5,7 @@ Without a profile, the advisor ranks its groups by their share of the program
 the program's *estimated* time).  With one, a group's time share is the
 measured time of the kernels its findings name over the measured step: the
 groups about the kernels that take the time come first.  A group whose share
-was of the peak keeps it where that is larger.
+was of memory (the peak, the device footprint) keeps it where that is larger.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ._times import MeasuredTimes
 __all__ = ["MEASURED_BASIS", "group_seconds", "rank_measured"]
 
 MEASURED_BASIS = "measured time in its kernels"
+ESTIMATED_BASIS = "estimated time"  # the advisor's time basis; the others are of memory
 _SUFFIX = re.compile(r"\{.*\}$")
 
 
@@ -36,9 +37,9 @@ def rank_measured(advice: Advice, times: MeasuredTimes, *, min_share: float = 0.
     step = times.step
     groups = []
     for g in advice.groups:
-        peak = g.share if g.basis == "peak" else 0.0
+        memory = 0.0 if g.basis == ESTIMATED_BASIS else g.share  # peak, device footprint
         t = group_seconds(g, measured) / step if step else 0.0
-        share, basis = (peak, "peak") if peak >= t else (t, MEASURED_BASIS)
+        share, basis = (memory, g.basis) if memory >= t else (t, MEASURED_BASIS)
         groups.append(dataclasses.replace(g, share=share, basis=basis))
     groups.sort(key=lambda g: (-g.share, g.rule, g.first.place, g.first.message))
     kept = [g for g in groups if g.share >= min_share]

@@ -26,10 +26,11 @@ from typing import Any, NamedTuple
 
 from .._errors import HloscopeError
 
-__all__ = ["COMMAND_BUFFER", "RUN_ANNOTATION", "Trace", "TraceEvent", "find_profile_files",
-           "read_trace"]
+__all__ = ["COMMAND_BUFFER", "KEPT_MODULE", "RUN_ANNOTATION", "Trace", "TraceEvent",
+           "find_profile_files", "read_trace"]
 
 RUN_ANNOTATION = "hloscope.run"
+KEPT_MODULE = "module.hlo"  # the module's text, beside a trace `hloscope profile` kept
 COMMAND_BUFFER = "command_buffer"  # XLA's GPU command buffers: command_buffer_7
 _SKIP = ("ThreadpoolListener", "end: ", "ThunkExecutor", "$")
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
