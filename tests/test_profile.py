@@ -71,6 +71,46 @@ def test_warmup_counts(monkeypatch):
     assert p.times.runs == 2
 
 
+def test_a_loop_run_as_one_piece_is_timed():
+    """The CPU backend runs a small loop as one function inside a `call`
+    (xla_cpu_small_call): no event of its kernels, one of the call.  The call is timed as
+    a kernel is, not left to "wait" (the new-user trial: 1.5% of the step in kernels)."""
+    from hloscope._profile._match import leaf_containers
+    from hloscope._profile._read import TraceEvent
+
+    insts = {"call": "call", "while": "while", "fusion": "fusion"}
+    ev = [TraceEvent("m", "call", 0, 100, "d0", 0), TraceEvent("m", "fusion", 200, 10, "d0", 0),
+          TraceEvent("m", "while", 300, 100, "d0", 0), TraceEvent("m", "fusion", 310, 10, "d0", 0),
+          TraceEvent("m", "fusion", 50, 10, "d1", 0)]  # another device's event: not inside
+    assert leaf_containers(ev, insts) == {"call"}
+
+    def loop(x):
+        def body(c, _):
+            return jnp.sin(c) * 1.01 + c[::-1], None
+        return jax.lax.scan(body, x, None, length=1000)[0]
+
+    p = hloscope.profile(loop, jnp.ones(16), runs=5, warmup=1, min_time=0)
+    assert sum(k.share for k in p.times.kernels) > 0.3, p.times.kernels
+
+
+def test_columns_left_out_for_width_are_said():
+    folder = os.path.join(DATA, "cpu_scan")
+    t = hloscope.read_profile(folder, os.path.join(folder, "module.hlo"))
+    narrow = render_profile(t, width=70)
+    assert "left out to fit 70 columns: --wide shows them" in narrow
+    assert "left out to fit" not in render_profile(t, width=None)
+    assert str(t) == render_profile(t, width=100)  # print(read_profile(...)): the tables
+
+
+def test_op_name_scopes():
+    from hloscope._profile._match import _scope
+
+    assert _scope("jit(f)/dot_general") == "jit(f)"
+    assert _scope("jit(step)/transpose(jvp())/mul;jit(step)/transpose(jvp())") == \
+        "jit(step)/transpose(jvp())"  # XLA joined two op_names: the first's scope
+    assert _scope("x") == "x"
+
+
 def test_a_count_of_runs_is_the_count_asked():
     """min_time 0 asks for a count of runs: exactly that many, shared by the rounds (5 in
     4 rounds: 2, 1, 1, 1); a profile sized by time stops at MAX_RUNS and says so."""
@@ -265,6 +305,32 @@ def test_diff_with_two_profiles():
     assert rows and all(row["change_seconds"] == 0 for row in rows)
     r = run_cli("diff", hlo, hlo, "--profile", folder)
     assert r.returncode == 2 and "--profile goes twice" in r.stderr
+    other = os.path.join(DATA, "cpu_sharded8")  # A's profile is of another module
+    r = run_cli("diff", hlo, hlo, "--profile", other, "--profile", folder)
+    assert r.returncode == 2 and r.stderr.startswith("error: A's profile: the profile ")
+
+
+def test_gzipped_profiles_and_folders_of_several_runs(tmp_path):
+    """A profile gzipped (.xplane.pb.gz) reads as the file; a folder of several runs is
+    read at its newest, and messages name that run."""
+    import glob
+    import gzip
+    import shutil
+
+    folder = os.path.join(DATA, "cpu_scan")
+    hlo = os.path.join(folder, "module.hlo")
+    plain = hloscope.read_profile(folder, hlo)
+    (src,) = glob.glob(os.path.join(folder, "**", "*.xplane.pb"), recursive=True)
+    for run in ("2026_01_01_00_00_00", "2026_01_02_00_00_00"):
+        (tmp_path / "plugins" / "profile" / run).mkdir(parents=True)
+        with open(src, "rb") as f, gzip.open(
+                tmp_path / "plugins" / "profile" / run / "host.xplane.pb.gz", "wb") as g:
+            shutil.copyfileobj(f, g)
+    t = hloscope.read_profile(tmp_path, hlo)
+    assert [k.median for k in t.kernels] == [k.median for k in plain.kernels]
+    assert t.source.endswith("(its newest run of 2, plugins/profile/2026_01_02_00_00_00)")
+    with pytest.raises(hloscope.HloscopeError, match="its newest run of 2"):
+        hloscope.read_profile(tmp_path, os.path.join(DATA, "cpu_sharded8", "module.hlo"))
 
 
 def test_json_keys_are_documented():
@@ -408,7 +474,8 @@ def test_clean_runs():
     assert clean_runs(faults, 3) == [1, 2, 4, 5]
     assert clean_runs(faults, 5) == list(range(7))
     assert clean_runs([300, 301, 290], 2) == [0, 1, 2]  # the program's own: all alike
-    assert runs_left_out(0, 7) is None and "3 of 7 runs" in runs_left_out(3, 7)
+    assert runs_left_out(0, 7) is None and "3 of 7 runs are left out" in runs_left_out(3, 7)
+    assert "1 of 7 runs is left out: it touched" in runs_left_out(1, 7)
 
 
 def test_a_rounds_median_is_over_the_runs_that_will_be_kept():

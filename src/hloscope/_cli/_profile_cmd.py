@@ -21,9 +21,10 @@ PROFILE_HELP = ("A profile of this module's runs: the folder jax.profiler.trace 
                 ".xplane.pb file; times are then measured, not estimated.")
 
 
-def read_measured(profile: Path, module, device=None):  # type: ignore[no-untyped-def]
+def read_measured(profile: Path, module, device=None, *,  # type: ignore[no-untyped-def]
+                  side: str = ""):
     """The measured times of `profile` joined to `module`, estimates for `device` beside
-    (the CLI's error on failure)."""
+    (the CLI's error on failure, said of `side`'s profile where given: A's, B's)."""
     from .._analysis._kernels import kernel_graph
     from .._profile._match import measure
     from .._profile._read import read_trace
@@ -36,7 +37,8 @@ def read_measured(profile: Path, module, device=None):  # type: ignore[no-untype
         return measure(read_trace(str(profile)), kernel_graph(module), module, device=device,
                        device_label=None if device is None else device.name)
     except _errors.HloscopeError as e:
-        fail(e)
+        fail(_errors.HloscopeError(f"{side}'s profile: {e.message}", hint=e.hint) if side
+             else e)
 
 
 def _cpu_only_here() -> None:

@@ -331,6 +331,15 @@ class Report:
             lines.append("timings: " + (t or "-") + (
                 f"; {dev.get('count')} {dev.get('kind')} device(s)" if dev else "")
                 + (f"; jax {self.versions['jax']}" if self.versions.get("jax") else ""))
+        measured = self.measured
+        if measured is not None:
+            from .._units import format_seconds
+
+            top = measured.kernels[0] if measured.kernels else None
+            lines.append(f"measured: step {format_seconds(measured.step)} (typical of "
+                         f"{measured.runs} profiled runs)" + (
+                             f", slowest kernel {top.name} {format_seconds(top.median)}"
+                             if top else "") + "; print(report.measured) for every kernel")
         lines.append("(report.html() for the page, report.show() to display it, "
                      "report.memory / .kernels / .findings for the analyses)")
         return "\n".join(lines)

@@ -103,7 +103,7 @@ class Profile:
     def __str__(self) -> str:
         from .._render._profile_text import render_profile
 
-        return render_profile(self.times, top=5, places=3, width=100) + "".join(
+        return render_profile(self.times, width=100) + "".join(
             textwrap.fill(f"note: {n}", 100, subsequent_indent="  ") + "\n"
             for n in self.notes)
 
@@ -276,8 +276,10 @@ def runs_left_out(left_out: int, total: int) -> str | None:
     """A note saying how many runs `clean_runs` left out."""
     if not left_out:
         return None
-    return (f"{left_out} of {total} runs are left out: they touched new memory under the "
-            "profiler (page faults the kernels paid; docs/profile.md, How far to trust it)")
+    one = left_out == 1
+    return (f"{left_out} of {total} runs {'is' if one else 'are'} left out: "
+            f"{'it' if one else 'they'} touched new memory under the profiler (page faults "
+            "the kernels paid; docs/profile.md, How far to trust it)")
 
 
 def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int = 3,

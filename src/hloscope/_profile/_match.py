@@ -6,7 +6,9 @@
   of its time: another compile of a function of the same name).
 * Each event names an instruction: a kernel of the graph (its time), a
   loop, branch or call (a container: its time is its kernels', not counted
-  twice), or something else (`unmatched`, listed with its time).
+  twice; but one whose events hold no other event ran as one piece, as XLA's
+  CPU backend runs a small call holding a whole loop, and is timed as a kernel
+  is: `leaf_containers`), or something else (`unmatched`, listed with its time).
 * Runs: the ``hloscope.run`` windows of hloscope's own capture; otherwise
   XLA's run ids (runs that overlap in time, one per device, are one run).
 * Per run and per device, the run's wall time is taken apart exactly into
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import bisect
 import operator
 import statistics
 from collections import defaultdict
@@ -136,6 +139,27 @@ def _waits(module: Module, kernels: dict[str, Kernel]) -> dict[str, str]:
     return out
 
 
+def leaf_containers(events: list[TraceEvent], insts: dict[str, str]) -> set[str]:
+    """The containers (loops, branches, calls) no event of which holds another event of
+    its device: XLA ran each as one piece (the CPU backend compiles a small call, a whole
+    loop inside, into one function), so its time is no kernel's of the trace."""
+    containers = [e for e in events if insts.get(e.op) in _CONTAINERS]
+    if not containers:
+        return set()
+    starts: dict[str, list[float]] = defaultdict(list)
+    for e in events:
+        starts[e.device].append(e.start)
+    for xs in starts.values():
+        xs.sort()
+    holds: set[str] = set()
+    for c in containers:
+        xs = starts[c.device]
+        i = bisect.bisect_right(xs, c.start)  # the first start after the container's own
+        if i < len(xs) and xs[i] < c.start + c.duration:
+            holds.add(c.op)
+    return {c.op for c in containers} - holds
+
+
 def _union(intervals: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")
     for a, b in sorted(intervals):
@@ -169,10 +193,13 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     kernels = {k.name: k for k in graph.kernels}
     insts = {i.name: i.opcode for c in module.computations for i in c.instructions}
     events = name_events([e for e in trace.events if e.module == name], graph.kernels)
-    events = [e for e in events if insts.get(e.op) not in _CONTAINERS]
+    leaves = leaf_containers(events, insts)
+    events = [e for e in events if insts.get(e.op) not in _CONTAINERS or e.op in leaves]
     waits = _waits(module, kernels)  # a -done's time is its start's; not another call
+    timed = list(kernels) + sorted(leaves)  # what gets a row of its own
     total = sum(e.duration for e in events)
-    matched = sum(e.duration for e in events if e.op in kernels or e.op in waits)
+    matched = sum(e.duration for e in events
+                  if e.op in kernels or e.op in waits or e.op in leaves)
     share = matched / total if total else 0.0
     foreign = {e.op for e in events if e.op not in insts and not e.kernel}
     # Another compile of the same function (same module name): its kernels' names differ
@@ -187,7 +214,9 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
             hint="give the module compiled for the run profiled (compiled.as_text() of the "
                  "same compile, or its XLA dump)")
     entry = module.entry.name
-    runs = _runs(trace, events, [k.name for k in graph.kernels if k.group == entry])
+    in_entry = {i.name for i in module.entry.instructions}
+    runs = _runs(trace, events, [k.name for k in graph.kernels if k.group == entry]
+                 + [op for op in sorted(leaves) if op in in_entry])
     if not runs:
         raise HloscopeError(f"the profile {trace.path} holds no run of {name}",
                             hint="profile at least one run after the first (compile) run")
@@ -224,10 +253,10 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                 counts[e.op] += e.op not in waits
         steps.append((w1 - w0) * 1e-9)
         run_parts.append(tuple(v / n * 1e-9 for v in parts))
-        for op in kernels:
+        for op in timed:
             per_kernel[op].append(sums.get(op, 0.0) / n * 1e-9)
             calls[op].append(counts.get(op, 0) / n)
-        for op in sums.keys() - kernels.keys():
+        for op in sums.keys() - kernels.keys() - leaves:
             other[op].append(sums[op] / n * 1e-9)
     med = statistics.median
     # The typical run, whose parts add up to its step (medians of the parts taken one by
@@ -246,7 +275,9 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     gaps = Gaps(step, *run_parts[middle])
     rows: list[KernelTime] = []
     not_run = []
-    for kname, k in kernels.items():
+    where = {i.name: (i, c.name) for c in module.computations for i in c.instructions
+             if i.name in leaves}
+    for kname in timed:
         if not any(calls[kname]):
             not_run.append(kname)
             continue
@@ -254,9 +285,19 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
         if len(set(run_round)) > 1:
             m = _mean_of_medians(per_kernel[kname], run_round)
         c = med(calls[kname])
-        est = k.roofline_seconds(device, k.element_type) * c
-        rows.append(KernelTime(kname, k.category, k.group, m, q3 - q1, min(per_kernel[kname]),
-                               c, m / step if step else 0.0, est, k.op_name, k.source))
+        k = kernels.get(kname)
+        if k is not None:
+            est = k.roofline_seconds(device, k.element_type) * c
+            rows.append(KernelTime(kname, k.category, k.group, m, q3 - q1,
+                                   min(per_kernel[kname]), c, m / step if step else 0.0, est,
+                                   k.op_name, k.source))
+        else:  # a container run as one piece: no estimate of its own
+            inst, comp = where[kname]
+            md = inst.metadata
+            loc = inst.source if md.source_file or md.stack_frame_id else None
+            rows.append(KernelTime(kname, inst.opcode, comp, m, q3 - q1,
+                                   min(per_kernel[kname]), c, m / step if step else 0.0, None,
+                                   md.op_name, str(loc) if loc else None))
     rows.sort(key=lambda r: (-r.median, r.name))
     unmatched = tuple(sorted(((op, sum(v) / len(runs)) for op, v in other.items()),
                              key=lambda kv: (-kv[1], kv[0])))
@@ -284,9 +325,11 @@ def round_medians(xs: list[float], rounds: list[int]) -> list[float]:
 
 
 def _scope(op_name: str) -> str:
-    """The op_name scope of a kernel: its op_name without the last part (the operation)."""
-    head, _, _ = op_name.rpartition("/")
-    return head or op_name
+    """The op_name scope of a kernel: its op_name without the last part (the operation);
+    of an op_name XLA joined from several with ``;``, the first's."""
+    first = op_name.split(";", 1)[0]
+    head, _, _ = first.rpartition("/")
+    return head or first
 
 
 def _places(rows: list[KernelTime], step: float, what: str) -> tuple[PlaceTime, ...]:

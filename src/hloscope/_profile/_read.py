@@ -18,6 +18,7 @@ run; every host's file of it).
 from __future__ import annotations
 
 import glob
+import gzip
 import os
 import re
 from collections import defaultdict
@@ -78,17 +79,34 @@ class Trace:
         return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+def _profile_files(folder: str) -> list[str]:
+    return sorted(f for pattern in ("*.xplane.pb", "*.xplane.pb.gz")
+                  for f in glob.glob(os.path.join(glob.escape(folder), "**", pattern),
+                                     recursive=True))
+
+
+def shown_path(path: str, files: list[str]) -> str:
+    """`path` as messages name it: a folder holding several runs with the run read."""
+    if not os.path.isdir(path) or not files:
+        return path
+    runs = {os.path.dirname(f) for f in _profile_files(path)}
+    if len(runs) < 2:
+        return path
+    run = os.path.relpath(os.path.dirname(files[0]), path)
+    return f"{path} (its newest run of {len(runs)}, {run})"
+
+
 def find_profile_files(path: str) -> list[str]:
-    """The ``.xplane.pb`` files of `path`: the file itself, or in a folder the newest run of
-    ``plugins/profile/`` (every host's file), or any ``*.xplane.pb`` below it."""
+    """The ``.xplane.pb`` files of `path` (or gzipped, ``.xplane.pb.gz``): the file itself,
+    or in a folder the newest run of ``plugins/profile/`` (every host's file), or any such
+    file below it."""
     if os.path.isfile(path):
         return [path]
     if not os.path.isdir(path):
         raise HloscopeError(f"{path}: no such file or folder",
                             hint="give the folder jax.profiler.trace wrote (it holds "
                                  "plugins/profile/<run>/*.xplane.pb) or one .xplane.pb file")
-    found = sorted(glob.glob(os.path.join(glob.escape(path), "**", "*.xplane.pb"),
-                             recursive=True))
+    found = _profile_files(path)
     if not found:
         raise HloscopeError(f"{path}: no *.xplane.pb file in this folder",
                             hint="give the folder jax.profiler.trace (or TensorBoard's "
@@ -108,11 +126,16 @@ def read_trace(path: str) -> Trace:
     loaded = []
     for file in files:
         try:
-            loaded.append((file, ProfileData.from_file(file)))
+            if file.endswith(".gz"):
+                with gzip.open(file, "rb") as f:
+                    loaded.append((file, ProfileData.from_serialized_xspace(f.read())))
+            else:
+                loaded.append((file, ProfileData.from_file(file)))
         except Exception as e:  # noqa: BLE001  (JAX's RuntimeError on a damaged file)
             raise HloscopeError(f"{file}: not a profile JAX can read ({e})",
-                                hint="give the .xplane.pb that jax.profiler.trace or "
-                                     "TensorBoard's profiler wrote, whole") from None
+                                hint="give the .xplane.pb (or .xplane.pb.gz) that "
+                                     "jax.profiler.trace or TensorBoard's profiler wrote, "
+                                     "whole") from None
     events: list[TraceEvent] = []
     windows: list[tuple[float, float]] = []
     platform, vendor, peak = "cpu", None, None
@@ -148,7 +171,7 @@ def read_trace(path: str) -> Trace:
             break
     if platform != "cpu":  # the device's own events; the host's launches are not kernels
         events = [e for e in events if "/device:" in e.device]
-    return Trace(path, platform, tuple(events), tuple(sorted(windows)),
+    return Trace(shown_path(path, files), platform, tuple(events), tuple(sorted(windows)),
                  str(vendor) if vendor else None, peak)
 
 

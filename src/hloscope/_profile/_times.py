@@ -141,9 +141,16 @@ class MeasuredTimes:
         return clip(f"MeasuredTimes({self.module!r}: {len(self.kernels)} kernels over "
                     f"{self.runs} runs, step {self.gaps.step * 1e3:.3g} ms)")
 
+    def __str__(self) -> str:
+        """The tables ``hloscope kernels --profile`` prints: what ``print(times)`` shows."""
+        from .._render._profile_text import render_profile
+
+        return render_profile(self, width=100)
+
     @property
     def step(self) -> float:
-        """The wall time of the median run (seconds)."""
+        """The wall time of the typical run (seconds): the median run, or over rounds the
+        run nearest the mean of the rounds' medians (see `measure`)."""
         return self.gaps.step
 
     def by_name(self) -> dict[str, KernelTime]:

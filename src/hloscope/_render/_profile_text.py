@@ -3,6 +3,7 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from .._profile._diff import TimeDiff
@@ -61,9 +62,16 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                      "-" if frac is None else f"{frac:.2g}", k.source or "-"])
     out.append(f"Kernels by measured time ({len(t.kernels)} ran"
                + (f", {len(t.not_run)} not in the trace" if t.not_run else "") + ")")
-    out.append(table(["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
-                      "of roofline", "source"], rows, right=(2, 3, 4, 5, 6, 7), width=width,
-                     drop=("kind", "spread", "calls", "of roofline")))
+    droppable = ("kind", "spread", "calls", "of roofline")
+    text = table(["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
+                  "of roofline", "source"], rows, right=(2, 3, 4, 5, 6, 7), width=width,
+                 drop=droppable)
+    out.append(text)
+    shown_heads = set(re.split(r"\s{2,}", text.split("\n", 1)[0].strip()))
+    dropped = [h for h in droppable if h not in shown_heads]
+    if rows and dropped:
+        out.append(f"  ({', '.join(dropped)} left out to fit {width} columns: --wide shows "
+                   "them)")
     if top is not None and len(t.kernels) > top:
         out.append(f"  ... and {len(t.kernels) - top} more (see --json)")
     out.append("")
