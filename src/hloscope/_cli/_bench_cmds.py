@@ -23,7 +23,7 @@ from ._targets import (HW_MESH_HELP, HW_SHARD_HELP, HW_TARGET_HELP, array_args, 
 def _exit_now_if_distributed(code: int) -> None:
     """After an error on a multi-process run, leave at once: JAX's own shutdown would wait
     for the missing rank (its heartbeat timeout) and then abort."""
-    from .._jax._compare import jax_started
+    from .._jax._quiet import jax_started
 
     if jax_started():  # (asking JAX its process count would start it)
         try:

@@ -12,7 +12,6 @@ virtual CPU devices, which must happen before JAX starts its backends.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,9 +21,9 @@ from .._errors import HloscopeError
 from .._hlo._module import Module
 from .._repr import clip
 from ._inspect import Report, inspect
+from ._quiet import jax_started
 
-__all__ = ["Comparison", "Sweep", "compare", "diff", "jax_started", "plot_sweeps", "sweep",
-           "use_cpu_devices"]
+__all__ = ["Comparison", "Sweep", "compare", "diff", "plot_sweeps", "sweep", "use_cpu_devices"]
 
 COLUMNS = ("kernels", "arrays between kernels", "temp bytes (hloscope)", "temp bytes (XLA)",
            "peak bytes", "flops", "compile s")
@@ -225,17 +224,6 @@ def plot_sweeps(sweeps: Mapping[str, Sweep], path: str, what: str = "temp") -> s
     finally:
         plt.close(fig)
     return path
-
-
-def jax_started() -> bool:
-    """Whether JAX has started its backends in this process (without starting them)."""
-    if sys.modules.get("jax") is None:
-        return False
-    try:
-        from jax._src import xla_bridge
-    except ImportError:  # a JAX without this private module: be safe
-        return True
-    return bool(getattr(xla_bridge, "_backends", {}))
 
 
 def use_cpu_devices(n: int) -> None:

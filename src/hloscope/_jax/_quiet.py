@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["import_jax_quietly", "quiet_native_stderr", "start_jax_quietly"]
+__all__ = ["import_jax_quietly", "jax_started", "quiet_native_stderr", "start_jax_quietly"]
 
 # What XLA's native libraries print on stderr when a plugin loads on a machine without
 # its hardware: true, expected, and no use to someone compiling for a target.
@@ -110,3 +110,14 @@ def start_jax_quietly() -> Any:
     with quiet_native_stderr(), _no_cuda_traceback():
         jax.devices()
     return jax
+
+
+def jax_started() -> bool:
+    """Whether JAX has started its backends in this process (without starting them)."""
+    if sys.modules.get("jax") is None:
+        return False
+    try:
+        from jax._src import xla_bridge
+    except ImportError:  # a JAX without this private module: be safe
+        return True
+    return bool(getattr(xla_bridge, "_backends", {}))

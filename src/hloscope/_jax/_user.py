@@ -165,9 +165,12 @@ _MESH_SHAPE = re.compile(r"product of mesh_shape \(([\d, ]+)\)")
 def _devices_hint(error: BaseException, frames: list[UserFrame]) -> str:
     """Where code that builds a mesh or picks devices failed while JAX has one CPU device
     here: the hint to run on virtual CPU devices (``--devices N``)."""
-    jax = sys.modules.get("jax")
-    if jax is None:
+    from ._quiet import jax_started
+
+    if not jax_started():  # (asking JAX its devices would start it)
         return ""
+    import jax
+
     try:
         if jax.device_count() != 1 or jax.default_backend() != "cpu":
             return ""

@@ -141,12 +141,6 @@ class MeasuredTimes:
         return clip(f"MeasuredTimes({self.module!r}: {len(self.kernels)} kernels over "
                     f"{self.runs} runs, step {self.gaps.step * 1e3:.3g} ms)")
 
-    def __str__(self) -> str:
-        """The tables ``hloscope kernels --profile`` prints: what ``print(times)`` shows."""
-        from .._render._profile_text import render_profile
-
-        return render_profile(self, width=100)
-
     @property
     def step(self) -> float:
         """The wall time of the typical run (seconds): the median run, or over rounds the
