@@ -99,6 +99,11 @@ def test_columns_left_out_for_width_are_said():
     narrow = render_profile(t, width=70)
     assert "left out to fit 70 columns: --wide shows them" in narrow
     assert "left out to fit" not in render_profile(t, width=None)
+    from hloscope._render._profile_text import _left_out
+
+    heads = ["kernel", "kind", "measured", "share"]
+    assert _left_out(heads, "  kernel  measured  share") == ["kind"]
+    assert _left_out(heads, "  kernel  k…  measured  share") == []  # cut, not left out
 
 
 def test_op_name_scopes():

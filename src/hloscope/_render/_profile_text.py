@@ -62,13 +62,13 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                      "-" if frac is None else f"{frac:.2g}", k.source or "-"])
     out.append(f"Kernels by measured time ({len(t.kernels)} ran"
                + (f", {len(t.not_run)} not in the trace" if t.not_run else "") + ")")
+    heads = ["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
+             "of roofline", "source"]
     droppable = ("kind", "spread", "calls", "of roofline")
-    text = table(["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
-                  "of roofline", "source"], rows, right=(2, 3, 4, 5, 6, 7), width=width,
-                 drop=droppable)
+    text = table(heads, rows, right=(2, 3, 4, 5, 6, 7), width=width, drop=droppable)
     out.append(text)
-    shown_heads = set(re.split(r"\s{2,}", text.split("\n", 1)[0].strip()))
-    dropped = [h for h in droppable if h not in shown_heads]
+    dropped = [h for h in _left_out(heads, text.split("\n", 1)[0])
+               if any(row[heads.index(h)] != "-" for row in rows)]  # not the empty ones
     if rows and dropped:
         out.append(f"  ({', '.join(dropped)} left out to fit {width} columns: --wide shows "
                    "them)")
@@ -97,6 +97,20 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
         out.append(table(["event", "measured"], rows, right=(1,), width=width))
         out.append("")
     return "\n".join(out)
+
+
+def _left_out(heads: list[str], line: str) -> list[str]:
+    """The `heads` a table's header `line` does not show (a head cut short, ``ki…``, is
+    shown), matched in order."""
+    shown = re.split(r"\s{2,}", line.strip())
+    out, i = [], 0
+    for h in heads:
+        if i < len(shown) and (shown[i] == h or ("…" in shown[i]
+                                                 and h.startswith(shown[i][:1]))):
+            i += 1
+        else:
+            out.append(h)
+    return out
 
 
 def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:
