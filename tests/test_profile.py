@@ -115,6 +115,47 @@ def test_op_name_scopes():
     assert _scope("x") == "x"
 
 
+ASYNC_KERNEL = """HloModule m, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
+
+%fused (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %n = f32[8]{0} negate(%p)
+}
+
+%async_computation (q: f32[8]) -> f32[8] {
+  %q = f32[8]{0} parameter(0)
+  ROOT %fusion = f32[8]{0} fusion(%q), kind=kLoop, calls=%fused
+}
+
+ENTRY %main (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %fusion-start = ((f32[8]{0}), f32[8]{0}, s32[]) async-start(%x), calls=%async_computation
+  %fusion-done = f32[8]{0} async-done(%fusion-start)
+  ROOT %e = f32[8]{0} exponential(%fusion-done)
+}
+"""
+
+
+def test_an_async_start_kernel_is_one_row(tmp_path):
+    """An async-start that is a kernel of the graph (a real H100's fusion-start) is timed
+    once, as the kernel, not a second time as a container run as one piece."""
+    from hloscope._analysis._kernels import kernel_graph
+    from hloscope._profile._load import _modules
+    from hloscope._profile._match import measure
+    from hloscope._profile._read import Trace, TraceEvent
+
+    path = tmp_path / "async.hlo"
+    path.write_text(ASYNC_KERNEL)
+    m = _modules(str(path))[0]
+    g = kernel_graph(m)
+    assert "fusion-start" in {k.name for k in g.kernels}
+    ev = [TraceEvent("m", op, r * 1000 + at, d, "/device:GPU:0", r)
+          for r in range(3) for op, at, d in (("fusion-start", 0, 100), ("e", 200, 50))]
+    t = measure(Trace("x", "gpu", tuple(ev), ()), g, m)
+    assert [k.name for k in t.kernels] == ["fusion-start", "e"]
+    assert t.kernels[0].median == pytest.approx(100e-9)
+
+
 def test_a_count_of_runs_is_the_count_asked():
     """min_time 0 asks for a count of runs: exactly that many, shared by the rounds (5 in
     4 rounds: 2, 1, 1, 1); a profile sized by time stops at MAX_RUNS and says so."""

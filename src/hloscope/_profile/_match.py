@@ -193,8 +193,11 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
     kernels = {k.name: k for k in graph.kernels}
     insts = {i.name: i.opcode for c in module.computations for i in c.instructions}
     events = name_events([e for e in trace.events if e.module == name], graph.kernels)
-    leaves = leaf_containers(events, insts)
-    events = [e for e in events if insts.get(e.op) not in _CONTAINERS or e.op in leaves]
+    # A kernel is timed whatever its opcode (an async-start XLA made a kernel of, as a GPU's
+    # fusion-start); a container only where it ran as one piece.
+    leaves = leaf_containers(events, insts) - kernels.keys()
+    events = [e for e in events
+              if e.op in kernels or e.op in leaves or insts.get(e.op) not in _CONTAINERS]
     waits = _waits(module, kernels)  # a -done's time is its start's; not another call
     timed = list(kernels) + sorted(leaves)  # what gets a row of its own
     total = sum(e.duration for e in events)
