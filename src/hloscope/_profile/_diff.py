@@ -1,19 +1,16 @@
 """Measured time between two versions of a program: `time_diff`.
 
-Kernels are paired as `hloscope diff` pairs them where its pairs are given
-(`ModuleDiff.pairs`: by place, work, op_name and source, then on other shapes);
-else by name first (a recompile of a similar program keeps most names), then by
-what they compute (kind, fused operations and output shape), in order.  What is
-left on one side is listed alone.
+Kernels are paired as `hloscope diff` pairs them (`ModuleDiff.pairs`: by place,
+work, op_name and source, then on other shapes), so that the two tables agree;
+what is left on one side is listed alone.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .._analysis._kernels import Kernel, KernelGraph
+from .._analysis._kernels import KernelGraph
 from ._times import MeasuredTimes
 
 __all__ = ["TimeDiff", "time_diff"]
@@ -35,37 +32,11 @@ class TimeDiff:
                             for a, b, ta, tb in self.rows]}
 
 
-def _key(k: Kernel) -> tuple[Any, ...]:
-    return (k.category, k.fusion_kind, k.fused, k.target, k.shape)
-
-
-def time_diff(ga: KernelGraph, ta: MeasuredTimes, gb: KernelGraph,
-              tb: MeasuredTimes, pairs: tuple[tuple[str, str], ...] | None = None,
-              ) -> TimeDiff:
-    """Each kernel's measured time in A and B (see the module docstring); `pairs`: the
-    kernels `hloscope diff` matched (`ModuleDiff.pairs`)."""
-    sa, sb = ta.by_name(), tb.by_name()
-    if pairs is not None:
-        return _rows(ta, tb, sa, sb, _with_alone(ga, gb, list(pairs)))
-    names_b = {k.name for k in gb.kernels}
-    found: list[tuple[str | None, str | None]] = []
-    left_a = []
-    for k in ga.kernels:
-        if k.name in names_b:
-            found.append((k.name, k.name))
-        else:
-            left_a.append(k)
-    used = {a for a, _ in found}
-    pool: dict[tuple[Any, ...], deque[str]] = {}
-    for k in gb.kernels:
-        if k.name not in used:
-            pool.setdefault(_key(k), deque()).append(k.name)
-    for k in left_a:
-        cands = pool.get(_key(k))
-        found.append((k.name, cands.popleft() if cands else None))
-    paired_b = {b for _, b in found if b}
-    found += [(None, n) for q in pool.values() for n in q if n not in paired_b]
-    return _rows(ta, tb, sa, sb, found)
+def time_diff(ga: KernelGraph, ta: MeasuredTimes, gb: KernelGraph, tb: MeasuredTimes,
+              pairs: tuple[tuple[str, str], ...]) -> TimeDiff:
+    """Each kernel's measured time in A and B, paired as `hloscope diff` paired them
+    (`pairs`: `ModuleDiff.pairs`); a kernel no pair holds is listed alone."""
+    return _rows(ta, tb, ta.by_name(), tb.by_name(), _with_alone(ga, gb, list(pairs)))
 
 
 def _with_alone(ga: KernelGraph, gb: KernelGraph, pairs: list[tuple[str | None, str | None]],
