@@ -30,7 +30,8 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
   the CPU: a cost per event, not per second) and the wall time and CPU time a trace
   added per event (`us/ev`, `CPU/ev`; the CPU time is the less moved by the load); and
   `prof/bench`, what a user sees: the first profile's typical step over the first plain
-  timing's median;
+  timing's median; `own`, the profile's own check (`Profile.slowdown`: its runs' median
+  over unprofiled runs it takes right after its trace; a note says it where over 1.2);
 - read: reading a ~100 MB trace (read_trace and measure) in under 10 s (CPU time beside
   the wall time, which the load inflates);
 - and the estimate against the measurement per kernel kind (docs/profile.md's table).
@@ -65,6 +66,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import hloscope  # noqa: E402
+from hloscope._profile import _capture  # noqa: E402
 from hloscope._profile._capture import (  # noqa: E402
     MAX_ROUNDS, ROUNDS, WARMUP_TIME, profile_report)
 from hloscope._profile._match import measure  # noqa: E402
@@ -224,13 +226,14 @@ def main() -> None:
     head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
             f"{'rounds':>7}{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
             f"{'2nd/1st':>8}{'faults (left out)':>22}"
-            f"{'overhead':>9}{'1 block':>8}{'prof/bench':>11}{'events':>7}{'us/ev':>8}"
+            f"{'overhead':>9}{'1 block':>8}{'prof/bench':>11}{'own':>6}{'events':>7}{'us/ev':>8}"
             f"{'CPU/ev':>8}{'CPU/run':>16}")
     print(head)
     fails: dict[str, int] = defaultdict(int)
     worst_match, worst_rep, worst_rec, over, recs = 1.0, 0.0, 0.0, [], []
     over1: list[float] = []
     users: list[float] = []
+    owns: list[float] = []  # each first profile's own check (`Profile.slowdown`)
     step_reps, bench_reps, orders = [], [], []
     only = [w for w in a.only.split(",") if w]
     for name, fn, args in programs(big):
@@ -251,6 +254,7 @@ def main() -> None:
         ov, ov1, cpu_plain, cpu_prof, added = overhead(report, dyn)
         over1.append(ov1)
         users.append(p1.times.step / b1)
+        owns.append(p1.slowdown or 0.0)
         t1, t2 = p1.times, p2.times
         events = 2 * sum(k.calls for k in t1.kernels)  # each kernel's start and end
         big = [k for k in t1.kernels if k.share > 0.05]
@@ -272,7 +276,8 @@ def main() -> None:
               f"{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
               f"{_pct(bench_reps[-1]):>10}{orders[-1]:>8.2f}"
-              f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{_pct(ov1):>8}{users[-1]:>11.2f}{events:>7.0f}"
+              f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{_pct(ov1):>8}{users[-1]:>11.2f}"
+              f"{p1.slowdown or 0.0:>6.2f}{events:>7.0f}"
               f"{added / events * 1e6 if events else 0.0:>+8.2f}"
               f"{(cpu_prof - cpu_plain) / events * 1e6 if events else 0.0:>+8.2f}"
               f"{cpu_plain * 1e3:>7.2f}/{cpu_prof * 1e3:<6.2f}ms")
@@ -323,6 +328,9 @@ def main() -> None:
           f"{_pct(max(over1))}, {sum(o > 0.20 for o in over1)} programs over")
     print(f"  a profile's typical step over bench's median, as a user sees them: median "
           f"{statistics.median(users):.2f} (from {min(users):.2f} to {max(users):.2f})")
+    print(f"  a profile's own check (its runs over unprofiled ones right after its trace, "
+          f"the figure its note gives over {_capture.SLOWED:.1f}): median "
+          f"{statistics.median(owns):.2f} (from {min(owns):.2f} to {max(owns):.2f})")
     print("load after:", subprocess.run(["uptime"], capture_output=True, text=True).stdout
           .strip())
     print("\nestimate / measured per kernel kind (" + (

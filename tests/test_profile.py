@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from functools import partial
 
 import pytest
@@ -53,7 +54,8 @@ def test_profile_runs_for_min_time():
 def test_warmup_counts(monkeypatch):
     """The warm-up: a first run, `warmup` more, and more until WARMUP_TIME (none of those
     with warmup=0); a throwaway trace (none with warmup=0); then the profiled runs, in
-    rounds (at most `runs`), each after SETTLE unmarked runs."""
+    rounds (at most `runs`), each after SETTLE unmarked runs; then, without the profiler,
+    SETTLE runs and a round's worth (`Profile.slowdown`'s reference)."""
     from hloscope._profile import _capture
 
     args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
@@ -63,11 +65,12 @@ def test_warmup_counts(monkeypatch):
     monkeypatch.setattr(_capture, "WARMUP_TIME", 0.0)
     _capture.profile_report(rep, args, runs=2, warmup=2, min_time=0, max_rounds=2)
     traced = 2 * _capture.SETTLE + 2  # two rounds of one run each
-    assert len(calls) == 1 + 2 + traced + traced
+    plain = _capture.SETTLE + 1  # after the trace, a round's worth unprofiled
+    assert len(calls) == 1 + 2 + traced + traced + plain
     calls.clear()
     monkeypatch.setattr(_capture, "WARMUP_TIME", 1e9)  # not waited for: warmup=0
     p = _capture.profile_report(rep, args, runs=2, warmup=0, min_time=0, rounds=1)
-    assert len(calls) == 1 + _capture.SETTLE + 2
+    assert len(calls) == 1 + _capture.SETTLE + 2 + _capture.SETTLE + 2
     assert p.times.runs == 2
 
 
@@ -99,11 +102,17 @@ def test_columns_left_out_for_width_are_said():
     narrow = render_profile(t, width=70)
     assert "left out to fit 70 columns: --wide shows them" in narrow
     assert "left out to fit" not in render_profile(t, width=None)
-    from hloscope._render._profile_text import _left_out
+    from hloscope._render._text import table_left_out
 
     heads = ["kernel", "kind", "measured", "share"]
-    assert _left_out(heads, "  kernel  measured  share") == ["kind"]
-    assert _left_out(heads, "  kernel  k…  measured  share") == []  # cut, not left out
+    rows = [["fusion.1", "fusion", "1 ms", "50%"], ["fusion.22", "-", "1 ms", "50%"]]
+    assert table_left_out(heads, rows, width=None)[1] == []
+    text, gone = table_left_out(heads, rows, width=30, drop=("kind",))
+    assert gone == ["kind"] and "kind" not in text.splitlines()[0]
+    # A column of nothing ("-" only) goes first, before any cell is cut: said too.
+    rows = [["fusion.1", "-", "1 ms", "50%"]]
+    text, gone = table_left_out(heads, rows, width=30, drop=("kind",))
+    assert gone == ["kind"] and text.splitlines()[0].split() == ["kernel", "measured", "share"]
 
 
 def test_op_name_scopes():
@@ -212,6 +221,45 @@ def test_rounds_mean_of_medians():
     # 4 rounds of 2 runs, and as many more as the machine's rounds took to settle
     assert p.times.runs in range(8, 2 * _capture.MAX_ROUNDS + 1, 2)
     assert all(k.median > 0 for k in p.times.kernels)
+
+
+def test_a_profile_checks_itself_against_unprofiled_runs():
+    """After its trace a profile times a round's worth of runs without the profiler, as
+    bench times them: its slowdown is their medians' ratio, and a note says it over
+    SLOWED (docs/profile.md, Overhead)."""
+    from hloscope._profile import _capture
+
+    p = hloscope.profile(_mlp, jnp.ones((8, 16)), jnp.ones((16, 8)), runs=4, warmup=0,
+                         min_time=0)
+    assert len(p.plain_wall) == 1 and p.plain_step > 0  # 4 runs in 4 rounds: one a round
+    assert p.slowdown == pytest.approx(statistics.median(p.wall) / p.plain_step)
+    assert p.to_dict()["unprofiled_wall_seconds"] == [round(w, 12) for w in p.plain_wall]
+    assert _capture.slowed([1.0, 1.2, 1.1], [1.0]) is None  # 1.1x: within SLOWED
+    note = _capture.slowed([6.3e-3, 6.4e-3, 6.2e-3], [3e-3, 2.9e-3])
+    assert note.startswith("profiling slowed this program: its profiled runs took 6.30 ms "
+                           "(median) against 2.95 ms for 2 unprofiled runs right after")
+    assert "2.14x" in note
+    assert _capture.slowed([], [1.0]) is None and _capture.slowed([1.0], []) is None
+
+
+def test_runs_stop_before_the_profiler_takes_the_machines_memory(monkeypatch):
+    """Under JAX's profiler on the CPU some programs take new memory every run (XLA's
+    FFT); the runs stop once they have touched more than `memory_budget`, with a note,
+    rather than let the machine run out of memory."""
+    from hloscope._profile import _capture
+
+    args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
+    rep = hloscope.inspect(_mlp, *args)
+    assert _capture.memory_budget() >= 64 << 20
+    monkeypatch.setattr(_capture, "memory_budget", lambda: 10 * _capture.PAGE)
+    count = iter(range(0, 10**6, 5))  # 5 new pages a run
+    monkeypatch.setattr(_capture, "_page_faults", lambda: next(count))
+    p = _capture.profile_report(rep, args, runs=10, warmup=0, min_time=0)
+    assert len(p.wall) == 3  # 5, 10, then 15 pages: past 10
+    note = next(n for n in p.notes if n.startswith("the profile stopped"))
+    assert "after 3 runs, fewer than the 10 asked" in note
+    assert "grew by 60.00 KiB (20.00 KiB a run" in note
+    assert _capture.memory_stop([5, 5], 2, 10) is None
 
 
 def test_note_on_many_kernels():

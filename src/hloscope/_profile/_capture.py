@@ -24,8 +24,11 @@ median in each round (`measure`). Where the rounds' medians have not settled aft
 between states), more rounds of the same size follow, up to `MAX_ROUNDS`, and a note
 says so where they never settle. Functions that donate arguments get fresh copies for
 every run, made outside the marked region. The process's page faults are counted around
-each run, and the runs that touched new memory are left out (`clean_runs`). The trace is
-read back (`read_trace`) and joined to the kernel graph (`measure`).
+each run, and the runs that touched new memory are left out (`clean_runs`). Right after
+the trace, a round's worth of runs is timed without the profiler, as `bench` times them:
+the profile's own check of what profiling cost (`Profile.slowdown`, and a note, `slowed`,
+over `SLOWED`). The trace is read back (`read_trace`) and joined to the kernel graph
+(`measure`).
 """
 
 from __future__ import annotations
@@ -51,15 +54,16 @@ except ImportError:  # not on Windows: no page faults counted there
 
 from .._errors import HloscopeError
 from .._jax._user import user_code
-from .._units import format_seconds
+from .._units import format_bytes, format_seconds
 from ._match import measure, round_medians
 from ._read import KEPT_MODULE, RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
-__all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MIN_TIME", "PAUSE", "ROUNDS", "SETTLE",
-           "SETTLE_TIME", "STEADY", "TRACED_KERNEL_CPU", "WARMUP_TIME", "Profile", "busy_machine",
-           "donated_copies", "idle_tpu_profiler", "last_round_median", "many_kernels",
-           "profile_report", "run_cap", "settled", "unsettled"]
+__all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MEMORY_SHARE", "MIN_TIME", "PAUSE",
+           "ROUNDS", "SETTLE", "SETTLE_TIME", "SLOWED", "STEADY", "TRACED_KERNEL_CPU",
+           "WARMUP_TIME", "Profile", "busy_machine", "donated_copies", "idle_tpu_profiler",
+           "last_round_median", "many_kernels", "memory_budget", "memory_stop", "profile_report",
+           "run_cap", "settled", "slowed", "unsettled"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -77,8 +81,9 @@ class Profile:
     """What `profile` measured: `times` (each kernel's measured time, see
     `MeasuredTimes`), `report` (the `inspect` report of the compile: module, memory,
     kernels, advice), `wall` (each profiled run's wall time, seconds), `trace_seconds`
-    (how long reading the trace took) and `trace_dir` (where the trace was kept, if
-    asked)."""
+    (how long reading the trace took), `trace_dir` (where the trace was kept, if
+    asked) and `plain_wall` (the runs timed without the profiler right after the trace,
+    `slowdown`)."""
 
     name: str
     times: MeasuredTimes
@@ -91,11 +96,26 @@ class Profile:
     page_faults: float | None = None  # per measured run, the whole process's (Unix)
     left_out: int = 0  # runs left out for touching new memory (`clean_runs`)
     rounds: int = 0  # rounds of runs taken (`settled`)
+    plain_wall: list[float] = field(default_factory=list)  # unprofiled runs after the trace
+
+    @property
+    def plain_step(self) -> float | None:
+        """The median wall time of the unprofiled runs taken right after the trace (as
+        `bench` times them): what the step is without the profiler."""
+        return statistics.median(self.plain_wall) if self.plain_wall else None
+
+    @property
+    def slowdown(self) -> float | None:
+        """The profiled runs' median wall time over the unprofiled runs' (`plain_step`):
+        what profiling cost this run (1.0: nothing)."""
+        plain = self.plain_step
+        return statistics.median(self.wall) / plain if plain and self.wall else None
 
     def to_dict(self) -> dict[str, Any]:
         d = self.times.to_dict()
         d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
                   "donated_arguments": self.donated, "rounds": self.rounds,
+                  "unprofiled_wall_seconds": [round(w, 12) for w in self.plain_wall],
                   "trace_dir": self.trace_dir,
                   "notes": list(self.notes)})
         return d
@@ -203,6 +223,36 @@ def _page_faults() -> int:
 
 
 FRESH_PAGES = 16  # page faults in a run above which it touched new memory (64 KiB)
+PAGE = resource.getpagesize() if resource is not None else 4096
+MEMORY_SHARE = 0.25  # of the memory free at the start, the most a profile's runs may take
+
+
+def memory_budget() -> int:
+    """Bytes of memory never touched before that a profile's traced runs may take:
+    `MEMORY_SHARE` of the memory free now.  Under JAX's profiler on the CPU a run's
+    buffers can land on new memory every run and the process grow without end (XLA's FFT:
+    megabytes a run, docs/profile.md, Overhead); past this, the profile stops taking runs
+    rather than let the machine run out of memory and kill the process."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not on this system: no limit
+        return 1 << 62
+    return max(int(free * MEMORY_SHARE), 64 << 20)
+
+
+def memory_stop(faults: list[int], runs: int, budget: int) -> str | None:
+    """A note where the runs stopped because they touched more new memory than the
+    `budget` (pages) allows (`memory_budget`)."""
+    grown = sum(faults)
+    if grown <= budget:
+        return None
+    short = f", fewer than the {runs} asked" if len(faults) < runs else ""
+    return (f"the profile stopped after {len(faults)} runs{short}: under the profiler this "
+            f"process's memory grew by {format_bytes(grown * PAGE)} "
+            f"({format_bytes(grown * PAGE // len(faults))} a run, page faults), and a "
+            "profile takes at most a quarter of the memory free when it starts; JAX's "
+            "profiler on the CPU makes some programs (FFTs) take new memory every run "
+            "(docs/profile.md, Overhead)")
 
 
 def fresh_memory(faults: float | None) -> str | None:
@@ -261,6 +311,26 @@ def last_round_median(wall: list[float], faults: list[int], done: int) -> float:
     mine = range(len(wall) - done, len(wall))
     quiet = [wall[i] for i in mine if faults[i] <= least + FRESH_PAGES]
     return statistics.median(quiet or wall[-done:])
+
+
+SLOWED = 1.2  # profiled over unprofiled runs above which a note says so
+
+
+def slowed(wall: list[float], plain_wall: list[float]) -> str | None:
+    """A note where the profiled runs' median wall time is more than `SLOWED` times the
+    unprofiled runs' taken right after the trace: profiling slowed this program, and
+    each kernel's measured time holds its share of that."""
+    if not wall or not plain_wall:
+        return None
+    traced, plain = statistics.median(wall), statistics.median(plain_wall)
+    if traced <= SLOWED * plain:
+        return None
+    n = len(plain_wall)
+    return (f"profiling slowed this program: its profiled runs took {format_seconds(traced)} "
+            f"(median) against {format_seconds(plain)} for {n} unprofiled run"
+            f"{'' if n == 1 else 's'} right after the trace (timed as hloscope bench times "
+            f"them), {traced / plain:.2f}x; each kernel's measured time holds its share of "
+            "the difference (docs/profile.md, Overhead)")
 
 
 def run_cap(taken: int, seconds: float, min_time: float) -> str | None:
@@ -341,7 +411,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         first round; a round more, what is left of it."""
         return MAX_RUNS * (r + 1) // nround if r < nround else MAX_RUNS
 
-    def traced(folder: str, until_settled: bool = True,
+    def traced(folder: str, budget: int, until_settled: bool = True,
                ) -> tuple[list[float], list[int], list[int]]:
         """`nround` rounds PAUSE seconds apart (more, up to `most`, until their medians
         settle, if `until_settled`), each of SETTLE unmarked runs then marked ones,
@@ -352,9 +422,11 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         faults: list[int] = []
         round_of: list[int] = []
         medians: list[float] = []
+        grown = 0  # pages first touched by the marked runs (`memory_budget`)
         with _trace(folder, options), user_code(f"running {report.name}"):
             r = 0
-            while r < nround or (r < last and len(wall) < MAX_RUNS and not settled(medians)):
+            while grown <= budget and (r < nround or (r < last and len(wall) < MAX_RUNS
+                                                      and not settled(medians))):
                 if r:
                     time.sleep(PAUSE)
                 s0, n = t(), 0
@@ -362,8 +434,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     block(compiled(*inputs.fresh()))
                     n += 1
                 start, done = t(), 0
-                while done < quota(r) or (t() - start < min_time / nround
-                                          and len(wall) < room(r)):
+                while grown <= budget and (done < quota(r) or (t() - start < min_time / nround
+                                                               and len(wall) < room(r))):
                     run_args = inputs.fresh()
                     f = _page_faults()
                     with annotate(RUN_ANNOTATION):
@@ -371,16 +443,38 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                         block(compiled(*run_args))
                         wall.append(t() - a)
                     faults.append(_page_faults() - f)
+                    grown += faults[-1]
                     round_of.append(r)
                     done += 1
-                medians.append(last_round_median(wall, faults, done))
+                if done:
+                    medians.append(last_round_median(wall, faults, done))
                 r += 1
         return wall, faults, round_of
 
+    def plain() -> list[float]:
+        """One round's worth of runs without the profiler (after SETTLE unmarked ones),
+        timed as `bench` times them: the reference for what profiling cost this run."""
+        wall: list[float] = []
+        with user_code(f"running {report.name}"):
+            for _ in range(SETTLE):
+                block(compiled(*inputs.fresh()))
+            start = t()
+            while len(wall) < quota(0) or (t() - start < min_time / nround
+                                           and len(wall) < room(0)):
+                run_args = inputs.fresh()
+                a = t()
+                block(compiled(*run_args))
+                wall.append(t() - a)
+        return wall
+
+    # In pages, as the page faults count them: for both traces together (the memory a
+    # trace's runs took stays with the process), at most half of it for the first.
+    budget = memory_budget() // PAGE
+
     if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
         scratch = tempfile.mkdtemp(prefix="hloscope-primer-")
-        try:
-            traced(scratch, until_settled=False)  # it only touches the memory
+        try:  # it only touches the memory
+            budget -= sum(traced(scratch, budget // 2, until_settled=False)[1])
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
@@ -389,7 +483,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         gc.collect()
         gc.disable()  # no collection of the caller's garbage inside a measured run
         try:
-            wall, faults, round_of = traced(folder)
+            wall, faults, round_of = traced(folder, budget)
+            plain_wall = plain()
         finally:
             if collecting:
                 gc.enable()
@@ -418,9 +513,10 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     left_out = len(faults) - len(keep_runs)
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
-        n for n in (donated_copies(inputs.donated), busy_machine(), many_kernels(times),
-                    fresh_memory(kept_faults),
+        n for n in (donated_copies(inputs.donated), busy_machine(),
+                    slowed(wall, plain_wall), many_kernels(times), fresh_memory(kept_faults),
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
-                    capped) if n)
+                    capped, memory_stop(faults, runs, budget)) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
-                   inputs.donated, notes, kept_faults, left_out, len(set(round_of)))
+                   inputs.donated, notes, kept_faults, left_out, len(set(round_of)),
+                   plain_wall)

@@ -3,13 +3,12 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 
 from __future__ import annotations
 
-import re
 import statistics
 
 from .._profile._diff import TimeDiff
 from .._profile._times import MeasuredTimes
 from ._term import fit, safe
-from ._text import table
+from ._text import table, table_left_out
 
 __all__ = ["format_time", "render_profile", "render_time_diff"]
 
@@ -65,10 +64,10 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     heads = ["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
              "of roofline", "source"]
     droppable = ("kind", "spread", "calls", "of roofline")
-    text = table(heads, rows, right=(2, 3, 4, 5, 6, 7), width=width, drop=droppable)
+    text, gone = table_left_out(heads, rows, right=(2, 3, 4, 5, 6, 7), width=width,
+                                drop=droppable)
     out.append(text)
-    dropped = [h for h in _left_out(heads, text.split("\n", 1)[0])
-               if any(row[heads.index(h)] != "-" for row in rows)]  # not the empty ones
+    dropped = [h for h in gone if any(row[heads.index(h)] != "-" for row in rows)]
     if rows and dropped:
         out.append(f"  ({', '.join(dropped)} left out to fit {width} columns: --wide shows "
                    "them)")
@@ -97,20 +96,6 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
         out.append(table(["event", "measured"], rows, right=(1,), width=width))
         out.append("")
     return "\n".join(out)
-
-
-def _left_out(heads: list[str], line: str) -> list[str]:
-    """The `heads` a table's header `line` does not show (a head cut short, ``ki…``, is
-    shown), matched in order."""
-    shown = re.split(r"\s{2,}", line.strip())
-    out, i = [], 0
-    for h in heads:
-        if i < len(shown) and (shown[i] == h or ("…" in shown[i]
-                                                 and h.startswith(shown[i][:1]))):
-            i += 1
-        else:
-            out.append(h)
-    return out
 
 
 def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:

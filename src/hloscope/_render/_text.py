@@ -17,7 +17,8 @@ from .._analysis._summary import ModuleSummary
 from .._units import format_bytes
 from ._term import fit, fit_columns, middle, safe, short_paths, tail
 
-__all__ = ["format_bytes", "table", "render_summary", "render_json", "render_module_list"]
+__all__ = ["format_bytes", "table", "table_left_out", "render_summary", "render_json",
+           "render_module_list"]
 
 
 _PATH_COLUMNS = frozenset({"source", "made by"})
@@ -36,7 +37,18 @@ def _cut_shape(cell: str, width: int) -> str:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = (),
           width: int | None = None, drop: Sequence[str] = (), indent: str = "  ") -> str:
-    """A text table: columns left-aligned, those listed in `right` (numbers) right-aligned.
+    """A text table (`table_left_out` says which columns it left out to fit `width`)."""
+    return table_left_out(headers, rows, right=right, width=width, drop=drop,
+                          indent=indent)[0]
+
+
+def table_left_out(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                   right: Sequence[int] = (), width: int | None = None,
+                   drop: Sequence[str] = (), indent: str = "  ",
+                   ) -> tuple[str, list[str]]:
+    """A text table, and the `headers` of the columns it left out to fit `width` (in
+    order; none without `width`).  Columns are left-aligned, those listed in `right`
+    (numbers) right-aligned.
 
     Every cell is shown `safe`.  With `width`, each line fits in that many columns:
     the widest left-aligned columns are cut in the middle with an ellipsis, and when
@@ -73,12 +85,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
                      if all(k >= len(row) or row[k] in ("-", "") for row in cells)]
             if empty:
                 kept = [k for k in range(len(heads)) if k not in empty]
-                sub = table([headers[k] for k in kept],
-                            [[row[k] for k in kept if k < len(row)] for row in rows],
-                            right=[kept.index(k) for k in right if k in kept], width=width,
-                            drop=[d for d in drop if d in [headers[k] for k in kept]],
-                            indent=indent)
-                return sub
+                sub, gone = table_left_out(
+                    [headers[k] for k in kept],
+                    [[row[k] for k in kept if k < len(row)] for row in rows],
+                    right=[kept.index(k) for k in right if k in kept], width=width,
+                    drop=[d for d in drop if d in [headers[k] for k in kept]], indent=indent)
+                return sub, [h for k, h in enumerate(headers) if k in empty or h in gone]
         keep, widths = fit_columns(heads, natural, room, fixed=set(right),
                                    drop=[heads.index(d) for d in drop if d in heads])
 
@@ -95,6 +107,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
             align(v if len(v := vals[k]) <= w else cut(v, w), w)
             for k, w, cut, align in columns])).rstrip()
 
+    left_out = [h for k, h in enumerate(headers) if k not in keep]
     rule = (indent + "  ".join("-" * w for w in widths)).rstrip()
     if all(natural[k] <= w for k, w in zip(keep, widths)) and all(widths):
         # Nothing to cut (always so without `width`): each row laid out by one format
@@ -102,8 +115,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
         fmt = indent + "  ".join(("{:>%d}" if k in right else "{:<%d}") % w
                                  for k, w in zip(keep, widths))
         body = [fmt.format(*[r[k] for k in keep]).rstrip() for r in cells]
-        return "\n".join([line(heads), rule, *body])
-    return "\n".join([line(heads), rule] + [line(r) for r in cells])
+        return "\n".join([line(heads), rule, *body]), left_out
+    return "\n".join([line(heads), rule] + [line(r) for r in cells]), left_out
 
 
 def _safe_row(row: Sequence[Any]) -> list[str]:
