@@ -37,7 +37,7 @@ each printed with its figure and the 1-minute load average (`uptime`) at the tim
 - and the estimate against the measurement per kernel kind (docs/profile.md's table).
 
 Usage: python benchmarks/profile_accuracy.py [--runs N] [--min-time S] [--no-big]
-       [--only fft,scan]
+       [--only fft,scan] [--files benchmarks/heldout_profile]
 """
 
 from __future__ import annotations
@@ -148,6 +148,19 @@ def programs(big: bool = False):  # type: ignore[no-untyped-def]
     ]
 
 
+def from_files(folder: str):  # type: ignore[no-untyped-def]
+    """The programs of `folder`'s *.py files, in name order: each file's `f` and the
+    arguments its `args()` gives."""
+    import importlib.util
+
+    for path in sorted(glob.glob(os.path.join(folder, "*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(f"heldout_{name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        yield name[:17], module.f, module.args()
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -210,6 +223,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated parts of program names")
     ap.add_argument("--big", action="store_true", help="programs sized for a GPU (each "
                     "dimension x8; the default on a GPU)")
+    ap.add_argument("--files", default="", metavar="DIR",
+                    help="the programs of DIR/*.py instead (each an `f` and an `args()` "
+                         "giving its arguments: benchmarks/heldout_profile)")
     a = ap.parse_args()
     platform = jax.devices()[0].platform
     big = a.big or platform == "gpu"
@@ -236,7 +252,7 @@ def main() -> None:
     owns: list[float] = []  # each first profile's own check (`Profile.slowdown`)
     step_reps, bench_reps, orders = [], [], []
     only = [w for w in a.only.split(",") if w]
-    for name, fn, args in programs(big):
+    for name, fn, args in (from_files(a.files) if a.files else programs(big)):
         if only and not any(w in name for w in only):
             continue
         report = hloscope.inspect(fn, *args)

@@ -234,32 +234,51 @@ def test_a_profile_checks_itself_against_unprofiled_runs():
     assert len(p.plain_wall) == 1 and p.plain_step > 0  # 4 runs in 4 rounds: one a round
     assert p.slowdown == pytest.approx(statistics.median(p.wall) / p.plain_step)
     assert p.to_dict()["unprofiled_wall_seconds"] == [round(w, 12) for w in p.plain_wall]
-    assert _capture.slowed([1.0, 1.2, 1.1], [1.0]) is None  # 1.1x: within SLOWED
-    note = _capture.slowed([6.3e-3, 6.4e-3, 6.2e-3], [3e-3, 2.9e-3])
+    assert _capture.slowed([1.0, 1.2, 1.1], [1.0] * 3) is None  # 1.1x: within SLOWED
+    note = _capture.slowed([6.3e-3, 6.4e-3, 6.2e-3], [3e-3, 2.9e-3, 2.95e-3])
     assert note.startswith("profiling slowed this program: its profiled runs took 6.30 ms "
-                           "(median) against 2.95 ms for 2 unprofiled runs right after")
+                           "(median) against 2.95 ms for 3 unprofiled runs right after")
     assert "2.14x" in note
-    assert _capture.slowed([], [1.0]) is None and _capture.slowed([1.0], []) is None
+    assert _capture.slowed([], [1.0] * 3) is None
+    assert _capture.slowed([6.3e-3], [3e-3, 3e-3]) is None  # too few to say
 
 
 def test_runs_stop_before_the_profiler_takes_the_machines_memory(monkeypatch):
     """Under JAX's profiler on the CPU some programs take new memory every run (XLA's
-    FFT); the runs stop once they have touched more than `memory_budget`, with a note,
-    rather than let the machine run out of memory."""
+    FFT); the runs stop once the process's peak memory has grown by `memory_budget`,
+    with a note, rather than let the machine run out of memory."""
     from hloscope._profile import _capture
 
     args = [jnp.ones((8, 16)), jnp.ones((16, 8))]
     rep = hloscope.inspect(_mlp, *args)
     assert _capture.memory_budget() >= 64 << 20
-    monkeypatch.setattr(_capture, "memory_budget", lambda: 10 * _capture.PAGE)
-    count = iter(range(0, 10**6, 5))  # 5 new pages a run
-    monkeypatch.setattr(_capture, "_page_faults", lambda: next(count))
+    monkeypatch.setattr(_capture, "memory_budget", lambda: 100_000)
+    calls = iter(range(1, 10**6))  # each look: 5 more page faults, 40 kB more at the peak
+
+    def usage() -> tuple[int, int]:
+        c = next(calls)
+        return 5 * c, 40_000 * c
+
+    monkeypatch.setattr(_capture, "_usage", usage)
     p = _capture.profile_report(rep, args, runs=10, warmup=0, min_time=0)
-    assert len(p.wall) == 3  # 5, 10, then 15 pages: past 10
+    assert len(p.wall) == 2  # the peak: 40 kB at the start, 120 kB, then 200 kB: past 140
     note = next(n for n in p.notes if n.startswith("the profile stopped"))
-    assert "after 3 runs, fewer than the 10 asked" in note
-    assert "grew by 60.00 KiB (20.00 KiB a run" in note
-    assert _capture.memory_stop([5, 5], 2, 10) is None
+    assert note.startswith("the profile stopped after 2 runs, fewer than the 10 asked: "
+                           "under the profiler this process's memory grew by 195.31 KiB")
+    assert p.page_faults == 5
+
+
+def test_new_memory_is_said_with_whose_it_is():
+    """Runs that take new memory: the profiler's doing where the unprofiled runs after
+    the trace take none, the program's own (large buffers given back after each run)
+    where they take as much."""
+    from hloscope._profile._capture import fresh_memory
+
+    assert fresh_memory(10, 0) is None and fresh_memory(None) is None
+    own = fresh_memory(65537, 65537)
+    assert "256.0 MiB" in own and "profiled or not" in own
+    assert "after the trace 0: the profiler's doing" in fresh_memory(2879, 0)
+    assert "which plain runs may not" in fresh_memory(2879)
 
 
 def test_note_on_many_kernels():

@@ -24,7 +24,9 @@ median in each round (`measure`). Where the rounds' medians have not settled aft
 between states), more rounds of the same size follow, up to `MAX_ROUNDS`, and a note
 says so where they never settle. Functions that donate arguments get fresh copies for
 every run, made outside the marked region. The process's page faults are counted around
-each run, and the runs that touched new memory are left out (`clean_runs`). Right after
+each run, and the runs that touched new memory are left out (`clean_runs`); no run
+is taken once the process's peak memory has grown by `memory_budget` (a quarter of the
+memory available), which some programs do every run under the profiler. Right after
 the trace, a round's worth of runs is timed without the profiler, as `bench` times them:
 the profile's own check of what profiling cost (`Profile.slowdown`, and a note, `slowed`,
 over `SLOWED`). The trace is read back (`read_trace`) and joined to the kernel graph
@@ -216,53 +218,79 @@ def unsettled(wall: list[float], round_of: list[int]) -> str | None:
             "Rounds)")
 
 
-def _page_faults() -> int:
-    """The process's minor page faults so far (first touches of memory; 0 without
-    `resource`, as on Windows)."""
-    return 0 if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def _usage() -> tuple[int, int]:
+    """The process's minor page faults so far (first touches of memory) and its peak
+    resident memory in bytes (0 and 0 without `resource`, as on Windows)."""
+    if resource is None:
+        return 0, 0
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_minflt, u.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 FRESH_PAGES = 16  # page faults in a run above which it touched new memory (64 KiB)
-PAGE = resource.getpagesize() if resource is not None else 4096
-MEMORY_SHARE = 0.25  # of the memory free at the start, the most a profile's runs may take
+MEMORY_SHARE = 0.25  # of the memory available at the start, the most a profile may grow
+
+
+def _available() -> int | None:
+    """The memory available to new work, in bytes: Linux's MemAvailable (free memory and
+    the cache it can drop), else the free pages; None where neither can be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def memory_budget() -> int:
-    """Bytes of memory never touched before that a profile's traced runs may take:
-    `MEMORY_SHARE` of the memory free now.  Under JAX's profiler on the CPU a run's
-    buffers can land on new memory every run and the process grow without end (XLA's FFT:
-    megabytes a run, docs/profile.md, Overhead); past this, the profile stops taking runs
-    rather than let the machine run out of memory and kill the process."""
-    try:
-        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):  # not on this system: no limit
+    """Bytes by which a profile's traced runs may raise the process's peak memory:
+    `MEMORY_SHARE` of the memory available now.  Under JAX's profiler on the CPU a
+    run's buffers can land on new memory every run and the process grow without end
+    (XLA's FFT: megabytes a run, docs/profile.md, Overhead); past this, the profile stops
+    taking runs rather than let the machine run out of memory and kill the process."""
+    available = _available()
+    if available is None:  # nothing to go by: no limit
         return 1 << 62
-    return max(int(free * MEMORY_SHARE), 64 << 20)
+    return max(int(available * MEMORY_SHARE), 64 << 20)
 
 
-def memory_stop(faults: list[int], runs: int, budget: int) -> str | None:
-    """A note where the runs stopped because they touched more new memory than the
-    `budget` (pages) allows (`memory_budget`)."""
-    grown = sum(faults)
-    if grown <= budget:
-        return None
-    short = f", fewer than the {runs} asked" if len(faults) < runs else ""
-    return (f"the profile stopped after {len(faults)} runs{short}: under the profiler this "
-            f"process's memory grew by {format_bytes(grown * PAGE)} "
-            f"({format_bytes(grown * PAGE // len(faults))} a run, page faults), and a "
-            "profile takes at most a quarter of the memory free when it starts; JAX's "
-            "profiler on the CPU makes some programs (FFTs) take new memory every run "
-            "(docs/profile.md, Overhead)")
+def memory_stop(grown: int, runs: int, asked: int) -> str:
+    """The note where the traced runs stopped after `runs` (of at least `asked`) because
+    the process's peak memory grew by `grown` bytes, past `memory_budget`."""
+    short = f", fewer than the {asked} asked" if runs < asked else ""
+    return (f"the profile stopped after {runs} runs{short}: under the profiler this "
+            f"process's memory grew by {format_bytes(grown)}, and a profile takes at most a "
+            "quarter of the memory available when it starts; JAX's profiler on the CPU "
+            "makes some programs (FFTs) take new memory every run (docs/profile.md, "
+            "Overhead)")
 
 
-def fresh_memory(faults: float | None) -> str | None:
+def fresh_memory(faults: float | None, plain: float | None = None) -> str | None:
     """A note when the measured runs kept touching memory never touched before (each
-    page's first touch is a page fault the kernel that touches it pays)."""
+    page's first touch is a page fault the kernel that touches it pays), saying whether
+    the unprofiled runs after the trace did too (`plain`, their median): the program's own
+    cost then (large buffers the allocator hands back after each run), else the
+    profiler's."""
     if faults is None or faults <= FRESH_PAGES:
         return None
-    return (f"the measured runs touched {faults:.0f} new pages of memory each (page faults, "
-            f"{faults * 4 / 1024:.1f} MiB at 4 KiB); the kernels that first wrote them paid "
-            "for it, which plain runs may not (docs/profile.md, How far to trust it)")
+    said = (f"the measured runs touched {faults:.0f} new pages of memory each (page faults, "
+            f"{faults * 4 / 1024:.1f} MiB at 4 KiB)")
+    if plain is None:
+        return (f"{said}; the kernels that first wrote them paid for it, which plain runs "
+                "may not (docs/profile.md, How far to trust it)")
+    if plain >= faults / 2:
+        return (f"{said}, and the unprofiled runs after the trace {plain:.0f}: this "
+                "program's runs take new memory profiled or not (large buffers the "
+                "allocator gives back after each run), and its kernels pay for it "
+                "(docs/profile.md, How far to trust it)")
+    return (f"{said}, the unprofiled runs after the trace {plain:.0f}: the profiler's "
+            "doing, and the kernels that first wrote them paid for it (docs/profile.md, "
+            "How far to trust it)")
 
 
 def clean_runs(faults: list[int], runs: int) -> list[int]:
@@ -319,8 +347,9 @@ SLOWED = 1.2  # profiled over unprofiled runs above which a note says so
 def slowed(wall: list[float], plain_wall: list[float]) -> str | None:
     """A note where the profiled runs' median wall time is more than `SLOWED` times the
     unprofiled runs' taken right after the trace: profiling slowed this program, and
-    each kernel's measured time holds its share of that."""
-    if not wall or not plain_wall:
+    each kernel's measured time holds its share of that.  Not from fewer than 3
+    unprofiled runs (one slow run is not a slowdown)."""
+    if not wall or len(plain_wall) < 3:
         return None
     traced, plain = statistics.median(wall), statistics.median(plain_wall)
     if traced <= SLOWED * plain:
@@ -411,22 +440,23 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         first round; a round more, what is left of it."""
         return MAX_RUNS * (r + 1) // nround if r < nround else MAX_RUNS
 
-    def traced(folder: str, budget: int, until_settled: bool = True,
+    def traced(folder: str, limit: int, until_settled: bool = True,
                ) -> tuple[list[float], list[int], list[int]]:
         """`nround` rounds PAUSE seconds apart (more, up to `most`, until their medians
         settle, if `until_settled`), each of SETTLE unmarked runs then marked ones,
         together at least `runs` and more until `min_time` seconds of them (at most
-        MAX_RUNS): each marked run's wall time, page faults and round."""
+        MAX_RUNS), and none once the process's peak memory is past `limit` bytes
+        (`memory_budget`): each marked run's wall time, page faults and round."""
         last = most if until_settled else nround
         wall: list[float] = []
         faults: list[int] = []
         round_of: list[int] = []
         medians: list[float] = []
-        grown = 0  # pages first touched by the marked runs (`memory_budget`)
+        peak = 0
         with _trace(folder, options), user_code(f"running {report.name}"):
             r = 0
-            while grown <= budget and (r < nround or (r < last and len(wall) < MAX_RUNS
-                                                      and not settled(medians))):
+            while peak <= limit and (r < nround or (r < last and len(wall) < MAX_RUNS
+                                                    and not settled(medians))):
                 if r:
                     time.sleep(PAUSE)
                 s0, n = t(), 0
@@ -434,22 +464,24 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     block(compiled(*inputs.fresh()))
                     n += 1
                 start, done = t(), 0
-                while grown <= budget and (done < quota(r) or (t() - start < min_time / nround
-                                                               and len(wall) < room(r))):
+                while peak <= limit and (done < quota(r) or (t() - start < min_time / nround
+                                                             and len(wall) < room(r))):
                     run_args = inputs.fresh()
-                    f = _page_faults()
+                    f = _usage()[0]
                     with annotate(RUN_ANNOTATION):
                         a = t()
                         block(compiled(*run_args))
                         wall.append(t() - a)
-                    faults.append(_page_faults() - f)
-                    grown += faults[-1]
+                    f1, peak = _usage()
+                    faults.append(f1 - f)
                     round_of.append(r)
                     done += 1
                 if done:
                     medians.append(last_round_median(wall, faults, done))
                 r += 1
         return wall, faults, round_of
+
+    plain_faults: list[int] = []  # each unprofiled run's page faults
 
     def plain() -> list[float]:
         """One round's worth of runs without the profiler (after SETTLE unmarked ones),
@@ -462,19 +494,21 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
             while len(wall) < quota(0) or (t() - start < min_time / nround
                                            and len(wall) < room(0)):
                 run_args = inputs.fresh()
+                f = _usage()[0]
                 a = t()
                 block(compiled(*run_args))
                 wall.append(t() - a)
+                plain_faults.append(_usage()[0] - f)
         return wall
 
-    # In pages, as the page faults count them: for both traces together (the memory a
-    # trace's runs took stays with the process), at most half of it for the first.
-    budget = memory_budget() // PAGE
+    # For both traces together (the memory a trace's runs took stays with the process),
+    # at most half of it in the first.
+    peak0, budget = _usage()[1], memory_budget()
 
     if warmup:  # a throwaway trace first: the measured one reuses the memory it touched
         scratch = tempfile.mkdtemp(prefix="hloscope-primer-")
         try:  # it only touches the memory
-            budget -= sum(traced(scratch, budget // 2, until_settled=False)[1])
+            traced(scratch, peak0 + budget // 2, until_settled=False)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     folder = keep or tempfile.mkdtemp(prefix="hloscope-profile-")
@@ -483,7 +517,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         gc.collect()
         gc.disable()  # no collection of the caller's garbage inside a measured run
         try:
-            wall, faults, round_of = traced(folder, budget)
+            wall, faults, round_of = traced(folder, peak0 + budget)
+            grown = _usage()[1] - peak0
             plain_wall = plain()
         finally:
             if collecting:
@@ -512,11 +547,14 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
             shutil.rmtree(folder, ignore_errors=True)
     left_out = len(faults) - len(keep_runs)
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
+    plain_fresh = statistics.median(plain_faults)  # (one odd run does not move it)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
         n for n in (donated_copies(inputs.donated), busy_machine(),
-                    slowed(wall, plain_wall), many_kernels(times), fresh_memory(kept_faults),
+                    slowed(wall, plain_wall), many_kernels(times),
+                    fresh_memory(kept_faults, plain_fresh),
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
-                    capped, memory_stop(faults, runs, budget)) if n)
+                    capped, memory_stop(grown, len(faults), runs) if grown > budget
+                    else None) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out, len(set(round_of)),
                    plain_wall)
