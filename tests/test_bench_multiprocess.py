@@ -71,5 +71,7 @@ def test_min_time_is_measured_on_every_rank(tmp_path):
     line = next((x for x in r0.splitlines() if "TOTALS" in x), None)
     assert line is not None, r0 + r1
     totals = [float(t) for t in line.split("TOTALS", 1)[1].split()]
-    # Every rank's timed runs last min_time=3 s, within 10% (the ranks run one count).
-    assert len(totals) == 2 and all(3.0 <= t <= 3.3 for t in totals), line
+    # Every rank's timed runs last min_time=3 s, and not much more (the ranks run one
+    # count, topped up in rounds sized from the runs so far: where the machine slows
+    # down meanwhile, the last round runs over; 3.41 s seen on a loaded 2-core machine).
+    assert len(totals) == 2 and all(3.0 <= t <= 3.75 for t in totals), line

@@ -303,6 +303,12 @@ def test_inspect_with_profile_ranks_by_measured_time():
     rep = hloscope.inspect(_mlp, jnp.ones((64, 128)), jnp.ones((128, 64)), profile=2)
     assert rep.measured is not None and rep.measured.runs >= 2
     assert '"measured"' in rep.html()
+    # The whole profile: printed in full, its notes said beside the summary and on the page
+    assert isinstance(rep.profile, hloscope.Profile) and rep.profile.times is rep.measured
+    assert "Kernels by measured time" in str(rep.profile)
+    rep.profile.notes = ("this machine was busy",)
+    assert "print(report.profile) for every kernel and 1 note" in str(rep)
+    assert "The profile: this machine was busy" in rep.html()
 
 
 @pytest.mark.parametrize("name,devices", [("cpu_scan", 1), ("cpu_sharded8", 8)])

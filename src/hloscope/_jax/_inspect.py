@@ -122,6 +122,13 @@ class Report:
         return None if p is None else p.times
 
     @property
+    def profile(self):  # type: ignore[no-untyped-def]
+        """The whole profile (`hloscope.Profile`: `measured` and the runs' wall times,
+        what profiling cost and its notes; ``print`` shows every kernel) when inspected
+        with ``profile=True``; None otherwise."""
+        return self._cache.get("profile")
+
+    @property
     def advice(self):  # type: ignore[no-untyped-def]
         """The advisor's findings, grouped and ranked (see `advise_groups`); times
         estimated for the target's chip where the report has one; ranked by measured time
@@ -270,6 +277,8 @@ class Report:
                            self.advice, device=self.roofline_device(), times=self.measured)
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
+        if self.profile is not None:  # what may have disturbed the measurement, said
+            data["notes"] = data["notes"] + [f"The profile: {n}" for n in self.profile.notes]
         data["texts"], cut = {}, []
         for key in ("jaxpr", "stablehlo", "hlo_before", "hlo_after"):
             text = getattr(self, key) or ""
@@ -339,7 +348,9 @@ class Report:
             lines.append(f"measured: step {format_seconds(measured.step)} (typical of "
                          f"{measured.runs} profiled runs)" + (
                              f", slowest kernel {top.name} {format_seconds(top.median)}"
-                             if top else "") + "; print(report.measured) for every kernel")
+                             if top else "") + "; print(report.profile) for every kernel"
+                         + (f" and {_n_notes(len(self.profile.notes))}" if self.profile.notes
+                            else ""))
         lines.append("(report.html() for the page, report.show() to display it, "
                      "report.memory / .kernels / .findings for the analyses)")
         return "\n".join(lines)
@@ -449,7 +460,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
 
     `profile` (True, or a number of runs; not with `target`) then runs the compiled
     function under JAX's profiler (see `hloscope.profile`): `report.measured` holds each
-    kernel's measured time, and the advice and page rank by it.
+    kernel's measured time, and the advice and page rank by it; `report.profile` is the
+    whole `Profile` (its notes are on the page too).
 
     The compile's time includes writing XLA's dump files; `_time_plain_compile` (for
     `hloscope.bench`) compiles once more without them, first, and times that one.
@@ -591,6 +603,10 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
         report._cache["profile"] = profile_report(
             report, [a for i, a in enumerate(args) if i not in skip], runs=runs)
     return report
+
+
+def _n_notes(n: int) -> str:
+    return f"{n} note{'' if n == 1 else 's'}"
 
 
 def _donated(lowered: Any) -> list[int]:
