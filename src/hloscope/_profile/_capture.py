@@ -56,6 +56,7 @@ except ImportError:  # not on Windows: no page faults counted there
 
 from .._errors import HloscopeError
 from .._jax._user import user_code
+from .._jax._values import memory_available
 from .._units import format_bytes, format_seconds
 from ._match import measure, round_medians
 from ._read import KEPT_MODULE, RUN_ANNOTATION, read_trace
@@ -231,29 +232,13 @@ FRESH_PAGES = 16  # page faults in a run above which it touched new memory (64 K
 MEMORY_SHARE = 0.25  # of the memory available at the start, the most a profile may grow
 
 
-def _available() -> int | None:
-    """The memory available to new work, in bytes: Linux's MemAvailable (free memory and
-    the cache it can drop), else the free pages; None where neither can be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def memory_budget() -> int:
     """Bytes by which a profile's traced runs may raise the process's peak memory:
     `MEMORY_SHARE` of the memory available now.  Under JAX's profiler on the CPU a
     run's buffers can land on new memory every run and the process grow without end
     (XLA's FFT: megabytes a run, docs/profile.md, Overhead); past this, the profile stops
     taking runs rather than let the machine run out of memory and kill the process."""
-    available = _available()
+    available = memory_available()
     if available is None:  # nothing to go by: no limit
         return 1 << 62
     return max(int(available * MEMORY_SHARE), 64 << 20)
