@@ -2,14 +2,20 @@
 
 Each program is compiled once (`inspect`) and profiled twice, one profile after the
 other, each of at least --runs runs and --min-time seconds of runs.  Targets (issue 30),
-each printed with its figure and the 1-minute load average (`uptime`) at the time:
+each printed with its figure, the 1-minute load average (`uptime`) at the time (which
+counts this process's own threads: a profile alone lifts it to 2 or 3 on a 2-core machine)
+and `others`, the CPU time other processes took while the two profiles ran, in CPUs'
+worth (`Profile.others_cpu`; near 0: a quiet machine):
 - match: the kernels of at least 95% of the profiled device time are kernels of the module;
 - repeat: the per-kernel medians of the two profiles agree within 10% for the kernels
   over 5% of the step; the same for each kernel's minimum over the runs beside it (the
   statistic least moved by other processes); and, as the machine's own reference, the
   change of the step's median between the two profiles and between two plain timings
   of the same compile (as `bench` times it, sized alike: --runs and --min-time, after
-  the same warm-up) taken one after the other right after them; `2nd/1st`: the second
+  the same warm-up) taken one after the other right after them, and more such plain
+  timings back to back (`plain ok`: of --plain-pairs pairs, those within 10%, and the
+  worst change); below the table, the machine's own floor with no XLA at all
+  (benchmarks/machine_floor.py, in a process of its own; --no-floor skips it); `2nd/1st`: the second
   profile's step over the first's (below 1: the first was slower); `faults`: the page
   faults per measured run of each profile (memory touched for the first time, which the
   kernel touching it pays) and the runs each left out for them (`clean_runs`);
@@ -55,6 +61,7 @@ import glob  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
@@ -186,6 +193,14 @@ def plain_median(compiled: Any, args: list[Any], runs: int, min_time: float) -> 
     return statistics.median(wall)
 
 
+def _others(*profiles: Any) -> str:
+    """Other processes' CPU time while the profiles' runs ran, in CPUs' worth (the most of
+    them; `Profile.others_cpu`, from /proc/stat: the load average counts this process's
+    threads too)."""
+    xs = [p.others_cpu for p in profiles if p.others_cpu is not None]
+    return f"{max(xs):.2f}" if xs else "-"
+
+
 def _faults(p: Any) -> str:
     """A profile's page faults per measured run, and the runs it left out for them."""
     return f"{p.page_faults or 0:.0f} ({p.left_out})"
@@ -220,6 +235,11 @@ def main() -> None:
                     help="rounds at most, while they have not settled (default: hloscope's, "
                          "%(default)s; --rounds for none more)")
     ap.add_argument("--no-big", action="store_true")
+    ap.add_argument("--plain-pairs", type=int, default=4, metavar="K",
+                    help="back-to-back pairs of plain timings per program, the machine's "
+                         "own repeatability (default %(default)s)")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="skip the machine's own floor (NumPy work timed as a profile is)")
     ap.add_argument("--only", default="", help="comma-separated parts of program names")
     ap.add_argument("--big", action="store_true", help="programs sized for a GPU (each "
                     "dimension x8; the default on a GPU)")
@@ -239,8 +259,9 @@ def main() -> None:
     print(f"an empty trace costs this process {idle_profiler_cpu():.2f} CPU-s per second "
           f"(load {_load()})\n")
     kinds: dict[str, list[float]] = defaultdict(list)
-    head = (f"{'program':<17}{'load':>5}{'kernels':>8}{'matched':>8}{'runs':>10}{'step':>10}"
-            f"{'rounds':>7}{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}{'bench rep':>10}"
+    head = (f"{'program':<17}{'load':>5}{'others':>7}{'kernels':>8}{'matched':>8}{'runs':>10}"
+            f"{'step':>10}{'rounds':>7}{'repeat':>8}{'worst':>8}{'min rep':>9}{'step rep':>9}"
+            f"{'bench rep':>10}{'plain ok':>9}{'worst':>7}"
             f"{'2nd/1st':>8}{'faults (left out)':>22}"
             f"{'overhead':>9}{'1 block':>8}{'prof/bench':>11}{'own':>6}{'events':>7}{'us/ev':>8}"
             f"{'CPU/ev':>8}{'CPU/run':>16}")
@@ -251,6 +272,8 @@ def main() -> None:
     users: list[float] = []
     owns: list[float] = []  # each first profile's own check (`Profile.slowdown`)
     step_reps, bench_reps, orders = [], [], []
+    plain_ok: list[int] = []  # per program: back-to-back plain pairs within 10%
+    plain_worst: list[float] = []
     only = [w for w in a.only.split(",") if w]
     for name, fn, args in (from_files(a.files) if a.files else programs(big)):
         if only and not any(w in name for w in only):
@@ -262,8 +285,12 @@ def main() -> None:
                                  rounds=a.rounds, max_rounds=a.max_rounds)
                   for _ in range(2))
         compiled = report._cache["compiled"]
-        b1 = plain_median(compiled, dyn, a.runs, a.min_time)
-        b2 = plain_median(compiled, dyn, a.runs, a.min_time)
+        blocks = [plain_median(compiled, dyn, a.runs, a.min_time)
+                  for _ in range(a.plain_pairs + 1)]
+        b1, b2 = blocks[:2]
+        pairs = [_change(x, y) for x, y in zip(blocks, blocks[1:])]
+        plain_ok.append(sum(c <= 0.10 for c in pairs))
+        plain_worst.append(max(pairs))
         step_reps.append(_change(p1.times.step, p2.times.step))
         bench_reps.append(_change(b1, b2))
         orders.append(p2.times.step / p1.times.step)
@@ -287,11 +314,13 @@ def main() -> None:
         fails["repeat"] += rep_ok < len(diffs)
         over.append(ov)
         fails["overhead"] += ov > 0.20
-        print(f"{name:<17}{load:>5}{len(t1.kernels):>8}{_pct(t1.matched_share):>8}"
+        print(f"{name:<17}{load:>5}{_others(p1, p2):>7}{len(t1.kernels):>8}"
+              f"{_pct(t1.matched_share):>8}"
               f"{t1.runs:>5}/{t2.runs:<4}{t1.step * 1e3:>8.3f}ms{p1.rounds:>4}/{p2.rounds:<3}"
               f"{rep_ok:>4}/{len(diffs):<3}"
               f"{_pct(worst):>8}{min_ok:>6}/{len(mins):<2}{_pct(step_reps[-1]):>9}"
-              f"{_pct(bench_reps[-1]):>10}{orders[-1]:>8.2f}"
+              f"{_pct(bench_reps[-1]):>10}{plain_ok[-1]:>6}/{a.plain_pairs:<2}"
+              f"{_pct(plain_worst[-1]):>7}{orders[-1]:>8.2f}"
               f"{_faults(p1):>11}{_faults(p2):>11}{_pct(ov):>9}{_pct(ov1):>8}{users[-1]:>11.2f}"
               f"{p1.slowdown or 0.0:>6.2f}{events:>7.0f}"
               f"{added / events * 1e6 if events else 0.0:>+8.2f}"
@@ -335,6 +364,10 @@ def main() -> None:
           f"two plain timings sized alike; the second profile's step over the first's: "
           f"median {statistics.median(orders):.2f} (from {min(orders):.2f} to "
           f"{max(orders):.2f})")
+    print(f"  the same compile's plain step in {a.plain_pairs} back-to-back pairs of plain "
+          f"timings per program (sized alike): {sum(plain_ok)} of {a.plain_pairs * len(plain_ok)} "
+          f"pairs within 10%; every pair within 10% in {sum(k == a.plain_pairs for k in plain_ok)}"
+          f" of {len(plain_ok)} programs; worst change {_pct(max(plain_worst))}")
     print(f"reconcile: kernels + gaps of the median run vs its wall clock: worst "
           f"{_pct(worst_rec)} (target <= 5%); {fails['reconcile']} programs over")
     print(f"overhead: a profiled run vs a plain one (as bench times it, alternated), median "
@@ -356,6 +389,8 @@ def main() -> None:
     for kind, xs in sorted(kinds.items()):
         print(f"{kind:<16}{len(xs):>8}{statistics.median(xs):>10.3g}{min(xs):>10.3g}"
               f"{max(xs):>10.3g}")
+    if not a.no_floor:
+        host_floor(a.min_time)
     if not a.no_big:
         big_trace()
 
@@ -396,6 +431,16 @@ def overhead(report: Any, args: list[Any], rounds: int = 5,
     return (med(prof_all) / med(plain_all) - 1, med(block_all) / med(plain_all) - 1,
             c_plain / len(plain_all), c_prof,
             med(prof_all) - med(plain_all))
+
+
+def host_floor(min_time: float) -> None:
+    """The machine's own floor with no XLA and no profiler: benchmarks/machine_floor.py,
+    in a process of its own (NumPy on one thread), sized as a profile here."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    print(flush=True)  # before the child's lines, where stdout is a file
+    subprocess.run([sys.executable, os.path.join(here, "machine_floor.py"), "--min-time",
+                    str(min_time)], env=env, check=False)
 
 
 def big_trace(target_mb: float = 100.0) -> None:

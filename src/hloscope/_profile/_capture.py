@@ -58,13 +58,14 @@ from .._errors import HloscopeError
 from .._jax._user import user_code
 from .._jax._values import memory_available
 from .._units import format_bytes, format_seconds
+from ._contention import busy_machine, others, sample
 from ._match import measure, round_medians
 from ._read import KEPT_MODULE, RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
 
 __all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MEMORY_SHARE", "MIN_TIME", "PAUSE",
            "ROUNDS", "SETTLE", "SETTLE_TIME", "SLOWED", "STEADY", "TRACED_KERNEL_CPU",
-           "WARMUP_TIME", "Profile", "busy_machine", "donated_copies", "idle_tpu_profiler",
+           "WARMUP_TIME", "Profile", "donated_copies", "idle_tpu_profiler",
            "last_round_median", "many_kernels", "memory_budget", "memory_stop", "profile_report",
            "run_cap", "settled", "slowed", "unsettled"]
 
@@ -85,8 +86,9 @@ class Profile:
     `MeasuredTimes`), `report` (the `inspect` report of the compile: module, memory,
     kernels, advice), `wall` (each profiled run's wall time, seconds), `trace_seconds`
     (how long reading the trace took), `trace_dir` (where the trace was kept, if
-    asked) and `plain_wall` (the runs timed without the profiler right after the trace,
-    `slowdown`)."""
+    asked), `plain_wall` (the runs timed without the profiler right after the trace,
+    `slowdown`) and `others_cpu` (other processes' CPU time while the traced runs ran, in
+    CPUs' worth: ``_contention``; None where the machine's clock cannot be read)."""
 
     name: str
     times: MeasuredTimes
@@ -100,6 +102,7 @@ class Profile:
     left_out: int = 0  # runs left out for touching new memory (`clean_runs`)
     rounds: int = 0  # rounds of runs taken (`settled`)
     plain_wall: list[float] = field(default_factory=list)  # unprofiled runs after the trace
+    others_cpu: float | None = None  # other processes' CPUs' worth during the trace
 
     @property
     def plain_step(self) -> float | None:
@@ -119,6 +122,8 @@ class Profile:
         d.update({"name": self.name, "wall_seconds": [round(w, 12) for w in self.wall],
                   "donated_arguments": self.donated, "rounds": self.rounds,
                   "unprofiled_wall_seconds": [round(w, 12) for w in self.plain_wall],
+                  "other_processes_cpus": None if self.others_cpu is None
+                  else round(self.others_cpu, 3),
                   "trace_dir": self.trace_dir,
                   "notes": list(self.notes)})
         return d
@@ -160,20 +165,6 @@ def donated_copies(donated: int) -> str | None:
         return None
     return (f"the function donates {donated} argument{'' if donated == 1 else 's'}: each run "
             f"got fresh copies, made outside the profiled region")
-
-
-def busy_machine() -> str | None:
-    """A note when more processes wanted a CPU than there are CPUs (the 1-minute load
-    average): a kernel's wall time then includes waiting for one."""
-    try:
-        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
-    except (AttributeError, OSError):  # no load average on this system
-        return None
-    if load <= cpus:
-        return None
-    return (f"this machine was busy: load average {load:.1f} on {cpus} CPUs; each time "
-            "includes waiting for a CPU, and two profiles can differ by tens of percent "
-            "(docs/profile.md, How far to trust it)")
 
 
 TRACED_KERNEL_CPU = 1.5e-6  # XLA's recording of one kernel run on the CPU (docs/profile.md)
@@ -502,7 +493,9 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         gc.collect()
         gc.disable()  # no collection of the caller's garbage inside a measured run
         try:
+            before = sample()
             wall, faults, round_of = traced(folder, peak0 + budget)
+            after = sample()
             grown = _usage()[1] - peak0
             plain_wall = plain()
         finally:
@@ -534,7 +527,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     kept_faults = statistics.mean(faults[i] for i in keep_runs)
     plain_fresh = statistics.median(plain_faults)  # (one odd run does not move it)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
-        n for n in (donated_copies(inputs.donated), busy_machine(),
+        n for n in (donated_copies(inputs.donated), busy_machine(before, after),
                     slowed(wall, plain_wall), many_kernels(times),
                     fresh_memory(kept_faults, plain_fresh),
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
@@ -542,4 +535,4 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     else None) if n)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out, len(set(round_of)),
-                   plain_wall)
+                   plain_wall, others(before, after))
