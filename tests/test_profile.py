@@ -318,6 +318,9 @@ def test_read_committed_profiles(name, devices):
     assert t.runs == 3 and t.devices == devices
     assert t.matched_share >= 0.95
     assert abs(t.gaps.explained - t.step) <= 0.05 * t.step
+    # print(read_profile(...)) shows the profile, as hloscope kernels --profile does
+    assert str(t).startswith(f"Profile of {t.module}: 3 runs on {devices} cpu device")
+    assert "Kernels by measured time" in str(t) and repr(t).startswith("MeasuredTimes(")
     if name == "cpu_scan":  # the loop body's kernels run once per step of the scan
         assert any(k.calls == 4 for k in t.kernels)
     else:
@@ -625,3 +628,18 @@ def test_the_median_run_is_said_where_the_typical_run_is_far_from_it():
     lines = render_profile(t, width=70).split("\n")
     header = lines[:next(i for i, x in enumerate(lines) if x.startswith("  from "))]
     assert len(header) == 2 and all(len(x) <= 70 for x in header)  # wrapped to the width
+
+
+def test_the_fresh_memory_benchmark_runs():
+    """benchmarks/profile_fresh_memory.py (docs/profile.md's figures on where a traced
+    run's buffers land), in a small size."""
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks",
+                          "profile_fresh_memory.py")
+    out = subprocess.run([sys.executable, script, "--runs", "5"], capture_output=True,
+                         text=True, timeout=300, check=True).stdout.splitlines()
+    assert [ln.split(" ", 1)[0] for ln in out[1:]] == ["plain", "first", "plain", "second"]
+    assert all("addresses over 5 runs" in ln and "runs took page faults" in ln
+               for ln in out[1:])

@@ -129,9 +129,7 @@ class Profile:
         return d
 
     def __str__(self) -> str:
-        from .._render._profile_text import render_profile
-
-        return render_profile(self.times, width=100) + "".join(
+        return str(self.times) + "".join(
             textwrap.fill(f"note: {n}", 100, subsequent_indent="  ") + "\n"
             for n in self.notes)
 

@@ -141,6 +141,13 @@ class MeasuredTimes:
         return clip(f"MeasuredTimes({self.module!r}: {len(self.kernels)} kernels over "
                     f"{self.runs} runs, step {self.gaps.step * 1e3:.3g} ms)")
 
+    def __str__(self) -> str:
+        """The profile as `hloscope profile` prints it: kernels by measured time, time by
+        source line and op_name scope (``print(hloscope.read_profile(DIR, module))``)."""
+        from .._render._profile_text import render_profile
+
+        return render_profile(self, width=100)
+
     @property
     def step(self) -> float:
         """The wall time of the typical run (seconds): the median run, or over rounds the

@@ -4,11 +4,14 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 from __future__ import annotations
 
 import statistics
+from typing import TYPE_CHECKING
 
-from .._profile._diff import TimeDiff
-from .._profile._times import MeasuredTimes
 from ._term import fit, safe
 from ._text import table, table_left_out
+
+if TYPE_CHECKING:  # annotations only: MeasuredTimes prints itself with render_profile
+    from .._profile._diff import TimeDiff
+    from .._profile._times import MeasuredTimes
 
 __all__ = ["format_time", "render_profile", "render_time_diff"]
 
