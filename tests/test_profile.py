@@ -643,3 +643,35 @@ def test_the_fresh_memory_benchmark_runs():
     assert [ln.split(" ", 1)[0] for ln in out[1:]] == ["plain", "first", "plain", "second"]
     assert all("addresses over 5 runs" in ln and "runs took page faults" in ln
                for ln in out[1:])
+
+
+def test_a_kept_profile_reads_back_as_the_profile_gave_it(tmp_path, monkeypatch):
+    """read_profile(keep) measures the runs the profile measured, in its rounds (runs.json
+    beside the trace): the same figures, the runs it left out for new memory left out."""
+    from hloscope._profile import _capture, _kept
+
+    # Leave out every third run, as runs that touched new memory are
+    monkeypatch.setattr(_capture, "clean_runs",
+                        lambda faults, runs: [i for i in range(len(faults)) if i % 3])
+    keep = tmp_path / "trace"
+    p = hloscope.profile(_mlp, jnp.ones((32, 64)), jnp.ones((64, 32)), runs=12, warmup=0,
+                         min_time=0, keep=str(keep))
+    assert p.left_out == 4 and p.rounds == 4
+    again = hloscope.read_profile(keep)
+    assert again.runs == p.times.runs == 8 and again.steps == p.times.steps
+    assert again.step == p.times.step
+    assert [(k.name, k.median) for k in again.kernels] == [
+        (k.name, k.median) for k in p.times.kernels]
+    # Without runs.json (a folder kept by an older hloscope), every marked run, one round
+    os.remove(keep / _kept.KEPT_RUNS)
+    assert hloscope.read_profile(keep).runs == 12
+    # A runs.json that is not hloscope's is not trusted
+    for bad in ("{", '{"schema": "x", "rounds": [0], "measured": [0]}',
+                '{"schema": "hloscope.kept-runs/1", "rounds": [0, 1], "measured": [5]}',
+                '{"schema": "hloscope.kept-runs/1", "rounds": [0, "a"], "measured": [0]}'):
+        (keep / _kept.KEPT_RUNS).write_text(bad)
+        assert _kept.read_kept_runs(str(keep)) is None
+    # Runs that are not the trace's marked runs (another count) change nothing
+    (keep / _kept.KEPT_RUNS).write_text(
+        '{"schema": "hloscope.kept-runs/1", "rounds": [0, 1], "measured": [0]}')
+    assert hloscope.read_profile(keep).runs == 12

@@ -59,6 +59,7 @@ from .._jax._user import user_code
 from .._jax._values import memory_available
 from .._units import format_bytes, format_seconds
 from ._contention import busy_machine, others, sample
+from ._kept import select_runs, write_kept_runs
 from ._match import measure, round_medians
 from ._read import KEPT_MODULE, RUN_ANNOTATION, read_trace
 from ._times import MeasuredTimes
@@ -500,20 +501,20 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
             if collecting:
                 gc.enable()
         capped = run_cap(len(wall), sum(wall), min_time)
-        if keep is not None:  # the module beside the trace: read_profile(keep) joins them
-            with open(os.path.join(keep, KEPT_MODULE), "w", encoding="utf-8") as f:
-                f.write(compiled.as_text())
         t0 = t()
         trace = read_trace(folder)
         keep_runs = clean_runs(faults, runs)
-        if len(keep_runs) < len(wall) and len(trace.windows) == len(wall):
-            trace = dataclasses.replace(trace, windows=tuple(trace.windows[i] for i in keep_runs))
-            wall = [wall[i] for i in keep_runs]
-            round_of = [round_of[i] for i in keep_runs]
-        else:
+        if len(trace.windows) != len(wall):  # not each run's mark: none can be left out
             keep_runs = list(range(len(wall)))
-        times = measure(trace, report.kernels, report.module,
-                        rounds=round_of if len(trace.windows) == len(wall) else None)
+        if keep is not None:  # beside the trace, what read_profile(keep) needs to give the
+            # same figures: the module, and which runs were measured in which round
+            with open(os.path.join(keep, KEPT_MODULE), "w", encoding="utf-8") as f:
+                f.write(compiled.as_text())
+            write_kept_runs(keep, round_of, keep_runs)
+        trace, rounds = select_runs(trace, round_of, keep_runs)
+        wall = [wall[i] for i in keep_runs]
+        round_of = [round_of[i] for i in keep_runs]
+        times = measure(trace, report.kernels, report.module, rounds=rounds)
         read = t() - t0
         if keep is None:
             times = dataclasses.replace(times,

@@ -18,6 +18,7 @@ from .._analysis._devices import Device
 from .._analysis._kernels import kernel_graph
 from .._errors import HloscopeError
 from .._hlo._module import Module
+from ._kept import read_kept_runs, select_runs
 from ._match import measure
 from ._read import KEPT_MODULE, Trace, read_trace
 from ._times import MeasuredTimes
@@ -66,7 +67,9 @@ def read_profile(path: str | os.PathLike[str], module: Any = None, *,
     the step, roofline estimate for `device` beside it), time by source line and op_name
     scope, and the step taken apart.  Raises `HloscopeError` naming both modules when the
     profile ran another module.  Without `module`, the module a folder kept by ``hloscope
-    profile --keep`` holds (its module.hlo).  See docs/profile.md."""
+    profile --keep`` holds (its module.hlo); from such a folder, the runs and rounds the
+    profile measured (its runs.json, `_kept`), so that the figures are the profile's.  See
+    docs/profile.md."""
     kept = os.path.join(os.fspath(path), KEPT_MODULE)
     if module is None and os.path.isfile(kept):
         module = kept
@@ -76,6 +79,10 @@ def read_profile(path: str | os.PathLike[str], module: Any = None, *,
             hint="module=compiled.as_text(), an HLO file or an XLA dump folder (JAX's "
                  "profile reader does not give the HLO a profile keeps)")
     trace = read_trace(os.fspath(path))
+    rounds = None
+    kept_runs = read_kept_runs(os.fspath(path)) if os.path.isdir(path) else None
+    if kept_runs is not None:  # kept by hloscope profile: the runs it measured, its rounds
+        trace, rounds = select_runs(trace, *kept_runs)
     m = pick_profiled(trace, _modules(module))
     return measure(trace, kernel_graph(m), m, device=device,
-                   device_label=None if device is None else device.name)
+                   device_label=None if device is None else device.name, rounds=rounds)
