@@ -668,7 +668,9 @@ def test_a_kept_profile_reads_back_as_the_profile_gave_it(tmp_path, monkeypatch)
     # A runs.json that is not hloscope's is not trusted
     for bad in ("{", '{"schema": "x", "rounds": [0], "measured": [0]}',
                 '{"schema": "hloscope.kept-runs/1", "rounds": [0, 1], "measured": [5]}',
-                '{"schema": "hloscope.kept-runs/1", "rounds": [0, "a"], "measured": [0]}'):
+                '{"schema": "hloscope.kept-runs/1", "rounds": [0, "a"], "measured": [0]}',
+                '{"schema": "hloscope.kept-runs/1", "rounds": "ab", "measured": [0]}',
+                '[1, 2]'):
         (keep / _kept.KEPT_RUNS).write_text(bad)
         assert _kept.read_kept_runs(str(keep)) is None
     # Runs that are not the trace's marked runs (another count) change nothing

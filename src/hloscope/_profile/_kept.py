@@ -52,8 +52,10 @@ def read_kept_runs(folder: str) -> tuple[list[int], list[int]] | None:
         rounds, measured = data["rounds"], data["measured"]
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in rounds + measured)
-    if (data.get("schema") != KEPT_RUNS_SCHEMA or not ints
+    if (data.get("schema") != KEPT_RUNS_SCHEMA or not isinstance(rounds, list)
+            or not isinstance(measured, list)
+            or not all(isinstance(x, int) and not isinstance(x, bool)
+                       for x in rounds + measured)
             or any(not 0 <= i < len(rounds) for i in measured)):
         return None
     return rounds, measured
