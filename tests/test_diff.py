@@ -226,7 +226,7 @@ def test_one_operation_changed_and_memory_figures(variants):
 
     def times(graph, seconds):
         by = {k.name: NS(median=seconds) for k in graph.kernels}
-        return NS(step=seconds * len(by), by_name=lambda: by)
+        return NS(step=seconds * len(by), steps=(), by_name=lambda: by)
 
     td = time_diff(d.a, times(d.a, 1e-6), d.b, times(d.b, 2e-6), d.pairs)
     assert (d.changed[0].a, d.changed[0].b, 1e-6, 2e-6) in td.rows

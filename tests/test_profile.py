@@ -398,6 +398,8 @@ def test_cli_profile_and_profile_dir(tmp_path):
     r = run_cli("kernels", str(kept / "module.hlo"), "--profile", str(kept))
     assert r.returncode == 0 and "measured" in r.stdout, r.stderr
     assert hloscope.read_profile(kept).module == "jit_f"
+    r = run_cli("kernels", str(kept), "--profile", str(kept))  # the folder as the module
+    assert r.returncode == 2 and f"holds its module as {kept / 'module.hlo'}" in r.stderr
     r = run_cli("profile", f"{prog}:f", "--arg", "f32[4,4]", "--keep", str(prog))
     assert r.returncode == 2 and "is a file: a trace is kept in a folder" in r.stderr
     folder = os.path.join(DATA, "cpu_scan")
@@ -415,7 +417,7 @@ def test_cli_profile_and_profile_dir(tmp_path):
     assert '"measured"' in out.read_text()
 
 
-def test_diff_with_two_profiles():
+def test_diff_with_two_profiles(tmp_path):
     from conftest import run_cli
 
     folder = os.path.join(DATA, "cpu_scan")
@@ -424,11 +426,47 @@ def test_diff_with_two_profiles():
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["measured"]["kernels"]
     assert rows and all(row["change_seconds"] == 0 for row in rows)
+    # The step's change, on the page too; and against the runs' own spread (one profile
+    # on both sides: the middle halves of the runs overlap; this one has 3 runs, too few
+    # to say, the TPU's 100)
+    page = tmp_path / "diff.html"
+    r = run_cli("diff", hlo, hlo, "--profile", folder, "--profile", folder, "-o", str(page))
+    assert r.returncode == 0, r.stderr
+    assert "(+0 ns, +0.0%)" in r.stdout and "spread" not in r.stdout
+    tpu = os.path.join(DATA, "tpu_v6e")
+    tpu_hlo = os.path.join(tpu, "module.hlo")
+    r2 = run_cli("diff", tpu_hlo, tpu_hlo, "--profile", tpu, "--profile", tpu)
+    assert "within the runs' own spread" in r2.stdout, r2.stderr
+    assert r.stdout.rstrip().splitlines()[-1].startswith(f"wrote {page} (")
+    assert "<h2>Measured time</h2>" in page.read_text()
     r = run_cli("diff", hlo, hlo, "--profile", folder)
     assert r.returncode == 2 and "--profile goes twice" in r.stderr
+    r = run_cli("diff", "a.py:f", "b.py:g", "--arg", "f32[2]", "--profile", folder,
+                "--profile", folder)  # two functions: refused before anything compiles
+    assert r.returncode == 2 and "A and B are functions" in r.stderr
     other = os.path.join(DATA, "cpu_sharded8")  # A's profile is of another module
     r = run_cli("diff", hlo, hlo, "--profile", other, "--profile", folder)
     assert r.returncode == 2 and r.stderr.startswith("error: A's profile: the profile ")
+
+
+def test_a_time_diff_says_whether_the_change_stands_out():
+    """The step's change is weighed against the middle half of each side's runs: beyond
+    it, B is said faster or slower by a ratio; within it, the user is told to measure
+    again; with fewer than 4 runs a side, nothing is said."""
+    from hloscope._profile._diff import TimeDiff
+    from hloscope._render._profile_text import spread_line, time_diff_line
+
+    a = (1.0e-3, 1.1e-3, 1.2e-3, 1.3e-3, 1.4e-3)
+    fast = TimeDiff(1.2e-3, 0.4e-3, (), a, tuple(x / 3 for x in a))
+    assert fast.within_spread is False
+    assert time_diff_line(fast) == "Measured time: step 1.2 ms -> 400 us (-800 us, -66.7%)"
+    assert spread_line(fast).startswith("B is 3x faster than A, beyond the runs' spread: "
+                                        "the middle half of A's runs took 1.1 ms to 1.3 ms")
+    near = TimeDiff(1.2e-3, 1.25e-3, (), a, tuple(x * 1.04 for x in a))
+    assert near.within_spread and spread_line(near).startswith("within the runs' own spread")
+    assert TimeDiff(1.0, 2.0, (), (1.0,), (2.0,)).within_spread is None
+    assert spread_line(TimeDiff(1.0, 2.0, (), (1.0,), (2.0,))) == ""
+    assert fast.to_dict()["within_spread"] is False
 
 
 def test_gzipped_profiles_and_folders_of_several_runs(tmp_path):
@@ -557,6 +595,8 @@ def test_real_xla_gpu_profile():
     assert 300e-6 < t.seconds("cudnn-conv.1.0") < 320e-6
     assert abs(t.gaps.explained - t.step) <= 1e-9
     assert t.device == "h100 (assumed; the profile ran on AMD's GPUs)"
+    assert "shares add up to 52.8% of the step; dispatch, idle and wait took 47.5%" in " ".join(
+        str(t).split())  # the rest of the step: idle while the host launches
     with pytest.raises(hloscope.HloscopeError, match="another compile"):
         hloscope.read_profile(os.path.join(DATA, "mi300x_conv_jax08"), module)
 
@@ -578,12 +618,35 @@ def test_real_tpu_profile():
     assert 0.15 < t.seconds("copy-start") < 0.25  # its copy-done: the wait for 5 GiB
     assert abs(t.gaps.explained - t.step) <= 1e-6 * t.step
     assert t.device.startswith("TPU v6 Lite (the profile's figures: 918 TFLOP/s")
+    # The table says what its shares add up to, and why that is not a run's kernel time.
+    shares = sum(k.share for k in t.kernels)
+    assert f"shares add up to {100 * shares:.1f}% of the step; a typical run's kernels took " \
+           f"{100 * t.gaps.kernels / t.step:.1f}%" in " ".join(
+               str(t).split())
     psum = hloscope.read_profile(folder, os.path.join(folder, "psum.hlo"))
     assert (psum.runs, psum.devices) == (3, 4)
     assert [k.name for k in psum.collectives] == ["all-reduce"]
     with pytest.raises(hloscope.HloscopeError, match="another module: it ran jit_f.*"
                                                      "jit_forward_3d_conv"):
         hloscope.read_profile(folder, os.path.join(DATA, "mi300x_conv", "module.hlo"))
+    # The same function compiled for other shapes: its kernels have the same names, and a
+    # TPU's events state their shapes, so it is refused, not joined.
+    with open(os.path.join(folder, "module.hlo"), encoding="utf-8") as f:
+        other = f.read().replace("f32[5,1024,1024,256]", "f32[5,1024,1024,128]")
+    with pytest.raises(hloscope.HloscopeError, match=r"for other shapes: its "
+                       r"broadcast_add_fusion is f32\[5,1024,1024,256\] there and "
+                       r"f32\[5,1024,1024,128\] in this module"):
+        hloscope.read_profile(folder, other)
+
+
+def test_a_tpu_events_shape():
+    """The shape an ``XLA Ops`` event states (named after the whole instruction), without
+    layouts; none where it names the instruction alone or its text is of another form."""
+    from hloscope._profile._read import _op_shape
+
+    assert _op_shape("%fusion.1 = f32[8,128]{1,0:T(8,128)} fusion(f32[8]{0} %p)") == "f32[8,128]"
+    assert _op_shape("%cs = (f32[2]{0}, u32[]{:S(2)}) copy-start(%p)") == "(f32[2], u32[])"
+    assert _op_shape("fusion.1") == _op_shape("%x = not a shape") == _op_shape(" = ") == ""
 
 
 def test_clean_runs():
@@ -662,6 +725,12 @@ def test_a_kept_profile_reads_back_as_the_profile_gave_it(tmp_path, monkeypatch)
     assert again.step == p.times.step
     assert [(k.name, k.median) for k in again.kernels] == [
         (k.name, k.median) for k in p.times.kernels]
+    # So does --profile DIR on kernels, lint, report and diff (a new user's diff of two kept
+    # profiles once turned "slower" into "faster": the runs left out came back)
+    from hloscope._cli._profile_cmd import read_measured
+
+    cli = read_measured(keep, p.report.module)
+    assert (cli.runs, cli.steps, cli.step) == (again.runs, again.steps, again.step)
     # Without runs.json (a folder kept by an older hloscope), every marked run, one round
     os.remove(keep / _kept.KEPT_RUNS)
     assert hloscope.read_profile(keep).runs == 12

@@ -40,6 +40,8 @@ def _user_error(r: subprocess.CompletedProcess[str]) -> str:
       "did you mean --inputs 'make_inputs(3)'"]),
     ([f"{PROG}:matmul", "--arg", "f32[-1,3]", "--arg", "f32[3,3]"],
      ["--arg 'f32[-1,3]': a dimension below 0"]),
+    ([f"{PROG}:matmul", "--arg", "floot32[3,3]", "--arg", "f32[3,3]"],
+     ["--arg 'floot32[3,3]' is not a shape like f32[128,2]", "NumPy's float32"]),
 ])
 def test_argument_mistakes_say_what_the_function_takes(command, args, expected):
     err = _user_error(run_cli(command, *args, "-n", "1") if command == "bench"
@@ -113,9 +115,13 @@ def test_sharded_inputs_on_one_cpu_device_hint_at_devices(inputs, n):
     assert ok.returncode == 0, ok.stderr
 
 
-def test_an_exception_at_run_time_is_the_users():
-    err = _user_error(run_cli("bench", f"{PROG}:runtime_bug", "--arg", "f32[3]", "-n", "1"))
+@pytest.mark.parametrize("command", ["bench", "profile"])
+def test_an_exception_at_run_time_is_the_users(command):
+    """A host callback that raises: the error points at its line, and JAX's own log of
+    the callback's traceback (a second, longer report) is not printed."""
+    err = _user_error(run_cli(command, f"{PROG}:runtime_bug", "--arg", "f32[3]", "-n", "1"))
     assert "ValueError: bad value seen at run time (while running runtime_bug)" in err
+    assert err.startswith(f"error: {PROG}:40: ") and "jax.debug.callback failed" not in err
 
 
 def test_inputs_make_the_arguments_of_inspect():
@@ -240,3 +246,12 @@ def test_load_results_refuses_nan_in_a_csv(tmp_path):
     path.write_text(",".join(CSV_COLUMNS) + "\n" + ",".join(row[c] for c in CSV_COLUMNS) + "\n")
     with pytest.raises(hloscope.HloscopeError, match="not a time"):
         hloscope.load_results(str(path))
+
+
+def test_arg_takes_numpys_names_of_element_types():
+    """--arg float32[2,3] is f32[2,3], as a NumPy user writes it (bfloat16, int32, bool)."""
+    from hloscope._cli._targets import array_args
+
+    got = array_args(["float32[2,3]", "bfloat16[4]", "int32[]", "bool[2]"], abstract=True)
+    assert [(a.shape, str(a.dtype)) for a in got] == [
+        ((2, 3), "float32"), ((4,), "bfloat16"), ((), "int32"), ((2,), "bool")]

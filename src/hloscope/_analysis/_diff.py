@@ -539,8 +539,9 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
         lines.append("op_names compared without the function names "
                      f"{d.function_names[0]} / {d.function_names[1]}")
     if d.is_empty:
-        lines.insert(0, "no difference but names: the same kernels, arrays, peak and "
-                        "collectives")
+        same_names = ma.name == mb.name and all(x == y for x, y in d.pairs)
+        lines.insert(0, ("no difference" if same_names else "no difference but names")
+                     + ": the same kernels, arrays, peak and collectives")
         return _replace_headline(d, lines)
     a, b = d.a, d.b
     loops_a = [g for g in a.groups if g.kind == "while body"]
@@ -559,14 +560,24 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
             lines.append(f"a loop {g.caller} appears ({len(b.kernels_in(g.name))} kernels in its body)")
     if len(a.kernels) != len(b.kernels):
         lines.append(f"{len(a.kernels)} kernels became {len(b.kernels)}")
+    elif d.removed or d.added:  # as many, not the same ones
+        lines.append(f"{_plural(len(a.kernels), 'kernel')} on each side, not all the same "
+                     "ones")
     else:
         lines.append(f"the same structure: {_plural(len(a.kernels), 'kernel')} and "
                      f"{_plural(len(a.temporaries), 'array')} between kernels on each side")
-    if d.resized:
-        r = d.resized[0]
-        lines.append(f"{_plural(len(d.resized), 'kernel')} "
-                     f"{'does' if len(d.resized) == 1 else 'do'} the same work on other shapes "
+    reshaped = [r for r in d.resized if r["shape_a"] != r["shape_b"]]
+    if reshaped:
+        r = reshaped[0]
+        lines.append(f"{_plural(len(reshaped), 'kernel')} "
+                     f"{'does' if len(reshaped) == 1 else 'do'} the same work on other shapes "
                      f"(e.g. {r['a']}: {r['shape_a']} -> {r['shape_b']})")
+    if len(reshaped) < len(d.resized):  # their own shapes alike: what they read is not
+        r = next(r for r in d.resized if r["shape_a"] == r["shape_b"])
+        n = len(d.resized) - len(reshaped)
+        lines.append(f"{_plural(n, 'kernel')} {'does' if n == 1 else 'do'} the same work "
+                     f"on other inputs (e.g. {r['a']}"
+                     + (f" -> {r['b']}" if r["b"] != r["a"] else "") + ")")
     if d.temporaries_resized:
         ta = sum(t["bytes_a"] for t in d.temporaries_resized)
         tb = sum(t["bytes_b"] for t in d.temporaries_resized)

@@ -89,9 +89,10 @@ NOT_KERNELS = frozenset({
     "conditional", "call", "all-gather-done", "all-reduce-done", "collective-permute-done",
     "async-done", "async-update", "copy-done", "send-done", "recv-done",
 })
-# What moves data between devices and launches work (send/recv are host transfers here).
+# What moves data between devices and launches work (send and recv: `_category`).
 _COLLECTIVES = COLLECTIVE_OPCODES - {"send", "recv"}
-_HOST = frozenset({"send", "recv", "infeed", "outfeed", "copy-start"})
+_HOST = frozenset({"infeed", "outfeed"})
+HOST_MEMORY_SPACE = 5  # XLA's Layout::kHostMemorySpace: S(5) in a layout
 _TRANSCENDENTAL = frozenset({
     "exponential", "exponential-minus-one", "log", "log-plus-one", "sine", "cosine", "tan",
     "tanh", "logistic", "rsqrt", "sqrt", "cbrt", "power", "erf", "atan2",
@@ -322,6 +323,10 @@ def _category(inst: Instruction, gpu: bool = False) -> str:
         return "library call"
     if op in _COLLECTIVES or (op == "async-start" and wraps_collective(inst)):
         return "collective"
+    if op in ("send", "recv"):  # to another device, unless XLA marks it the host's
+        return "host transfer" if inst.attr("is_host_transfer") == "true" else "collective"
+    if op == "copy-start":  # a copy to or from host memory, or within the device
+        return "host transfer" if _touches_host_memory(inst) else "copy"
     if op in _HOST:
         return "host transfer"
     if op in ("fft", "sort", "copy", "transpose"):
@@ -331,6 +336,17 @@ def _category(inst: Instruction, gpu: bool = False) -> str:
     if op in ("reduce", "reduce-window", "scatter", "gather", "select-and-scatter"):
         return op
     return "op"
+
+
+def _touches_host_memory(inst: Instruction) -> bool:
+    """Whether a copy-start's source or destination is in host memory (``S(5)``): a
+    host offload, not a copy within the device (a TPU's prefetch into ``S(1)``)."""
+    try:
+        shapes = [inst.shape] + [o.shape for o in inst.operands]
+    except KeyError:  # an operand the computation does not define: its result alone
+        shapes = [inst.shape]
+    return any(leaf.layout is not None and leaf.layout.memory_space == HOST_MEMORY_SPACE
+               for s in shapes for _, leaf in s.leaves())
 
 
 def _fused_collective(inst: Instruction) -> Instruction | None:
@@ -429,7 +445,8 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
             return out * taps, 0
         source = elements(operand(inst, 1).shape) if len(inst.operand_names) > 1 else 0
         return source * (taps + 1), 0
-    if op in ("reduce", "reduce-scatter", "all-reduce", "all-reduce-start"):
+    if op in ("reduce", "reduce-scatter", "all-reduce", "all-reduce-start",
+              "cross-replica-sum"):
         src = operand(inst, 0).shape if inst.operand_names else inst.shape
         return elements(src), 0
     if op == "fft":
@@ -569,6 +586,7 @@ def _groups(module: Module, comps: list[Computation]) -> list[Group]:
     """The computations run by loops, branches, calls and async ops, each once (where it is
     first run, in printed order), each under a computation already listed or the entry."""
     names = {c.name for c in comps}
+    every = {c.name: c for c in module.computations}
     out: list[Group] = []
     for comp in comps:
         for inst in comp.instructions:
@@ -588,6 +606,13 @@ def _groups(module: Module, comps: list[Computation]) -> list[Group]:
                     if n in names:
                         out.append(Group(n, "call" if inst.opcode == "call" else "async",
                                          inst.name, comp.name))
+                    elif inst.opcode == "async-start" and n in every:
+                        # The one op the start runs (not a kernel graph computation) is
+                        # a call (``call-start``): what it calls runs under the start.
+                        out.extend(Group(m, "async", inst.name, comp.name)
+                                   for op in every[n].instructions
+                                   if op.opcode == "call"
+                                   for m in op.called_computation_names if m in names)
     seen: set[str] = {module.entry.name}
     uniq = []
     for g in out:
@@ -626,7 +651,7 @@ def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
         sent = recv = int(out_bytes * frac)
     elif op == "reduce-scatter":
         sent = recv = int(in_bytes * frac)
-    elif op in ("all-reduce", "all-reduce-start"):
+    elif op in ("all-reduce", "all-reduce-start", "cross-replica-sum"):
         sent = recv = int(2 * in_bytes * frac)
     elif op in ("all-to-all", "ragged-all-to-all"):
         sent = recv = int(in_bytes * frac)

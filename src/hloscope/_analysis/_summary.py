@@ -25,11 +25,12 @@ __all__ = ["is_optimized", "ValueInfo", "CollectiveInfo", "ModuleSummary", "summ
 SUMMARY_SCHEMA = "hloscope.summary/1"
 
 # Opcodes that move data between devices.  The -done halves of async pairs
-# are not counted again.
+# are not counted again.  ``cross-replica-sum`` is all-reduce's name in XLA before 2019
+# (TensorFlow's dumps of that time; the parser keeps opcodes as printed).
 COLLECTIVE_OPCODES = frozenset({
     "all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "reduce-scatter",
     "all-to-all", "ragged-all-to-all", "collective-permute", "collective-permute-start",
-    "collective-broadcast", "send", "recv",
+    "collective-broadcast", "send", "recv", "cross-replica-sum",
 })
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from .. import _errors
-from .._render._text import render_json
+from .._render._text import format_bytes, render_json
 from .._write import write_text
 from ._common import (INPUT_HELP, MODULE_HELP, command, echo, fail, fail_user, pick_module,
                       text_width)
@@ -69,6 +69,12 @@ def diff(
 
     timed = None
     try:
+        if profile and (is_function_target(a) or is_function_target(b)):
+            raise _errors.HloscopeError(
+                "--profile is for two HLO files (the modules the profiles ran); A and B are "
+                "functions",
+                hint="profile each with hloscope profile FILE.py:F --keep DIR, then hloscope "
+                     "diff A_DIR/module.hlo B_DIR/module.hlo --profile A_DIR --profile B_DIR")
         compile_options = (devices, hw, mesh, shard)
         result = _diff_functions(a, b, arg, inputs, static, module, function, compile_options)
         if result is None:
@@ -81,7 +87,7 @@ def diff(
                                                                           function)
             result = diff_modules(ma, mb)
         if profile:
-            if len(profile) != 2 or is_function_target(a):
+            if len(profile) != 2:
                 raise _errors.HloscopeError("--profile goes twice, with two files: A's "
                                             "profile, then B's",
                                             hint="hloscope diff a.hlo b.hlo --profile A_DIR "
@@ -93,7 +99,8 @@ def diff(
         if output is not None:
             from .._render._diff_html import render_diff_html
 
-            write_text(output, render_diff_html(result))
+            page = render_diff_html(result, timed)
+            write_text(output, page)
     except _errors.HloscopeError as e:
         fail(e)
     except Exception as e:  # noqa: BLE001  (the user's code raised: theirs to see)
@@ -107,6 +114,8 @@ def diff(
         from .._render._profile_text import render_time_diff
 
         text += "\n" + render_time_diff(timed, width=text_width(wide))
+    if output is not None:
+        text += f"wrote {output} ({format_bytes(len(page.encode('utf-8')))})\n"
     echo(text)
 
 

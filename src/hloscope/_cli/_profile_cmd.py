@@ -24,18 +24,17 @@ PROFILE_HELP = ("A profile of this module's runs: the folder jax.profiler.trace 
 def read_measured(profile: Path, module, device=None, *,  # type: ignore[no-untyped-def]
                   side: str = ""):
     """The measured times of `profile` joined to `module`, estimates for `device` beside
-    (the CLI's error on failure, said of `side`'s profile where given: A's, B's)."""
-    from .._analysis._kernels import kernel_graph
-    from .._profile._match import measure
-    from .._profile._read import read_trace
+    (the CLI's error on failure, said of `side`'s profile where given: A's, B's); as
+    `read_profile` gives them, so a folder ``hloscope profile --keep`` wrote gives the
+    profile's own runs and rounds."""
+    from .._profile._load import read_profile
 
     try:
         require_jax("--profile")
         from .._jax._quiet import start_jax_quietly
 
         start_jax_quietly()
-        return measure(read_trace(str(profile)), kernel_graph(module), module, device=device,
-                       device_label=None if device is None else device.name)
+        return read_profile(str(profile), module, device=device)
     except _errors.HloscopeError as e:
         fail(_errors.HloscopeError(f"{side}'s profile: {e.message}", hint=e.hint) if side
              else e)

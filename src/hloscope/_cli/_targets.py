@@ -138,6 +138,13 @@ def _callable(module: Any, name: str, target: str) -> Any:
     return fn
 
 
+# NumPy's names of the element types, as users write them in --arg (float32[8]).
+_NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+                "int8": "s8", "int16": "s16", "int32": "s32", "int64": "s64", "uint8": "u8",
+                "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "pred",
+                "complex64": "c64", "complex128": "c128"}
+
+
 def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
     """Zeros of each shape (``f32[128,2]``); with `abstract`, `ShapeDtypeStruct`s (nothing
     allocated: a target's arrays may not fit here)."""
@@ -150,10 +157,15 @@ def array_args(shapes: list[str], *, abstract: bool = False) -> list[Any]:
                             hint=INSTALL_JAX) from None
     out = []
     for a in shapes:
+        head, bracket, rest = a.partition("[")
+        text = _NUMPY_NAMES.get(head.strip(), head) + bracket + rest  # float32[8] too
         try:
-            shape = parse_shape(a)
+            shape = parse_shape(text)
         except ValueError:
-            raise HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]") from None
+            raise HloscopeError(f"--arg {a!r} is not a shape like f32[128,2]",
+                                hint="an element type (f32, bf16, s32, ... or NumPy's "
+                                     "float32, int32, ...) and the dimensions in brackets"
+                                ) from None
         if any(d < 0 for d in shape.dims):
             raise HloscopeError(f"--arg {a!r}: a dimension below 0",
                                 hint="each dimension is a size of 0 or more, as in f32[128,2]")

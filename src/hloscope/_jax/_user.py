@@ -15,6 +15,7 @@ API raises the user's own exception; the CLI turns a marked exception into a
 from __future__ import annotations
 
 import inspect as _inspect
+import logging
 import math
 import os
 import re
@@ -41,11 +42,40 @@ def _note(error: BaseException, text: str) -> None:
         add(text)
 
 
+# JAX's loggers that log a host callback's exception (with its traceback) before XLA
+# raises its own error, which holds the message alone: jax.debug.callback, pure_callback,
+# io_callback.
+_CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
+_CALLBACK = "_hloscope_callback"
+
+
+class _Callbacks(logging.Filter):
+    """Keeps the exceptions of the user's host callbacks that JAX logs, and keeps JAX from
+    printing them (the error the run raises is shown instead, pointing at them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raised: list[BaseException] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        info = record.exc_info
+        if info and isinstance(info[1], Exception):
+            self.raised.append(info[1])
+            return False
+        return True
+
+
 @contextmanager
 def user_code(phase: str, *, keep: tuple[str, ...] = ()) -> Iterator[None]:
     """Run a block of the user's code.  An exception it raises goes on unchanged, with a
     note ``hloscope: raised while PHASE`` and a mark that `user_error` reads.  `keep` are
-    paths whose frames are the user's even inside site-packages (an installed target)."""
+    paths whose frames are the user's even inside site-packages (an installed target).
+    An exception of a host callback (``jax.debug.callback``) that JAX logged is kept with
+    the error XLA raised for it, so that the error points at the callback's line."""
+    callbacks = _Callbacks()
+    loggers = [logging.getLogger(n) for n in _CALLBACK_LOGGERS]
+    for log in loggers:
+        log.addFilter(callbacks)
     try:
         yield
     except HloscopeError:
@@ -54,10 +84,17 @@ def user_code(phase: str, *, keep: tuple[str, ...] = ()) -> Iterator[None]:
         if getattr(e, _MARK, None) is None:
             try:
                 setattr(e, _MARK, (phase, keep))
+                if callbacks.raised and "callback" in str(e).lower():
+                    setattr(e, _CALLBACK, callbacks.raised[-1])
+                    if e.__cause__ is None:  # Python shows it, traceback and all
+                        e.__cause__ = callbacks.raised[-1]
             except (AttributeError, TypeError):  # an exception type without a __dict__
                 pass
             _note(e, f"hloscope: raised while {phase}")
         raise
+    finally:
+        for log in loggers:
+            log.removeFilter(callbacks)
 
 
 def _not_user_roots() -> tuple[str, ...]:
@@ -193,6 +230,9 @@ def user_error(error: BaseException) -> UserCodeError | None:
         return None
     phase, keep = mark
     frames = user_frames(error, keep)
+    callback = getattr(error, _CALLBACK, None)
+    if callback is not None:  # the host callback's own frames: where it raised
+        frames = frames + user_frames(callback, keep)
     return UserCodeError(phase, error, frames,
                          hint=_hint(error) or _devices_hint(error, frames))
 

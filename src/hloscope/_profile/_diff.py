@@ -7,6 +7,7 @@ what is left on one side is listed alone.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +20,40 @@ __all__ = ["TimeDiff", "time_diff"]
 @dataclass(frozen=True, slots=True)
 class TimeDiff:
     """Per kernel, the measured time per run in A and in B (None: not on that side or
-    never ran), the largest change first; and the two steps."""
+    never ran), the largest change first; the two typical steps, and each run's step on
+    each side (`runs_a`, `runs_b`: what `verdict` weighs the change against)."""
 
     step_a: float
     step_b: float
     rows: tuple[tuple[str | None, str | None, float | None, float | None], ...]
+    runs_a: tuple[float, ...] = ()
+    runs_b: tuple[float, ...] = ()
+
+    @property
+    def quartiles(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The middle half of each side's runs (first and third quartiles of their steps);
+        None where a side has fewer than 4 runs."""
+        if min(len(self.runs_a), len(self.runs_b)) < 4:
+            return None
+        qa = statistics.quantiles(self.runs_a, n=4, method="inclusive")
+        qb = statistics.quantiles(self.runs_b, n=4, method="inclusive")
+        return (qa[0], qa[2]), (qb[0], qb[2])
+
+    @property
+    def within_spread(self) -> bool | None:
+        """Whether the middle halves of the two sides' runs overlap: the change of the
+        step is then within what the runs of one side vary by (None: too few runs)."""
+        q = self.quartiles
+        if q is None:
+            return None
+        (a0, a1), (b0, b1) = q
+        return a0 <= b1 and b0 <= a1
 
     def to_dict(self) -> dict[str, Any]:
+        q = self.quartiles
         return {"step_seconds": [self.step_a, self.step_b],
+                "run_quartiles_seconds": None if q is None else [list(q[0]), list(q[1])],
+                "within_spread": self.within_spread,
                 "kernels": [{"a": a, "b": b, "seconds_a": ta, "seconds_b": tb,
                              "change_seconds": (tb or 0.0) - (ta or 0.0)}
                             for a, b, ta, tb in self.rows]}
@@ -59,4 +86,4 @@ def _rows(ta: MeasuredTimes, tb: MeasuredTimes, sa: dict[str, Any], sb: dict[str
     rows = [(a, b, t(sa, a), t(sb, b)) for a, b in pairs]
     rows = [r for r in rows if r[2] is not None or r[3] is not None]
     rows.sort(key=lambda r: (-abs((r[3] or 0.0) - (r[2] or 0.0)), r[0] or "", r[1] or ""))
-    return TimeDiff(ta.step, tb.step, tuple(rows))
+    return TimeDiff(ta.step, tb.step, tuple(rows), tuple(ta.steps), tuple(tb.steps))

@@ -3,7 +3,9 @@
 * The module's events are those whose ``hlo_module`` is the module's name; a
   profile that never ran it is refused, naming the modules it did run, and
   so is one whose events name instructions the module does not have (over 1%
-  of its time: another compile of a function of the same name).
+  of its time: another compile of a function of the same name), or whose events
+  state other shapes than the module's instructions (a TPU's: the same function
+  compiled for other shapes).
 * Each event names an instruction: a kernel of the graph (its time), a
   loop, branch or call (a container: its time is its kernels', not counted
   twice; but one whose events hold no other event ran as one piece, as XLA's
@@ -31,6 +33,7 @@ from .._analysis._devices import DEVICES, Device
 from .._analysis._kernels import Kernel, KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
+from .._repr import clip
 from ._commands import name_events
 from ._read import Trace, TraceEvent
 from ._times import Gaps, KernelTime, MeasuredTimes, PlaceTime
@@ -216,6 +219,7 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
             "compile of it",
             hint="give the module compiled for the run profiled (compiled.as_text() of the "
                  "same compile, or its XLA dump)")
+    _check_shapes(trace, name, events, module, total)
     entry = module.entry.name
     in_entry = {i.name for i in module.entry.instructions}
     runs = _runs(trace, events, [k.name for k in graph.kernels if k.group == entry]
@@ -308,6 +312,30 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
                          tuple(steps), tuple(rows), _places(rows, step, "source"),
                          _places(rows, step, "scope"), gaps, share, unmatched,
                          tuple(not_run), device_label)
+
+
+def _check_shapes(trace: Trace, name: str, events: list[TraceEvent], module: Module,
+                  total: float) -> None:
+    """Refuse a profile whose events state shapes (a TPU's) other than the module's
+    instructions of the same names, over 1% of its time: the same function compiled for
+    other shapes, whose kernels have the same names."""
+    shapes = {i.name: i.shape for c in module.computations for i in c.instructions}
+    odd: dict[str, tuple[str, str]] = {}
+    odd_time = 0.0
+    for e in events:
+        s = shapes.get(e.op)
+        if e.shape and s is not None and e.shape != s.without_layout():
+            odd.setdefault(e.op, (e.shape, s.without_layout()))
+            odd_time += e.duration
+    if odd and odd_time > 0.01 * total:
+        op, (theirs, ours) = min(odd.items())
+        raise HloscopeError(
+            f"the profile {trace.path} ran a module named {name} for other shapes: its {op} "
+            f"is {clip(theirs, 60)} there and {clip(ours, 60)} in this module ({len(odd)} "
+            "instruction" + ("s differ" if len(odd) > 1 else " differs") + "): another "
+            "compile of it",
+            hint="give the module compiled for the run profiled (compiled.as_text() of the "
+                 "same compile, or its XLA dump)")
 
 
 def _mean_of_medians(xs: list[float], rounds: list[int]) -> float:

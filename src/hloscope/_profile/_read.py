@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .._errors import HloscopeError
+from .._hlo._shape import split_shape_prefix
 
 __all__ = ["COMMAND_BUFFER", "KEPT_MODULE", "RUN_ANNOTATION", "Trace", "TraceEvent",
            "find_profile_files", "read_trace"]
@@ -44,7 +45,9 @@ class TraceEvent(NamedTuple):
     `start` and `duration` in nanoseconds, `device` (plane and device ordinal) and `run`
     (XLA's run id, or the index of the module's run on a device line; None if unknown).
     `kernel`: a GPU kernel's own name where its `hlo_op` does not name its instruction
-    (`op` is then a command buffer's name, or empty; `name_events` finds the instruction)."""
+    (`op` is then a command buffer's name, or empty; `name_events` finds the instruction).
+    `shape`: the instruction's shape without layouts where the event states it (a TPU
+    profile's ``XLA Ops`` events are named after the whole instruction), else empty."""
 
     module: str
     op: str
@@ -53,6 +56,7 @@ class TraceEvent(NamedTuple):
     device: str
     run: int | None
     kernel: str = ""
+    shape: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +209,7 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
                 hit = seen[name]
             if hit is not None:
                 add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run,
-                                     "")))
+                                     "", "")))
 
 
 def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
@@ -230,6 +234,7 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
         for e in line.events:
             st = dict(e.stats)
             op = st.get("hlo_op") or (_op_name(e.name) if ops_line else None)
+            shape = _op_shape(e.name) if ops_line else ""
             kernel = ""
             if gpu and (not op or str(op).startswith(COMMAND_BUFFER)):
                 # A GPU kernel XLA launched in one of its command buffers (a CUDA graph)
@@ -251,7 +256,7 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
                 continue
             last = module
             events.append(TraceEvent(_PROGRAM_ID.sub("", str(module)), str(op), e.start_ns,
-                                     e.duration_ns, device, run, kernel))
+                                     e.duration_ns, device, run, kernel, shape))
 
 
 def _op_name(name: str) -> str:
@@ -259,6 +264,19 @@ def _op_name(name: str) -> str:
     (``%fusion.1 = f32[8]{0} fusion(...)``, as TPU profilers write it)."""
     head, eq, _ = name.partition(" = ")
     return head.removeprefix("%") if eq else name
+
+
+def _op_shape(name: str) -> str:
+    """The shape, without layouts, of the instruction whose whole text an ``XLA Ops``
+    event is named after (``%fusion.1 = f32[8]{0} fusion(...)``: ``f32[8]``); empty where
+    the name is the instruction's alone or its shape cannot be read."""
+    _, eq, rest = name.partition(" = ")
+    if not eq:
+        return ""
+    try:
+        return split_shape_prefix(rest)[0].without_layout()
+    except ValueError:  # ShapeSyntaxError: a name of another form
+        return ""
 
 
 def _around(modules: list[tuple[float, float, str, int]],

@@ -8,11 +8,16 @@ needs no network.  Modules with more kernels than a picture can show get the tab
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from .._analysis._diff import ModuleDiff
 from ._graph_layout import layout_graph
+from ._profile_text import format_time, spread_line, time_diff_line
 from ._svg import render_svg
 from ._text import format_bytes
+
+if TYPE_CHECKING:  # annotations only: the profile room renders through this layer
+    from .._profile._diff import TimeDiff
 
 __all__ = ["MAX_PICTURE_KERNELS", "render_diff_html"]
 
@@ -35,11 +40,28 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def render_diff_html(d: ModuleDiff) -> str:
+def _measured(t: TimeDiff, top: int = 30) -> str:
+    """The measured time section: the step's change, whether it stands out of the runs'
+    spread, and the kernels whose time changed most."""
+    esc = html.escape
+    rows = [[a or "-", b or "-", format_time(ta), format_time(tb),
+             ("+" if (tb or 0.0) >= (ta or 0.0) else "") + format_time((tb or 0.0) - (ta or 0.0))]
+            for a, b, ta, tb in t.rows[:top]]
+    said = spread_line(t)
+    more = f"<p>... and {len(t.rows) - top} more (see --json)</p>" if len(t.rows) > top else ""
+    return (f"<h2>Measured time</h2><p>{esc(time_diff_line(t))}</p>"
+            + (f"<p>{esc(said)}</p>" if said else "")
+            + _table(["kernel in A", "kernel in B", "A", "B", "change"], rows) + more)
+
+
+def render_diff_html(d: ModuleDiff, timed: TimeDiff | None = None) -> str:
+    """The page; with `timed` (two profiles' measured times), a section of them."""
     esc = html.escape
     parts = [f"<h1>Diff: {esc(d.a.module)} &rarr; {esc(d.b.module)}</h1>",
              f"<div>A: {esc(d.a.file)}<br>B: {esc(d.b.file)}</div>",
              "<h2>In words</h2><ul>" + "".join(f"<li>{esc(x)}</li>" for x in d.headline) + "</ul>"]
+    if timed is not None:
+        parts.append(_measured(timed))
     if d.removed:
         parts.append("<h2>Kernels only in A</h2>" + _table(
             ["kernel", "place", "kind", "shape", "source"],

@@ -115,7 +115,8 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                           for c in d.changed], width=width, drop=("place", "lost"),
                          indent="    "))
     if d.resized:
-        out.append("  on other shapes (matched by place, kind, work inside, op_name and source)")
+        out.append("  on other shapes or inputs (matched by place, kind, work inside, op_name "
+                   "and source)")
         out.append(table(["A", "B", "place", "shape A", "shape B", "flops A -> B"],
                          [[r["a"], r["b"], r["place"], r["shape_a"], r["shape_b"],
                            f"{format_count(r['flops_a'])} -> {format_count(r['flops_b'])}"]

@@ -218,10 +218,13 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
         out.append(safe(f"{rank}. {g.rule} {g.kind}: {g.title}"
                         + (f" (x{g.count})" if g.count > 1 else "")))
         c = g.check
-        share = f"{100 * g.share:.1f}% of the program's {g.basis}"
+        share = g.share_text
         if c is not None and c.status == "checked":
             out.append(f"  saves {c.amount(c.saved)} of {c.figure} ({share})")
             out.append(f"  {safe(g.check_line(advice.device))}")
+        elif g.basis.startswith("measured"):  # the saving estimated, the share measured
+            out.append(f"  saves {g.saving.describe(advice.device)}, "
+                       f"{safe(g.check_line(advice.device))} ({share})")
         else:
             out.append(f"  saves {g.saving.describe(advice.device)} ({share}), "
                        f"{safe(g.check_line(advice.device))}")

@@ -13,7 +13,8 @@ if TYPE_CHECKING:  # annotations only: MeasuredTimes prints itself with render_p
     from .._profile._diff import TimeDiff
     from .._profile._times import MeasuredTimes
 
-__all__ = ["format_time", "render_profile", "render_time_diff"]
+__all__ = ["format_time", "render_profile", "render_time_diff", "spread_line",
+           "time_diff_line"]
 
 
 def format_time(s: float | None) -> str:
@@ -76,6 +77,8 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                    "them)")
     if top is not None and len(t.kernels) > top:
         out.append(f"  ... and {len(t.kernels) - top} more (see --json)")
+    if t.kernels and g.step > 0:
+        out.append(fit(_shares_line(t), width))
     out.append("")
     for title, rows_of, head in (("Time by source line", t.lines, "source"),
                                 ("Time by op_name scope", t.scopes, "op_name scope")):
@@ -85,6 +88,8 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
             out.append(title)
             out.append(table([head, "measured", "share", "kernels"], rows, right=(1, 2, 3),
                              width=width))
+            if len(rows_of) > places:
+                out.append(f"  ... and {len(rows_of) - places} more (see --json)")
             out.append("")
     if t.collectives:
         out.append(f"Collectives measured ({len(t.collectives)})")
@@ -101,11 +106,56 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
     return "\n".join(out)
 
 
+def _shares_line(t: MeasuredTimes) -> str:
+    """What the kernels' shares add up to, and where the rest of the step went (the step
+    line's parts): time kernels ran at the same time counts once per kernel; where the
+    medians' sum is clearly not a typical run's kernel time, both, and why they differ."""
+    g = t.gaps
+    medians = sum(k.share for k in t.kernels)
+    run, both = g.kernels / g.step, g.concurrent / g.step
+    said = f"  the kernels' shares add up to {_pct(medians)} of the step"
+    if both >= 0.005:
+        said += (f", the {format_time(g.concurrent)} ({_pct(both)}) in which kernels ran at "
+                 "the same time counted once for each")
+    if abs(run - medians) > 0.02:
+        said += (f"; a typical run's kernels took {_pct(run)} (each kernel's median is of its "
+                 "own runs, so the medians need not add up to one run's)")
+    rest = (g.dispatch + g.idle + g.wait) / g.step
+    return said + f"; dispatch, idle and wait took {_pct(rest)} (the step line above)"
+
+
+def time_diff_line(d: TimeDiff) -> str:
+    """``Measured time: step 17 ms -> 21.7 ms (+4.69 ms, +27.6%)``."""
+    change = d.step_b - d.step_a
+    rel = f", {'+' if change >= 0 else ''}{100 * change / d.step_a:.1f}%" if d.step_a else ""
+    return (f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
+            f"({'+' if change >= 0 else ''}{format_time(change)}{rel})")
+
+
+def spread_line(d: TimeDiff) -> str:
+    """Whether the change of the step stands out of the runs' own spread: the middle half
+    of each side's runs, and what to do where they overlap (empty: too few runs)."""
+    q = d.quartiles
+    if q is None:
+        return ""
+    (a0, a1), (b0, b1) = q
+    halves = (f"the middle half of A's runs took {format_time(a0)} to {format_time(a1)}, "
+              f"B's {format_time(b0)} to {format_time(b1)}")
+    if d.within_spread:
+        return (f"within the runs' own spread: {halves}; profile both again, or time them "
+                "with hloscope bench, before taking the change as real")
+    faster = d.step_b < d.step_a
+    ratio = d.step_a / d.step_b if faster else d.step_b / d.step_a
+    return (f"B is {ratio:.3g}x {'faster' if faster else 'slower'} than A, beyond the runs' "
+            f"spread: {halves}")
+
+
 def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:
     """Each kernel's measured time in A and B, the largest change first."""
-    change = d.step_b - d.step_a
-    out = [f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
-           f"({'+' if change >= 0 else ''}{format_time(change)})"]
+    out = [fit(time_diff_line(d), width)]
+    said = spread_line(d)
+    if said:
+        out.append(fit("  " + said, width))
     rows = []
     for a, b, ta, tb in d.rows[:top]:
         diff = (tb or 0.0) - (ta or 0.0)

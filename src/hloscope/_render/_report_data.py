@@ -311,7 +311,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
                       "saving": (f"{g.check.amount(g.check.saved)} of {g.check.figure}"
                                  if g.check is not None and g.check.status == "checked"
                                  else g.saving.describe(advice.device))
-                                + f" ({100 * g.share:.1f}% of the program's {g.basis})",
+                                + f" ({g.share_text})",
                       "check": g.check_line(advice.device),
                       "places": [[o, s or "", n] for o, s, n in g.places[:5]],
                       "evidence": [e.name for e in g.first.evidence]} for g in advice.groups],
