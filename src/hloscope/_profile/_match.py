@@ -163,6 +163,51 @@ def leaf_containers(events: list[TraceEvent], insts: dict[str, str]) -> set[str]
     return {c.op for c in containers} - holds
 
 
+def async_tails(events: list[TraceEvent], own: list[tuple[float, float]],
+                end: float) -> dict[int, list[tuple[float, float]]]:
+    """For each event (by index) of one run on one device that XLA marked done after its
+    own end (`TraceEvent.done`: an asynchronous thunk, its work going on in other threads),
+    the pieces of that tail, up to the run's `end`, in which no event of the run ran
+    (`own`: the events' intervals): the thunk's time there is its own, as far as the trace
+    tells; where another kernel ran, the time is that kernel's (a thunk queued behind
+    another's work is not charged for the wait)."""
+    out: dict[int, list[tuple[float, float]]] = {}
+    merged: list[tuple[float, float]] | None = None
+    for j, e in enumerate(events):
+        if not e.done:
+            continue
+        if merged is None:
+            merged = _merged(own)
+        a, b = e.start + e.duration, min(e.done, end)
+        pieces = []
+        k = max(bisect.bisect_right(merged, (a, float("inf"))) - 1, 0)
+        for x, y in merged[k:]:
+            if x >= b:
+                break
+            if y <= a:
+                continue
+            if x > a:
+                pieces.append((a, x))
+            a = max(a, y)
+        if a < b:
+            pieces.append((a, b))
+        if pieces:
+            out[j] = pieces
+    return out
+
+
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Intervals merged where they overlap, in order."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def _union(intervals: list[tuple[float, float]]) -> float:
     total, end = 0.0, float("-inf")
     for a, b in sorted(intervals):
@@ -249,14 +294,18 @@ def measure(trace: Trace, graph: KernelGraph, module: Module, *,
         parts = [0.0] * 5
         for devs in by_dev.values():
             iv = [(e.start, e.start + e.duration) for e in devs]
+            tails = async_tails(devs, iv, w1)
+            for pieces in tails.values():
+                iv.extend(pieces)
             busy = _union(iv)
             first, last = min(a for a, _ in iv), max(b for _, b in iv)
-            ktime = sum(e.duration for e in devs)
+            ktime = sum(b - a for a, b in iv)
             for x, v in enumerate((ktime, ktime - busy, first - w0, last - first - busy,
                                    w1 - last)):
                 parts[x] += v
-            for e in devs:
-                sums[waits.get(e.op, e.op)] += e.duration
+            for j, e in enumerate(devs):
+                sums[waits.get(e.op, e.op)] += e.duration + sum(
+                    b - a for a, b in tails.get(j, ()))
                 counts[e.op] += e.op not in waits
         steps.append((w1 - w0) * 1e-9)
         run_parts.append(tuple(v / n * 1e-9 for v in parts))

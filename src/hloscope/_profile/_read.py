@@ -8,6 +8,9 @@ imported here, lazily).  What is kept (`Trace`):
   a stream of a ``/device:GPU:N`` plane with the same stats; on a TPU, an
   event of the ``XLA Ops`` line of a ``/device:TPU:N`` plane, named after
   the instruction, in the module of the ``XLA Modules`` event around it;
+  on the CPU, with the time XLA's runtime marked the thunk done (its
+  ``end: NAME`` event) where that is later than its own event's end (an
+  asynchronous thunk: `TraceEvent.done`);
 * the runs hloscope's own capture marks (``hloscope.run`` annotations on the
   host), whose start and end are each run's wall time.
 
@@ -17,6 +20,7 @@ run; every host's file of it).
 
 from __future__ import annotations
 
+import bisect
 import glob
 import gzip
 import os
@@ -34,7 +38,9 @@ __all__ = ["COMMAND_BUFFER", "KEPT_MODULE", "RUN_ANNOTATION", "Trace", "TraceEve
 RUN_ANNOTATION = "hloscope.run"
 KEPT_MODULE = "module.hlo"  # the module's text, beside a trace `hloscope profile` kept
 COMMAND_BUFFER = "command_buffer"  # XLA's GPU command buffers: command_buffer_7
-_SKIP = ("ThreadpoolListener", "end: ", "ThunkExecutor", "$")
+_SKIP = ("ThreadpoolListener", "ThunkExecutor", "$")
+_END = "end: "  # XLA's CPU runtime: a thunk's execution completed (thunk_executor.cc)
+_DONE_AFTER = 1000.0  # ns past its own event's end from which a thunk's done mark counts
 _PROGRAM_ID = re.compile(r"\(\d+\)$")
 _SKIP_LINES = frozenset({"XLA Modules", "Steps", "XLA TraceMe", "Framework Ops",
                          "Framework Name Scope", "Source code", "Async XLA Ops"})
@@ -47,7 +53,11 @@ class TraceEvent(NamedTuple):
     `kernel`: a GPU kernel's own name where its `hlo_op` does not name its instruction
     (`op` is then a command buffer's name, or empty; `name_events` finds the instruction).
     `shape`: the instruction's shape without layouts where the event states it (a TPU
-    profile's ``XLA Ops`` events are named after the whole instruction), else empty."""
+    profile's ``XLA Ops`` events are named after the whole instruction), else empty.
+    `done`: where XLA's CPU runtime marked the thunk done (its ``end: NAME`` event) later
+    than its own event ends, that time (an asynchronous thunk, as Eigen's convolution: its
+    event covers the launch and the calling thread's share, the rest runs on other
+    threads until then); else 0."""
 
     module: str
     op: str
@@ -57,6 +67,7 @@ class TraceEvent(NamedTuple):
     run: int | None
     kernel: str = ""
     shape: str = ""
+    done: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,10 +197,19 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
     are read once and its events' run ids are left unknown."""
     add = events.append
     new = tuple.__new__  # a TraceEvent without NamedTuple's Python-level __new__
+    first = len(events)
+    # Thunk events by the name XLA's runtime gives them (with their flow id, where read),
+    # and its ``end: NAME`` marks of their completion: `_mark_done` pairs them.
+    thunks: list[tuple[str, int, int | None]] = []  # (name, index in events, flow id)
+    ends: list[tuple[str, float, int | None]] = []
     for line in plane.lines:
         seen: dict[str, tuple[str, str, str] | None] = {}
         for e in line.events:
             name = e.name
+            if name.startswith(_END):
+                ends.append((name[len(_END):], e.start_ns,
+                             dict(e.stats).get("_c") if with_runs else None))
+                continue
             if name.startswith(_SKIP):
                 continue
             if name == RUN_ANNOTATION:
@@ -197,6 +217,7 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
                     windows.append((e.start_ns, e.start_ns + e.duration_ns))
                 continue
             run = None
+            flow = None
             if with_runs or name not in seen:
                 st = dict(e.stats)
                 op, module = st.get("hlo_op"), st.get("hlo_module")
@@ -205,11 +226,48 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
                 seen[name] = hit
                 r = st.get("run_id")
                 run = int(r) if isinstance(r, int) else None
+                flow = st.get("_p") if with_runs else None
             else:
                 hit = seen[name]
             if hit is not None:
+                thunks.append((name, len(events), flow))
                 add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run,
-                                     "", "")))
+                                     "", "", 0.0)))
+    if ends:
+        _mark_done(events, first, thunks, ends)
+
+
+def _mark_done(events: list[TraceEvent], first: int, thunks: list[tuple[str, int, int | None]],
+               ends: list[tuple[str, float, int | None]]) -> None:
+    """Give each thunk event of this plane (`events[first:]`) the time XLA marked it done
+    where that is later than its own end (`TraceEvent.done`): paired by flow id where read
+    (`_p` of the thunk, `_c` of the mark), else by name, each mark with the latest thunk of
+    its name that started before it and has no mark yet (one device: a thunk's runs follow
+    one another)."""
+    done: dict[int, float] = {}
+    by_flow = {flow: i for _, i, flow in thunks if flow is not None}
+    starts: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for name, i, flow in thunks:
+        if flow is None:
+            starts[name].append((events[i].start, i))
+    for xs in starts.values():
+        xs.sort()
+    for name, t, flow in sorted(ends, key=lambda x: x[1]):
+        if flow is not None and flow in by_flow:
+            done[by_flow[flow]] = t
+            continue
+        xs = starts.get(name)
+        if not xs:
+            continue
+        k = bisect.bisect_right(xs, (t, float("inf"))) - 1
+        while k >= 0 and xs[k][1] in done:  # the latest one before it with no mark yet
+            k -= 1
+        if k >= 0:
+            done[xs[k][1]] = t
+    for i, t in done.items():
+        e = events[i]
+        if t > e.start + e.duration + _DONE_AFTER:
+            events[i] = e._replace(done=t)
 
 
 def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
@@ -256,7 +314,7 @@ def _device_plane(plane: Any, device: str, events: list[TraceEvent]) -> None:
                 continue
             last = module
             events.append(TraceEvent(_PROGRAM_ID.sub("", str(module)), str(op), e.start_ns,
-                                     e.duration_ns, device, run, kernel, shape))
+                                     e.duration_ns, device, run, kernel, shape, 0.0))
 
 
 def _op_name(name: str) -> str:
@@ -282,8 +340,6 @@ def _op_shape(name: str) -> str:
 def _around(modules: list[tuple[float, float, str, int]],
             t: float) -> tuple[float, float, str, int] | None:
     """The module event that holds time `t` (the last to start before it)."""
-    import bisect
-
     i = bisect.bisect_right(modules, (t, float("inf"), "", 0)) - 1
     if i >= 0 and modules[i][0] <= t <= modules[i][1]:
         return modules[i]
