@@ -162,6 +162,20 @@ def times3_plus1(x):
 
 def broken(x):
     return x @ x
+
+
+def proj3(x, wq, wk, wv, wo):
+    x = jnp.sin(x)
+    q = x @ wq
+    k = x @ wk
+    v = x @ wv
+    return jnp.tanh(q * k + v) @ wo
+
+
+def proj_fused(x, wqkv, wo):
+    x = jnp.sin(x)
+    q, k, v = jnp.split(x @ wqkv, 3, axis=1)
+    return jnp.tanh(q * k + v) @ wo
 '''
 
 
@@ -197,6 +211,30 @@ def test_attention_and_one_more_operation_lists_only_that_kernel(variants):
     assert d.op_name_changed == 0 and not d.peak_removed and not d.peak_added
     assert not d.findings_gone and not d.findings_new and not d.findings_changed
     assert d.math_gained == (("tanh", 1),) and not d.math_lost
+
+
+def test_kernels_of_one_shape_pair_by_place_in_the_code(variants):
+    """Q, K and V projections fused into one: the three are removed, and the output
+    projection (the same shape and inputs as each of them) is matched with B's, by its
+    source line, not taken by the first projection in order (a new user's diff listed
+    the output projection removed)."""
+    import jax
+    import jax.numpy as jnp
+
+    from hloscope._analysis._diff import diff_modules
+
+    def module(fn, *shapes):
+        args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+        return hloscope.read_text(jax.jit(fn).lower(*args).compile().as_text()).modules[0]
+
+    a = module(variants.proj3, (64, 32), (32, 32), (32, 32), (32, 32), (32, 32))
+    b = module(variants.proj_fused, (64, 32), (32, 96), (32, 32))
+    d = diff_modules(a, b)
+    line = {k.name: int(k.source.rpartition(":")[2]) for k in d.a.kernels if k.source}
+    wo = max(line.values())  # the output projection's line, the last
+    removed = {line.get(r["name"]) for r in d.removed if "dot" in r["fused"] or
+               r["category"] == "matmul"}
+    assert wo not in removed and removed, (removed, wo)
 
 
 def test_rename_only_is_empty(variants):

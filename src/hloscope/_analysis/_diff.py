@@ -230,22 +230,64 @@ def _keys(g: KernelGraph, op: Callable[[str], str]
     return out
 
 
-def _match(a: list, b: list, level: int) -> tuple[list[tuple[Any, Any]], list, list]:
-    """Pair items of `a` and `b` with equal key `level`, in order; return pairs and the rest."""
-    pool: dict[Any, deque[Any]] = {}
-    for item in b:
-        pool.setdefault(item[level], deque()).append(item)
-    pairs = []
-    rest_a = []
-    for item in a:
-        cands = pool.get(item[level])
-        if cands:
-            pairs.append((item, cands.popleft()))
-        else:
-            rest_a.append(item)
-    used = {id(y) for _, y in pairs}
-    rest_b = [y for y in b if id(y) not in used]
-    return pairs, rest_a, rest_b
+_MOST_PAIRS = 20_000  # candidate pairs of one key weighed by `near`; above, in order
+
+
+def _match(a: list, b: list, level: int,
+           near: Callable[[Any, Any], tuple[Any, ...]] | None = None,
+           ) -> tuple[list[tuple[Any, Any]], list, list]:
+    """Pair items of `a` and `b` with equal key `level`; return pairs and the rest.  Among
+    several of one key, the pairs `near` scores lowest first (ties, and without `near`,
+    in order): the attention's output projection in A goes with B's, not with a Q, K or
+    V projection of the same shape that B fused into one."""
+    pool: dict[Any, list[int]] = {}
+    for j, item in enumerate(b):
+        pool.setdefault(item[level], []).append(j)
+    by_key: dict[Any, list[int]] = {}
+    for i, item in enumerate(a):
+        if item[level] in pool:
+            by_key.setdefault(item[level], []).append(i)
+    matched: list[tuple[int, int]] = []
+    for key, xs in by_key.items():
+        ys = pool[key]
+        if near is None or len(xs) == 1 and len(ys) == 1 or len(xs) * len(ys) > _MOST_PAIRS:
+            matched.extend(zip(xs, ys))
+            continue
+        ranked = sorted((near(a[i], b[j]), i, j) for i in xs for j in ys)
+        used_a: set[int] = set()
+        used_b: set[int] = set()
+        for _, i, j in ranked:
+            if i not in used_a and j not in used_b:
+                used_a.add(i)
+                used_b.add(j)
+                matched.append((i, j))
+    matched.sort()
+    pairs = [(a[i], b[j]) for i, j in matched]
+    in_a = {i for i, _ in matched}
+    in_b = {j for _, j in matched}
+    return (pairs, [x for i, x in enumerate(a) if i not in in_a],
+            [y for j, y in enumerate(b) if j not in in_b])
+
+
+def _line(source: str | None) -> int | None:
+    """The line number of a kernel's ``file:line``, if it has one."""
+    if not source:
+        return None
+    _, _, line = source.rpartition(":")
+    return int(line) if line.isdigit() else None
+
+
+def _nearness(op_a: Callable[[str], str], op_b: Callable[[str], str]
+              ) -> Callable[[Any, Any], tuple[Any, ...]]:
+    """How far apart two kernels of one key are: their op_names (without the function
+    names) differ or not, then how many lines apart their source lines are (an edit
+    moves lines by a few; the files may differ: a copy of the program)."""
+    def near(x: Any, y: Any) -> tuple[Any, ...]:
+        kx, ky = x[0], y[0]
+        lx, ly = _line(kx.source), _line(ky.source)
+        return (op_a(kx.op_name) != op_b(ky.op_name),
+                abs(lx - ly) if lx is not None and ly is not None else float("inf"))
+    return near
 
 
 def _counter_diff(a: Counter[Any], b: Counter[Any]) -> tuple[list[Any], list[Any]]:
@@ -412,9 +454,10 @@ def diff_modules(a: Module, b: Module, *,
     (ga, lra, fa, mem_a), (gb, lrb, fb, mem_b) = analyses
 
     ka, kb = _keys(ga, op_a), _keys(gb, op_b)
+    near = _nearness(op_a, op_b)
     p1, ra, rb = _match(ka, kb, 2)
-    p2, ra, rb = _match(ra, rb, 3)
-    p3, ra, rb = _match(ra, rb, 4)
+    p2, ra, rb = _match(ra, rb, 3, near)
+    p3, ra, rb = _match(ra, rb, 4, near)
     changed = []
     relabelled = 0
     for x, y in p2 + p3:
@@ -427,7 +470,7 @@ def diff_modules(a: Module, b: Module, *,
             kx.name, ky.name, x[1], tuple(sorted(Counter(gained).items())),
             tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
             ky.source, kx.flops, ky.flops))
-    p4, ra, rb = _match(ra, rb, 5)
+    p4, ra, rb = _match(ra, rb, 5, near)
     resized = tuple({"a": x[0].name, "b": y[0].name, "place": x[1], "shape_a": x[0].shape,
                      "shape_b": y[0].shape, "flops_a": x[0].flops, "flops_b": y[0].flops}
                     for x, y in p4)
