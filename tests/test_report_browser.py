@@ -148,7 +148,18 @@ def test_diff_html_shows_both_graphs_coloured(browser, tmp_path):
                 "-o", str(out))
     assert r.returncode == 0, r.stderr
     text = out.read_text()
-    assert text.count("<svg") == 2 and "#f8c9c4" in text and "#cdebc5" in text
+    from hloscope._render._diff_html import ADDED, CHANGED, REMOVED
+    from hloscope._render._svg import FILLS
+
+    assert text.count("<svg") == 2 and REMOVED in text and ADDED in text
+
+    def rgb(c):
+        return [int(c[i:i + 2], 16) for i in (1, 3, 5)]
+
+    # told apart from every kind's own colour (a new user took copies, #f5d0d0, for
+    # removed kernels, #f8c9c4 then)
+    assert min(sum((x - y) ** 2 for x, y in zip(rgb(mark), rgb(kind))) ** 0.5
+               for mark in (REMOVED, ADDED, CHANGED) for kind in FILLS.values()) > 60
     page, errors = open_diff(browser, out)
     assert "2 kernels became 1" in page.inner_text("body")
     assert page.locator("svg").count() == 2 and not errors, errors

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["format_bytes", "format_seconds"]
+__all__ = ["format_bytes", "format_count", "format_seconds"]
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -26,6 +26,18 @@ def format_bytes(n: int) -> str:
         if x < 1024.0 or unit == _UNITS[-1]:
             return f"{x:.2f} {unit}"
     raise AssertionError("unreachable")
+
+
+def format_count(n: int) -> str:
+    """``1234567`` -> ``1.23 M``; exact below 10,000; ``about 2^k`` beyond floats."""
+    if n < 10_000:
+        return str(n)
+    if n >= _FLOAT_LIMIT:
+        return f"about 2^{n.bit_length() - 1}"
+    for div, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return str(n)
 
 
 def format_seconds(t: float) -> str:

@@ -39,7 +39,7 @@ from typing import Any
 
 from .._hlo._module import Module
 from .._repr import clip, number
-from .._units import format_bytes
+from .._units import format_bytes, format_count
 from ._advisor import Finding, advise
 from ._dataflow import analyze_dataflow
 from ._kernels import Kernel, KernelGraph, kernel_graph
@@ -615,12 +615,21 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
         lines.append(f"{_plural(len(reshaped), 'kernel')} "
                      f"{'does' if len(reshaped) == 1 else 'do'} the same work on other shapes "
                      f"(e.g. {r['a']}: {r['shape_a']} -> {r['shape_b']})")
-    if len(reshaped) < len(d.resized):  # their own shapes alike: what they read is not
-        r = next(r for r in d.resized if r["shape_a"] == r["shape_b"])
-        n = len(d.resized) - len(reshaped)
+    alike = [r for r in d.resized if r["shape_a"] == r["shape_b"]]  # their own shapes
+    rewired = [r for r in alike if r["flops_a"] == r["flops_b"]]  # what they read is not
+    if rewired:
+        r, n = rewired[0], len(rewired)
         lines.append(f"{_plural(n, 'kernel')} {'does' if n == 1 else 'do'} the same work "
                      f"on other inputs (e.g. {r['a']}"
                      + (f" -> {r['b']}" if r["b"] != r["a"] else "") + ")")
+    if len(rewired) < len(alike):  # a convolution's window, a reduction's inputs: other work
+        r = next(r for r in alike if r["flops_a"] != r["flops_b"])
+        n = len(alike) - len(rewired)
+        lines.append(f"{_plural(n, 'kernel')} of the same kind and shape "
+                     f"{'does' if n == 1 else 'do'} other work (e.g. {r['a']}"
+                     + (f" -> {r['b']}" if r["b"] != r["a"] else "")
+                     + f": {format_count(r['flops_a'])} -> {format_count(r['flops_b'])} "
+                       "flops)")
     if d.temporaries_resized:
         ta = sum(t["bytes_a"] for t in d.temporaries_resized)
         tb = sum(t["bytes_b"] for t in d.temporaries_resized)
@@ -660,8 +669,12 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
                 at = _where(ma if side == "a" else mb, k, op) if k else ""
                 parts.append(op + (f" x{n}" if n > 1 else "")
                              + (f" (in {k}: {at})" if k and at else f" (in {k})" if k else ""))
-            return ", ".join(parts) or "nothing"
-        lines.append(f"the math changed: {where(lost, 'a')} became {where(gained, 'b')}")
+            return ", ".join(parts)
+        if lost and gained:
+            lines.append(f"the math changed: {where(lost, 'a')} became {where(gained, 'b')}")
+        else:
+            lines.append(f"the math {'lost' if lost else 'gained'}: "
+                         f"{where(lost, 'a') if lost else where(gained, 'b')}")
     moved = []
     for c in d.changed:
         for op, _n in c.lost:

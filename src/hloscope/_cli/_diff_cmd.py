@@ -88,8 +88,8 @@ def diff(
             result = diff_modules(ma, mb)
         if profile:
             if len(profile) != 2:
-                raise _errors.HloscopeError("--profile goes twice, with two files: A's "
-                                            "profile, then B's",
+                raise _errors.HloscopeError("--profile goes twice (A and B being two HLO "
+                                            "files): A's profile folder, then B's",
                                             hint="hloscope diff a.hlo b.hlo --profile A_DIR "
                                                  "--profile B_DIR")
             from .._profile._diff import time_diff

@@ -507,10 +507,10 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         if len(trace.windows) != len(wall):  # not each run's mark: none can be left out
             keep_runs = list(range(len(wall)))
         if keep is not None:  # beside the trace, what read_profile(keep) needs to give the
-            # same figures: the module, and which runs were measured in which round
+            # same figures: the module, and (below) which runs were measured in which round
             with open(os.path.join(keep, KEPT_MODULE), "w", encoding="utf-8") as f:
                 f.write(compiled.as_text())
-            write_kept_runs(keep, round_of, keep_runs)
+        marked_rounds = round_of
         trace, rounds = select_runs(trace, round_of, keep_runs)
         wall = [wall[i] for i in keep_runs]
         round_of = [round_of[i] for i in keep_runs]
@@ -532,6 +532,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
                     capped, memory_stop(grown, len(faults), runs) if grown > budget
                     else None) if n)
+    if keep is not None:
+        write_kept_runs(keep, marked_rounds, keep_runs, notes)
     return Profile(report.name, times, report, wall, read, os.path.abspath(keep) if keep else None,
                    inputs.donated, notes, kept_faults, left_out, len(set(round_of)),
                    plain_wall, others(before, after))

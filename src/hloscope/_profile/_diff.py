@@ -28,6 +28,8 @@ class TimeDiff:
     rows: tuple[tuple[str | None, str | None, float | None, float | None], ...]
     runs_a: tuple[float, ...] = ()
     runs_b: tuple[float, ...] = ()
+    notes_a: tuple[str, ...] = ()  # what each profile said of its runs when it was taken
+    notes_b: tuple[str, ...] = ()
 
     @property
     def quartiles(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
@@ -38,6 +40,15 @@ class TimeDiff:
         qa = statistics.quantiles(self.runs_a, n=4, method="inclusive")
         qb = statistics.quantiles(self.runs_b, n=4, method="inclusive")
         return (qa[0], qa[2]), (qb[0], qb[2])
+
+    @property
+    def medians(self) -> tuple[float, float] | None:
+        """Each side's median run (its steps' median; None with fewer than 4 runs a side):
+        the verdict's footing, as a typical step over rounds can be pulled by slow
+        rounds."""
+        if min(len(self.runs_a), len(self.runs_b)) < 4:
+            return None
+        return statistics.median(self.runs_a), statistics.median(self.runs_b)
 
     @property
     def within_spread(self) -> bool | None:
@@ -54,6 +65,7 @@ class TimeDiff:
         return {"step_seconds": [self.step_a, self.step_b],
                 "run_quartiles_seconds": None if q is None else [list(q[0]), list(q[1])],
                 "within_spread": self.within_spread,
+                "notes": [list(self.notes_a), list(self.notes_b)],
                 "kernels": [{"a": a, "b": b, "seconds_a": ta, "seconds_b": tb,
                              "change_seconds": (tb or 0.0) - (ta or 0.0)}
                             for a, b, ta, tb in self.rows]}
@@ -86,4 +98,5 @@ def _rows(ta: MeasuredTimes, tb: MeasuredTimes, sa: dict[str, Any], sb: dict[str
     rows = [(a, b, t(sa, a), t(sb, b)) for a, b in pairs]
     rows = [r for r in rows if r[2] is not None or r[3] is not None]
     rows.sort(key=lambda r: (-abs((r[3] or 0.0) - (r[2] or 0.0)), r[0] or "", r[1] or ""))
-    return TimeDiff(ta.step, tb.step, tuple(rows), tuple(ta.steps), tuple(tb.steps))
+    return TimeDiff(ta.step, tb.step, tuple(rows), tuple(ta.steps), tuple(tb.steps),
+                    tuple(getattr(ta, "notes", ())), tuple(getattr(tb, "notes", ())))

@@ -5,7 +5,9 @@ A trace holds every marked run, the runs the capture left out (they touched new
 memory: `clean_runs`) among them, and nothing of the rounds the runs were taken in;
 `KEPT_RUNS` (JSON, schema ``hloscope.kept-runs/1``) says both: ``rounds``, each marked
 run's round in order, and ``measured``, the runs the profile measured.  `select_runs`
-applies them to a trace, in the capture and when the folder is read again.
+applies them to a trace, in the capture and when the folder is read again.  ``notes``:
+the profile's notes (a busy machine, rounds that did not settle), which whoever reads
+the folder again is shown (`read_kept_notes`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ._read import Trace
 
-__all__ = ["KEPT_RUNS", "KEPT_RUNS_SCHEMA", "read_kept_runs", "select_runs", "write_kept_runs"]
+__all__ = ["KEPT_RUNS", "KEPT_RUNS_SCHEMA", "read_kept_notes", "read_kept_runs", "select_runs",
+           "write_kept_runs"]
 
 KEPT_RUNS = "runs.json"
 KEPT_RUNS_SCHEMA = "hloscope.kept-runs/1"
@@ -35,11 +39,25 @@ def select_runs(trace: Trace, rounds: list[int], measured: list[int],
     return trace, [rounds[i] for i in measured]
 
 
-def write_kept_runs(folder: str, rounds: list[int], measured: list[int]) -> None:
+def write_kept_runs(folder: str, rounds: list[int], measured: list[int],
+                    notes: Sequence[str] = ()) -> None:
     """Write `KEPT_RUNS` into `folder` (beside the trace and its module)."""
     with open(os.path.join(folder, KEPT_RUNS), "w", encoding="utf-8") as f:
-        json.dump({"schema": KEPT_RUNS_SCHEMA, "rounds": rounds, "measured": measured}, f)
+        json.dump({"schema": KEPT_RUNS_SCHEMA, "rounds": rounds, "measured": measured,
+                   "notes": list(notes)}, f)
         f.write("\n")
+
+
+def read_kept_notes(folder: str) -> tuple[str, ...]:
+    """The notes the profile kept in `folder` gave (none where there is no `KEPT_RUNS`,
+    it is not hloscope's, or it holds no list of texts)."""
+    if read_kept_runs(folder) is None:
+        return ()
+    with open(os.path.join(folder, KEPT_RUNS), encoding="utf-8") as f:
+        notes = json.load(f).get("notes")
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        return ()
+    return tuple(notes)
 
 
 def read_kept_runs(folder: str) -> tuple[list[int], list[int]] | None:

@@ -11,6 +11,7 @@ TPU profiles keep in their metadata plane, so the module must be given.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -18,7 +19,8 @@ from .._analysis._devices import Device
 from .._analysis._kernels import kernel_graph
 from .._errors import HloscopeError
 from .._hlo._module import Module
-from ._kept import read_kept_runs, select_runs
+from .._repr import clip
+from ._kept import read_kept_notes, read_kept_runs, select_runs
 from ._match import measure
 from ._read import KEPT_MODULE, Trace, read_trace
 from ._times import MeasuredTimes
@@ -60,6 +62,46 @@ def pick_profiled(trace: Trace, modules: list[Module]) -> Module:
     return modules[0]
 
 
+def _signature(module: Module) -> dict[str, str]:
+    """Each instruction's shape, without layouts, by name: what two prints of one compile
+    share (an XLA dump and compiled.as_text() differ in metadata, not in these)."""
+    return {i.name: i.shape.without_layout() for c in module.computations
+            for i in c.instructions}
+
+
+def same_compile(module: Module, kept: str, path: str) -> None:
+    """Refuse `module` for the profile at `path` where the module kept beside it
+    (`kept`, written by ``hloscope profile --keep``) is another compile: a profile of
+    other shapes, or of another version of the function, whose kernels may have the same
+    names (a CPU's or GPU's trace states no shapes)."""
+    from .._sources._reader import read
+
+    try:
+        theirs = next((k for k in read(kept).modules if k.name == module.name), None)
+    except HloscopeError:  # a damaged module.hlo: the profile's own join decides
+        return
+    if theirs is None:
+        return  # another module's name: measure refuses it, naming both
+    ours, kept_sig = _signature(module), _signature(theirs)
+    if ours == kept_sig:
+        return
+    shaped = sorted((n for n in ours.keys() & kept_sig.keys() if ours[n] != kept_sig[n]),
+                    key=lambda n: (ours[n].startswith("("), n))  # an array's name first
+    if shaped:
+        n = shaped[0]
+        what = (f"its {n} is {clip(kept_sig[n], 60)} there and {clip(ours[n], 60)} in the "
+                f"module given ({len(shaped)} instruction{'s' if len(shaped) > 1 else ''} "
+                "of other shapes)")
+    else:
+        only = sorted(ours.keys() ^ kept_sig.keys())
+        what = f"{len(only)} instructions are in one and not the other ({', '.join(only[:3])})"
+    raise HloscopeError(
+        f"the profile {path} was taken of the module kept beside it ({kept}), and the "
+        f"module given ({module.name}) is another compile: {what}",
+        hint=f"give {kept} (or no module: it is read from the folder), or a profile of the "
+             "module given")
+
+
 def read_profile(path: str | os.PathLike[str], module: Any = None, *,
                  device: Device | None = None) -> MeasuredTimes:
     """The profile at `path` (a folder of ``*.xplane.pb`` or one file) joined to `module`:
@@ -84,5 +126,9 @@ def read_profile(path: str | os.PathLike[str], module: Any = None, *,
     if kept_runs is not None:  # kept by hloscope profile: the runs it measured, its rounds
         trace, rounds = select_runs(trace, *kept_runs)
     m = pick_profiled(trace, _modules(module))
-    return measure(trace, kernel_graph(m), m, device=device,
-                   device_label=None if device is None else device.name, rounds=rounds)
+    if kept_runs is not None and os.path.isfile(kept):  # kept by hloscope profile: the
+        same_compile(m, kept, os.fspath(path))  # module given must be the one profiled
+    times = measure(trace, kernel_graph(m), m, device=device,
+                    device_label=None if device is None else device.name, rounds=rounds)
+    notes = read_kept_notes(os.fspath(path)) if kept_runs is not None else ()
+    return dataclasses.replace(times, notes=notes) if notes else times

@@ -198,17 +198,21 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
     add = events.append
     new = tuple.__new__  # a TraceEvent without NamedTuple's Python-level __new__
     first = len(events)
-    # Thunk events by the name XLA's runtime gives them (with their flow id, where read),
-    # and its ``end: NAME`` marks of their completion: `_mark_done` pairs them.
-    thunks: list[tuple[str, int, int | None]] = []  # (name, index in events, flow id)
+    # XLA's ``end: NAME`` marks of a thunk's completion that come later than its event's
+    # end (the others, nearly all, follow it at once on its own thread), and the thunks'
+    # flow ids where the stats are read: `_mark_done` pairs them.
+    flows: dict[int, int] = {}  # index in events -> flow id
     ends: list[tuple[str, float, int | None]] = []
     for line in plane.lines:
         seen: dict[str, tuple[str, str, str] | None] = {}
+        last, last_end = "", 0.0  # this thread's last thunk event
         for e in line.events:
             name = e.name
             if name.startswith(_END):
-                ends.append((name[len(_END):], e.start_ns,
-                             dict(e.stats).get("_c") if with_runs else None))
+                t = e.start_ns
+                if name[len(_END):] != last or t > last_end + _DONE_AFTER:
+                    ends.append((name[len(_END):], t,
+                                 dict(e.stats).get("_c") if with_runs else None))
                 continue
             if name.startswith(_SKIP):
                 continue
@@ -230,28 +234,34 @@ def _host_plane(plane: Any, host: str, events: list[TraceEvent],
             else:
                 hit = seen[name]
             if hit is not None:
-                thunks.append((name, len(events), flow))
+                if flow is not None:
+                    flows[len(events)] = flow
+                last, last_end = name, e.start_ns + e.duration_ns
                 add(new(TraceEvent, (hit[0], hit[1], e.start_ns, e.duration_ns, hit[2], run,
                                      "", "", 0.0)))
     if ends:
-        _mark_done(events, first, thunks, ends)
+        _mark_done(events, first, flows, ends)
 
 
-def _mark_done(events: list[TraceEvent], first: int, thunks: list[tuple[str, int, int | None]],
+def _mark_done(events: list[TraceEvent], first: int, flows: dict[int, int],
                ends: list[tuple[str, float, int | None]]) -> None:
     """Give each thunk event of this plane (`events[first:]`) the time XLA marked it done
     where that is later than its own end (`TraceEvent.done`): paired by flow id where read
-    (`_p` of the thunk, `_c` of the mark), else by name, each mark with the latest thunk of
-    its name that started before it and has no mark yet (one device: a thunk's runs follow
-    one another)."""
+    (`flows`: the thunk's ``_p``, the mark's ``_c``), else by name (the thunk's event is
+    named after its instruction, as the mark is), each mark with the latest thunk of its
+    name that started before it and has no mark yet (one device: a thunk's runs follow one
+    another)."""
     done: dict[int, float] = {}
-    by_flow = {flow: i for _, i, flow in thunks if flow is not None}
+    by_flow = {flow: i for i, flow in flows.items()}
+    names = {name for name, _, flow in ends if flow is None or flow not in by_flow}
     starts: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for name, i, flow in thunks:
-        if flow is None:
-            starts[name].append((events[i].start, i))
-    for xs in starts.values():
-        xs.sort()
+    if names:
+        for i in range(first, len(events)):
+            e = events[i]
+            if e.op in names and i not in flows:
+                starts[e.op].append((e.start, i))
+        for xs in starts.values():
+            xs.sort()
     for name, t, flow in sorted(ends, key=lambda x: x[1]):
         if flow is not None and flow in by_flow:
             done[by_flow[flow]] = t

@@ -119,7 +119,9 @@ class MeasuredTimes:
     `unmatched`: events of the module naming no kernel of it (name -> seconds per run);
     `matched_share`: the share of the module's device time given to its kernels;
     `steps`: each run's wall time; `runs` and `devices`: how many of each the profile
-    holds; `device`: what the estimates are for."""
+    holds; `device`: what the estimates are for; `notes`: what the profile said of its
+    runs when it was taken, for a profile read again from a folder ``hloscope profile
+    --keep`` wrote (a live `Profile` holds its notes itself)."""
 
     module: str
     source: str
@@ -136,6 +138,7 @@ class MeasuredTimes:
     not_run: tuple[str, ...]
     device: str | None
     extra: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return clip(f"MeasuredTimes({self.module!r}: {len(self.kernels)} kernels over "
@@ -175,4 +178,5 @@ class MeasuredTimes:
                 "lines": [p.to_dict() for p in self.lines],
                 "scopes": [p.to_dict() for p in self.scopes],
                 "unmatched": [{"name": n, "seconds": _r(s)} for n, s in self.unmatched],
-                "not_run": list(self.not_run), **self.extra}
+                "not_run": list(self.not_run),
+                **({"notes": list(self.notes)} if self.notes else {}), **self.extra}

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # annotations only: the profile room renders through this lay
 __all__ = ["MAX_PICTURE_KERNELS", "render_diff_html"]
 
 MAX_PICTURE_KERNELS = 300
-REMOVED, ADDED, CHANGED = "#f8c9c4", "#cdebc5", "#fde6b0"
+REMOVED, ADDED, CHANGED = "#e8776c", "#8fd18a", "#f7c04a"  # apart from the kinds' colours
 
 _CSS = """body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #222; }
 h1 { font-size: 18px; } h2 { font-size: 15px; margin-top: 18px; }
@@ -49,8 +49,10 @@ def _measured(t: TimeDiff, top: int = 30) -> str:
             for a, b, ta, tb in t.rows[:top]]
     said = spread_line(t)
     more = f"<p>... and {len(t.rows) - top} more (see --json)</p>" if len(t.rows) > top else ""
+    noted = "".join(f"<p>note ({side}'s profile): {esc(n)}</p>"
+                    for side, notes in (("A", t.notes_a), ("B", t.notes_b)) for n in notes)
     return (f"<h2>Measured time</h2><p>{esc(time_diff_line(t))}</p>"
-            + (f"<p>{esc(said)}</p>" if said else "")
+            + (f"<p>{esc(said)}</p>" if said else "") + noted
             + _table(["kernel in A", "kernel in B", "A", "B", "change"], rows) + more)
 
 

@@ -9,22 +9,10 @@ from .._analysis._figures import optimized_note
 from .._analysis._devices import Device, link_bandwidth, platform_of
 from .._analysis._kernels import KernelGraph, ratio
 from ._term import fit, safe
-from .._units import format_seconds
+from .._units import format_count, format_seconds
 from ._text import format_bytes, table
 
 __all__ = ["format_count", "render_advice", "render_kernels"]
-
-
-def format_count(n: int) -> str:
-    """``1234567`` -> ``1.23 M``; exact below 10,000; ``about 2^k`` beyond floats."""
-    if n < 10_000:
-        return str(n)
-    if n >= 1 << 1000:
-        return f"about 2^{n.bit_length() - 1}"
-    for div, unit in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if n >= div:
-            return f"{n / div:.2f} {unit}"
-    return str(n)
 
 
 def _n(n: int, word: str) -> str:

@@ -4,6 +4,7 @@ its estimate, time by source line and op_name scope, and the step taken apart.""
 from __future__ import annotations
 
 import statistics
+import textwrap
 from typing import TYPE_CHECKING
 
 from ._term import fit, safe
@@ -52,7 +53,10 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
            f"  step = kernels {format_time(g.kernels)} - concurrent {format_time(g.concurrent)}"
            f" + dispatch {format_time(g.dispatch)} + idle {format_time(g.idle)} + wait "
            f"{format_time(g.wait)}",
-           f"  {_pct(t.matched_share)} of the module's device time is in its kernels",
+           "  every event of the module in the trace names one of its kernels"
+           if t.matched_share >= 0.9995 else
+           f"  {_pct(t.matched_share)} of the module's traced time is in events naming its "
+           "kernels; the rest is listed below (in the trace but not a kernel)",
            f"  estimated: the roofline of {t.device or '?'}; of roofline: estimated / measured",
            ""]
     rows = []
@@ -63,8 +67,9 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
         rows.append([k.name, k.category, format_time(k.median), format_time(k.spread), calls,
                      _pct(k.share), format_time(k.estimate),
                      "-" if frac is None else f"{frac:.2g}", k.source or "-"])
-    out.append(f"Kernels by measured time ({len(t.kernels)} ran"
-               + (f", {len(t.not_run)} not in the trace" if t.not_run else "") + ")")
+    missing = ("" if not t.not_run else f"; not in the trace: {', '.join(t.not_run)}"
+               if len(t.not_run) <= 3 else f", {len(t.not_run)} not in the trace")
+    out.append(f"Kernels by measured time ({len(t.kernels)} ran{missing})")
     heads = ["kernel", "kind", "measured", "spread", "calls", "share", "estimated",
              "of roofline", "source"]
     droppable = ("kind", "spread", "calls", "of roofline")
@@ -103,7 +108,14 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
         rows = [[n, format_time(s)] for n, s in t.unmatched[:10]]
         out.append(table(["event", "measured"], rows, right=(1,), width=width))
         out.append("")
+    out.extend(_noted("when it was profiled", t.notes, width))
     return "\n".join(out)
+
+
+def _noted(when: str, notes: tuple[str, ...], width: int | None) -> list[str]:
+    """`notes` a profile gave, each on its own (wrapped) lines: ``note (WHEN): ...``."""
+    said = [f"note ({when}): {safe(n)}" for n in notes]
+    return [textwrap.fill(s, width, subsequent_indent="  ") if width else s for s in said]
 
 
 def _shares_line(t: MeasuredTimes) -> str:
@@ -128,15 +140,21 @@ def time_diff_line(d: TimeDiff) -> str:
     """``Measured time: step 17 ms -> 21.7 ms (+4.69 ms, +27.6%)``."""
     change = d.step_b - d.step_a
     rel = f", {'+' if change >= 0 else ''}{100 * change / d.step_a:.1f}%" if d.step_a else ""
-    return (f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
+    said = (f"Measured time: step {format_time(d.step_a)} -> {format_time(d.step_b)} "
             f"({'+' if change >= 0 else ''}{format_time(change)}{rel})")
+    m = d.medians
+    if m is not None and d.step_a > 0 and d.step_b > 0 and (
+            abs(m[0] / d.step_a - 1) > 0.05 or abs(m[1] / d.step_b - 1) > 0.05):
+        # the typical step of a profile in rounds can sit far from its median run
+        said += f"; median run {format_time(m[0])} -> {format_time(m[1])}"
+    return said
 
 
 def spread_line(d: TimeDiff) -> str:
     """Whether the change of the step stands out of the runs' own spread: the middle half
     of each side's runs, and what to do where they overlap (empty: too few runs)."""
-    q = d.quartiles
-    if q is None:
+    q, m = d.quartiles, d.medians
+    if q is None or m is None or min(m) <= 0:
         return ""
     (a0, a1), (b0, b1) = q
     halves = (f"the middle half of A's runs took {format_time(a0)} to {format_time(a1)}, "
@@ -144,10 +162,10 @@ def spread_line(d: TimeDiff) -> str:
     if d.within_spread:
         return (f"within the runs' own spread: {halves}; profile both again, or time them "
                 "with hloscope bench, before taking the change as real")
-    faster = d.step_b < d.step_a
-    ratio = d.step_a / d.step_b if faster else d.step_b / d.step_a
-    return (f"B is {ratio:.3g}x {'faster' if faster else 'slower'} than A, beyond the runs' "
-            f"spread: {halves}")
+    faster = m[1] < m[0]  # by the median runs
+    ratio = m[0] / m[1] if faster else m[1] / m[0]
+    return (f"B's median run is {ratio:.3g}x {'faster' if faster else 'slower'} than A's, "
+            f"beyond the runs' spread: {halves}")
 
 
 def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:
@@ -156,6 +174,9 @@ def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) ->
     said = spread_line(d)
     if said:
         out.append(fit("  " + said, width))
+    for side, notes in (("A", d.notes_a), ("B", d.notes_b)):
+        out.extend("  " + n for n in _noted(f"{side}'s profile", notes,
+                                            None if width is None else width - 2))
     rows = []
     for a, b, ta, tb in d.rows[:top]:
         diff = (tb or 0.0) - (ta or 0.0)

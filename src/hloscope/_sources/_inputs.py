@@ -271,7 +271,13 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
     """Read `path` (see the module docstring)."""
     p = os.fspath(path)
     if os.path.isdir(p):
-        return _read_dump(p)
+        try:
+            return _read_dump(p)
+        except HloSourceError:
+            kept = os.path.join(p, "module.hlo")  # a folder `hloscope profile --keep` wrote
+            if not os.path.isfile(kept):
+                raise
+            return read_inputs(kept)
     out = Inputs(p, "file")
     kind = sniff_kind(p)
     if kind == "spmd-log":

@@ -588,11 +588,7 @@ def read_dump_dir(path: str) -> list[DumpModule]:
         texts = sorted(n for n in names if n.endswith((".hlo", ".txt", ".md")))
         hint = ("compile with XLA_FLAGS=--xla_dump_to=DIR (or compiler_options="
                 "{'xla_dump_to': DIR}) and pass DIR")
-        if "module.hlo" in texts:  # a profile `hloscope profile --keep` wrote
-            hint = (f"a folder hloscope profile --keep wrote holds its module as "
-                    f"{os.path.join(path, 'module.hlo')}: give that file (and the folder "
-                    "as --profile)")
-        elif texts:
+        if texts:
             hint = (f"give one of its files ({', '.join(texts[:3])}"
                     + (", ..." if len(texts) > 3 else "") + "), or " + hint)
         raise HloSourceError(
