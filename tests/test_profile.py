@@ -615,6 +615,12 @@ def test_advice_ranked_by_measured_time():
     assert by_rule["HS1"].basis == "peak"  # its peak share is larger than its time's
     # a share of the device footprint (HS110's donation) is kept, not dropped to 0
     assert (by_rule["HS3"].share, by_rule["HS3"].basis) == (0.375, "device footprint")
+    # that the profile was read is said even where nothing is found (a new user could not
+    # tell "0 findings" with a profile from one without)
+    from hloscope._render._kernels_text import render_advice
+
+    none = render_advice("m", rank_measured(Advice([], None, True, 0), t))
+    assert f"note: ranked by the measured time of {t.source} ({t.runs} runs, step" in none
 
 
 @pytest.mark.parametrize("kind", ["gpu", "tpu"])

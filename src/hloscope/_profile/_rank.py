@@ -15,6 +15,7 @@ import re
 
 from .._analysis._advisor import Advice
 from .._analysis._findings import FindingGroup
+from .._units import format_seconds
 from ._times import MeasuredTimes
 
 __all__ = ["MEASURED_BASIS", "group_seconds", "rank_measured"]
@@ -44,4 +45,9 @@ def rank_measured(advice: Advice, times: MeasuredTimes, *, min_share: float = 0.
     groups.sort(key=lambda g: (-g.share, g.rule, g.first.place, g.first.message))
     kept = [g for g in groups if g.share >= min_share]
     quiet = advice.quiet + sum(g.count for g in groups) - sum(g.count for g in kept)
-    return Advice(kept, advice.device, advice.optimized, quiet, advice.notes)
+    # Said even where nothing is found: that the profile was read, and what it measured
+    # (a new user could not tell "0 findings" with a profile from one without).
+    runs = f"{times.runs} run{'' if times.runs == 1 else 's'}"
+    read = (f"ranked by the measured time of {times.source} ({runs}, step "
+            f"{format_seconds(step)})")
+    return Advice(kept, advice.device, advice.optimized, quiet, advice.notes + (read,))
