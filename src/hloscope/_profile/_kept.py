@@ -7,7 +7,7 @@ memory: `clean_runs`) among them, and nothing of the rounds the runs were taken 
 run's round in order, and ``measured``, the runs the profile measured.  `select_runs`
 applies them to a trace, in the capture and when the folder is read again.  ``notes``:
 the profile's notes (a busy machine, rounds that did not settle), which whoever reads
-the folder again is shown (`read_kept_notes`).
+the folder again is shown (`read_kept`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from ._read import Trace
 
-__all__ = ["KEPT_RUNS", "KEPT_RUNS_SCHEMA", "read_kept_notes", "read_kept_runs", "select_runs",
+__all__ = ["KEPT_RUNS", "KEPT_RUNS_SCHEMA", "read_kept", "read_kept_runs", "select_runs",
            "write_kept_runs"]
 
 KEPT_RUNS = "runs.json"
@@ -48,22 +48,17 @@ def write_kept_runs(folder: str, rounds: list[int], measured: list[int],
         f.write("\n")
 
 
-def read_kept_notes(folder: str) -> tuple[str, ...]:
-    """The notes the profile kept in `folder` gave (none where there is no `KEPT_RUNS`,
-    it is not hloscope's, or it holds no list of texts)."""
-    if read_kept_runs(folder) is None:
-        return ()
-    with open(os.path.join(folder, KEPT_RUNS), encoding="utf-8") as f:
-        notes = json.load(f).get("notes")
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        return ()
-    return tuple(notes)
-
-
 def read_kept_runs(folder: str) -> tuple[list[int], list[int]] | None:
-    """The rounds and measured runs `write_kept_runs` wrote into `folder`; None where
-    there is no such file, or it is not one (hand-edited, another tool's), as for a
-    profile taken elsewhere."""
+    """The rounds and measured runs `write_kept_runs` wrote into `folder` (`read_kept`
+    without the notes)."""
+    kept = read_kept(folder)
+    return None if kept is None else (kept[0], kept[1])
+
+
+def read_kept(folder: str) -> tuple[list[int], list[int], tuple[str, ...]] | None:
+    """The rounds, measured runs and notes `write_kept_runs` wrote into `folder`; None
+    where there is no such file, or it is not one (hand-edited, another tool's), as for a
+    profile taken elsewhere; no notes where it holds no list of texts (an older one)."""
     try:
         with open(os.path.join(folder, KEPT_RUNS), encoding="utf-8") as f:
             data: Any = json.load(f)
@@ -76,4 +71,7 @@ def read_kept_runs(folder: str) -> tuple[list[int], list[int]] | None:
                        for x in rounds + measured)
             or any(not 0 <= i < len(rounds) for i in measured)):
         return None
-    return rounds, measured
+    notes = data.get("notes")
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        notes = []
+    return rounds, measured, tuple(notes)

@@ -20,7 +20,7 @@ from .._analysis._kernels import kernel_graph
 from .._errors import HloscopeError
 from .._hlo._module import Module
 from .._repr import clip
-from ._kept import read_kept_notes, read_kept_runs, select_runs
+from ._kept import read_kept, select_runs
 from ._match import measure
 from ._read import KEPT_MODULE, Trace, read_trace
 from ._times import MeasuredTimes
@@ -122,13 +122,15 @@ def read_profile(path: str | os.PathLike[str], module: Any = None, *,
                  "profile reader does not give the HLO a profile keeps)")
     trace = read_trace(os.fspath(path))
     rounds = None
-    kept_runs = read_kept_runs(os.fspath(path)) if os.path.isdir(path) else None
+    kept_runs = read_kept(os.fspath(path)) if os.path.isdir(path) else None
     if kept_runs is not None:  # kept by hloscope profile: the runs it measured, its rounds
-        trace, rounds = select_runs(trace, *kept_runs)
+        trace, rounds = select_runs(trace, kept_runs[0], kept_runs[1])
     m = pick_profiled(trace, _modules(module))
-    if kept_runs is not None and os.path.isfile(kept):  # kept by hloscope profile: the
-        same_compile(m, kept, os.fspath(path))  # module given must be the one profiled
+    # A module given for a kept folder must be the one kept (the folder's own, taken
+    # above, is: nothing to compare)
+    if kept_runs is not None and module is not kept and os.path.isfile(kept):
+        same_compile(m, kept, os.fspath(path))
     times = measure(trace, kernel_graph(m), m, device=device,
                     device_label=None if device is None else device.name, rounds=rounds)
-    notes = read_kept_notes(os.fspath(path)) if kept_runs is not None else ()
+    notes = kept_runs[2] if kept_runs is not None else ()
     return dataclasses.replace(times, notes=notes) if notes else times

@@ -209,12 +209,7 @@ def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
+    return sum(b - a for a, b in _merged(intervals))
 
 
 def measure(trace: Trace, graph: KernelGraph, module: Module, *,
@@ -368,6 +363,8 @@ def _check_shapes(trace: Trace, name: str, events: list[TraceEvent], module: Mod
     """Refuse a profile whose events state shapes (a TPU's) other than the module's
     instructions of the same names, over 1% of its time: the same function compiled for
     other shapes, whose kernels have the same names."""
+    if not any(e.shape for e in events):  # a CPU's or GPU's trace: no shapes to compare
+        return
     shapes = {i.name: i.shape for c in module.computations for i in c.instructions}
     odd: dict[str, tuple[str, str]] = {}
     odd_time = 0.0
