@@ -27,6 +27,38 @@ def test_bench_measures_phases_first_run_and_steady_state_apart():
     assert r.to_dict()["schema"] == "hloscope.bench/1" and "median" in r.summary_line()
 
 
+def test_devices_are_those_the_program_runs_on_not_those_jax_sees():
+    """With 8 CPU devices visible, a program on one device ran on 1 (a trial: results.csv
+    said 8, and plot drew one device's runs as an 8-device point of a scaling curve); one
+    sharded over the 8 runs on 8."""
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    assert jax.device_count() == 8
+    one = hloscope.bench(lambda x: x * 2, jnp.ones((64, 64)), warmup=1, iterations=3)
+    assert one.metadata["device_count"] == 1 and one.devices == 1
+    assert one.metadata["visible_devices"] == 8
+    mesh = Mesh(jax.devices(), ("x",))
+    x = jax.device_put(jnp.ones((64, 64)), NamedSharding(mesh, PartitionSpec("x")))
+    eight = hloscope.bench(lambda x: x * 2, x, warmup=1, iterations=3)
+    assert eight.metadata["device_count"] == 8
+
+
+def test_a_busy_machine_is_said_beside_the_times(monkeypatch):
+    """What other processes took while the runs were timed is kept, and said where it is
+    much (a trial's four benchmarks back to back disagreed beyond their 95% intervals,
+    while profile said the machine was busy and bench did not)."""
+    import jax.numpy as jnp
+
+    from hloscope._bench import _measure
+
+    r = hloscope.bench(lambda x: x * 2, jnp.ones((8,)), warmup=1, iterations=3)
+    assert "other_processes_cpus" in r.metadata and "busy_machine" not in r.metadata
+    monkeypatch.setattr(_measure, "busy_machine", lambda a, b, what: f"the {what} shared")
+    r = hloscope.bench(lambda x: x * 2, jnp.ones((8,)), warmup=1, iterations=3)
+    assert r.metadata["busy_machine"] == "the benchmark shared"
+
+
 def test_min_time_adds_runs_until_enough_is_measured():
     import jax.numpy as jnp
 

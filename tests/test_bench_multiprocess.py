@@ -46,7 +46,10 @@ def test_two_processes_gather_every_rank_and_report_the_slowest(tmp_path):
     assert len(d["ranks"]) == 2 and all(len(r) == 5 for r in d["ranks"])
     slowest = [max(a, b) for a, b in zip(*d["ranks"])]
     assert d["times"] == slowest
-    assert d["metadata"]["process_count"] == 2 and d["metadata"]["device_count"] == 4
+    # each of the 2 processes runs the program on one device of its own: 2 devices in all
+    # (4 visible)
+    assert d["metadata"]["process_count"] == 2 and d["metadata"]["device_count"] == 2
+    assert d["metadata"]["visible_devices"] == 4
     md = next(tmp_path.glob("*.md")).read_text()
     assert "## Processes" in md and "| Rank 1 |" in md
 

@@ -291,11 +291,15 @@ def test_one_operation_changed_and_memory_figures(variants):
 
     def times(graph, seconds):
         by = {k.name: NS(median=seconds) for k in graph.kernels}
-        return NS(step=seconds * len(by), steps=(), by_name=lambda: by)
+        return NS(step=seconds * len(by), steps=(), by_name=lambda: by,
+                  kernels=list(by.values()))
 
-    td = time_diff(d.a, times(d.a, 1e-6), d.b, times(d.b, 2e-6), d.pairs)
+    td = time_diff(d.a, times(d.a, 1e-6), d.b, times(d.b, 2e-6), d.pairs, d.same_work)
     assert (d.changed[0].a, d.changed[0].b, 1e-6, 2e-6) in td.rows
     assert len(td.rows) == d.matched
+    # the control: the kernels left alone, not the changed one
+    assert (d.changed[0].a, d.changed[0].b) not in d.same_work
+    assert td.control[0] == len(d.same_work) == d.matched - len(d.changed) - len(d.resized)
     keys = [r["key"] for r in d.figures]
     # hloscope's figures, XLA's from its dumps and memory_analysis(), the footprint.
     for key in ("live_range_peak", "timeline_max", "arguments", "outputs", "constants",
@@ -414,6 +418,32 @@ def test_match_findings_passes():
     assert not gone and not new and not changed
 
 
+def test_a_finding_whose_evidence_grew_is_changed_not_gone_and_new():
+    """A trial: HS111 saw 20 saved values in A and 21 in B, in two files (other source
+    paths), most of them the same op_names: one finding on other evidence, not one gone
+    and one new (docs/diff.md says a finding is never both)."""
+    from hloscope._analysis._advisor import Evidence, Saving
+    from hloscope._analysis._diff import _evidence_change, match_findings
+
+    def f(rule, ops, path, shape="f32[8]", peak=0):
+        return hloscope.Finding(rule, "t", "m", "s", tuple(
+            Evidence(f"v{i}", "array", shape, 4, op, f"{path}:{i}") for i, op in enumerate(ops)),
+            Saving(peak_bytes=peak), place="residuals")
+
+    ops = [f"jit(f)/jvp()/op{i}" for i in range(20)]
+    a = [f("HS111", ops, "a.py", peak=3 << 20), f("HS101", ["jit(f)/x"], "a.py")]
+    b = [f("HS111", ops[1:] + ["jit(f)/jvp()/concatenate", "jit(f)/jvp()/slice"], "b.py",
+           peak=4 << 20),
+         f("HS111", ["jit(f)/y", "jit(f)/z"], "b.py")]  # too unlike to pair: new
+    gone, new, changed = match_findings(a, b)
+    assert [x.rule for x in gone] == ["HS101"]
+    assert [len(x.evidence) for x in new] == [2]
+    assert [(len(x.evidence), len(y.evidence)) for x, y in changed] == [(20, 21)]
+    said = _evidence_change(*changed[0])
+    assert said.startswith("20 items (80 B) became 21 (84 B)")
+    assert said.endswith("it would save 4.00 MiB of the peak, not 3.00 MiB")
+
+
 def test_op_names_without_the_top_level_name():
     from hloscope._analysis._diff import _without
 
@@ -524,3 +554,34 @@ def test_the_same_program_on_other_shapes_is_resized_not_removed_and_added(tmp_p
     assert all(x["bytes_b"] == 4 * x["bytes_a"] for x in t["resized"])
     text = run_cli("diff", *paths).stdout
     assert "do the same work on other shapes" in text and "0 removed, 0 added" in text
+
+
+def test_a_default_layout_written_or_not_is_no_difference():
+    """XLA gives a shape written without a layout the default one: the same module printed
+    with and without layouts is no difference (an open-world trial: a 2019 module against
+    XLA's own reprint of it read '8 kernels do the same work on other shapes')."""
+    from hloscope._analysis._diff import _plain_layout
+
+    text = "HloModule m\n\nENTRY main {\n  a = f32[4,8]{L} parameter(0)\n  b = f32[4,8]{L} " \
+           "parameter(1)\n  n = f32[4,8]{L} negate(a)\n  ROOT c = f32[4,8]{L} add(n, b)\n}\n"
+    plain, laid = (hloscope.parse(text.replace("{L}", x)) for x in ("", "{1,0}"))
+    d = hloscope.diff_modules(plain, laid)
+    assert d.is_empty and d.headline[0].startswith("no difference"), d.headline
+    # another layout is a difference
+    assert not hloscope.diff_modules(plain, hloscope.parse(text.replace("{L}", "{0,1}"))).is_empty
+    assert _plain_layout("(f32[4,8]{1,0}, s32[]{}, bf16[2]{0:T(256)}, f32[3]{0})") == \
+        "(f32[4,8], s32[], bf16[2]{0:T(256)}, f32[3])"
+
+
+def test_kernels_of_other_opcodes_are_never_the_same_work():
+    """An open-world trial (two torch_xla graphs): a compare was matched with a slice and an
+    all-reduce with an all-gather, as 'the same work on other shapes', by op_name and line
+    alone, while the same diff listed them as gone and new."""
+    text = ("HloModule m\n\nENTRY main {{\n  a = f32[1,5]{{1,0}} parameter(0)\n"
+            "  ROOT r = {shape} {op}, metadata={{op_name=\"xla_op\" source_file=\"r.py\" "
+            "source_line=44}}\n}}\n")
+    a = hloscope.parse(text.format(shape="f32[1,5]{1,0}", op="negate(a)"))
+    b = hloscope.parse(text.format(shape="f32[1,4]{1,0}", op="slice(a), slice={[0:1], [0:4]}"))
+    d = hloscope.diff_modules(a, b)
+    assert not d.resized and not d.changed
+    assert [r["name"] for r in d.removed] == ["r"] and [r["name"] for r in d.added] == ["r"]

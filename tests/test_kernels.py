@@ -450,3 +450,28 @@ ENTRY main {
     path.write_text(text)
     for command in ("kernels", "memory", "lint"):
         assert run_cli(command, str(path)).returncode == 0
+
+
+@pytest.mark.parametrize("target,operands,result", [
+    ("__cudnn$convForward", "f32[1,32,32,1]{3,2,1,0} x, f32[8,3,3,1]{3,2,1,0} w",
+     "f32[1,32,32,8]{3,2,1,0}"),
+    ("__cudnn$convBiasActivationForward", "f32[1,32,32,1]{3,2,1,0} x, f32[8,3,3,1]{3,2,1,0} w",
+     "f32[1,32,32,8]{3,2,1,0}"),
+    ("__cudnn$convBackwardInput", "f32[1,32,32,8]{3,2,1,0} x, f32[8,3,3,1]{3,2,1,0} w",
+     "f32[1,32,32,1]{3,2,1,0}"),
+    ("__cudnn$convBackwardFilter", "f32[1,32,32,1]{3,2,1,0} x, f32[1,32,32,8]{3,2,1,0} w",
+     "f32[8,3,3,1]{3,2,1,0}"),
+])
+def test_cudnn_convolutions_cost_what_the_convolution_does(target, operands, result):
+    """XLA:GPU's convolution custom-calls keep the forward convolution's window and
+    dim_labels; their flops are the convolution's (an open-world trial: 0 flops, so the
+    whole module read 0.97 flop/byte and the convolution ranked on bytes alone).  All four
+    here are one 3x3 convolution of 1 feature into 8 on 32x32: 2 x 8,192 x 9 flops."""
+    (s0, a), (s1, b) = (p.split() for p in operands.split(", "))
+    text = (f"HloModule m\n\nENTRY main {{\n  {a} = {s0} parameter(0)\n  {b} = {s1} "
+            f"parameter(1)\n  cc = ({result}, u8[0]{{0}}) custom-call({a}, {b}), "
+            "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_o01i->b01f, "
+            f"custom_call_target=\"{target}\"\n  ROOT g = {result} get-tuple-element(cc), "
+            "index=0\n}\n")
+    g = hloscope.kernel_graph(hloscope.parse(text))
+    assert [k.flops for k in g.kernels if k.name == "cc"] == [2 * 8192 * 9]

@@ -104,7 +104,8 @@ def test_a_partitioned_module_without_num_partitions_is_not_partitioned_again():
     path = str(DATA / "partitioned" / "spmd_no_num_partitions.hlo")
     summary = run_cli("summary", path)
     assert summary.returncode == 0 and "f32[3,10]" in summary.stdout
-    assert "per device" not in summary.stdout and "f32[2,10]" not in summary.stdout
+    assert "bytes/device" not in summary.stdout and "f32[2,10]" not in summary.stdout
+    assert "partitioned (shapes are per device)" in " ".join(summary.stdout.split())
     memory = run_cli("memory", path)
     assert memory.returncode == 0, memory.stderr
     assert "already partitioned for 2 devices" in memory.stdout

@@ -82,3 +82,38 @@ def test_the_footprint_a_constant_saves_counts_constants():
     big = [f for f in findings if f.rule == "HS102"]
     assert big and "(arguments + outputs + temporaries + constants)" in \
         big[0].saving.describe()
+
+
+def test_torch_xla_spmd_graphs_diff_by_opcode_and_say_partitioned():
+    """`diff` of two torch_xla graphs (FSDP and Megatron sharding): kernels of other opcodes
+    are removed and added, never "the same work on other shapes"; `summary` says the
+    `_spmd` module is partitioned though it prints no num_partitions."""
+    from hloscope._analysis._summary import summarize
+    from hloscope._render._text import render_summary
+
+    a, b = _module("20_neuron_sharding_fsdp.hlo"), _module("21_neuron_sharding_megatron.hlo")
+    d = diff_modules(a, b)
+    assert not d.resized, d.resized
+    assert {r["name"] for r in d.removed} >= {"compare", "all-reduce"}
+    assert {r["name"] for r in d.added} >= {"all-gather.1", "slice.1"}
+    assert "partitioned (shapes are per device)" in render_summary(summarize(a))
+
+
+def test_a_gpu_library_call_is_said_to_need_a_gpu():
+    """`run` on an XLA:GPU module calling cuBLASLt: a GPU module, not a library to
+    install."""
+    from hloscope._jax._exec import _custom_call_hint
+
+    m = _module("22_xla_cublaslt_backend_test.hlo")
+    cause, hint = _custom_call_hint(m, "No registered implementation for custom call")
+    assert "a library call of XLA's GPU backend" in cause and "jaxDecomp" not in hint
+    assert "NVIDIA GPU" in hint
+
+
+def test_padded_tpu_tiles_are_explained_as_padding():
+    """`memory` on a TPU module of f32[3,6] in T(4,128) tiles: the timeline's 4 KiB and the
+    peak's 144 B are at the same step, the same values sized two ways."""
+    r = hloscope.analyze_memory(_module("23_tpu_jit_f_vmem_S1.hlo"))
+    said = " ".join(e.text for e in r.figures.explanations)
+    assert "the peak's own step" in said and "padded to its tiles" in said
+    assert "can miss the highest moment" not in said

@@ -507,6 +507,9 @@ def test_a_profiled_report_ranks_and_colours_by_measured_time(browser, tmp_path)
     assert r.returncode == 0, r.stderr
     page, errors = open_report(browser, out)
     assert "Longest kernels (measured" in page.inner_text("#main")
+    shares = page.eval_on_selector_all(  # each measured kernel's share of the step
+        "#view-overview tr.clickable td.num", "els => els.map(e => e.textContent)")
+    assert any(s.endswith("%") for s in shares), shares
     show(page, "kernels")
     heads = page.inner_text("#kernel-table thead")
     assert "measured" in heads and "estimated" in heads

@@ -114,6 +114,15 @@ def test_xlas_reason_and_the_instruction_at_fault_are_named():
     said = str(e.value)
     assert "XLA's parser refuses the module: Invalid API version: API_VERSION_UNSPECIFIED" in said
     assert "(at %c = f32[4] custom-call(%p)" in said and "Syntax error" not in said
+    # what to do: XLA prints the attribute and refuses it (torch_xla's graphs have it)
+    assert "delete that attribute from the custom-call" in e.value.hint
+    from hloscope._sources._reader import check_text
+
+    with pytest.raises(HloscopeError) as e:  # check names it too, where XLA points past it
+        check_text("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                   '  c = f32[4] custom-call(p), custom_call_target="foo", '
+                   "api_version=API_VERSION_UNSPECIFIED\n  ROOT n = f32[4] negate(c)\n}\n")
+    assert "delete that attribute from c" in e.value.hint
 
 
 def test_cli_run_text_and_json():

@@ -137,6 +137,14 @@ class ModuleDiff:
                 sum(k.bytes_accessed for k in self.b.kernels))
 
     @property
+    def same_work(self) -> frozenset[tuple[str, str]]:
+        """The matched kernels (A's name, B's) that do the same work on both sides: not
+        changed inside, not resized (a measured diff's control: what the change left
+        alone should keep its time)."""
+        other = {(c.a, c.b) for c in self.changed} | {(r["a"], r["b"]) for r in self.resized}
+        return frozenset(p for p in self.pairs if p not in other)
+
+    @property
     def is_empty(self) -> bool:
         """Nothing but names changed."""
         return not (self.removed or self.added or self.changed or self.resized
@@ -214,20 +222,42 @@ def _inputs(g: KernelGraph) -> dict[str, tuple[tuple[str, str], ...]]:
 
 def _keys(g: KernelGraph, op: Callable[[str], str]
           ) -> list[tuple[Kernel, str, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...],
-                          tuple[Any, ...]]]:
+                          tuple[Any, ...], tuple[Any, ...]]]:
+    """Each kernel with its place and its keys, strict to loose (`_match`'s levels 2 to
+    6): with the work inside, op_name and source; with the work; the kind, output and
+    input shapes alone; the work, op_name and source on any shapes; the kind, output and
+    op_name alone (an edited kernel).  Every key holds the opcode (a compare is never
+    matched with a slice) and default layouts are left out of shapes."""
     places = _places(g)
     ins = _inputs(g)
     out = []
     for k in g.kernels:
         place = places.get(k.group, "entry")
-        base = (place, k.category, k.fusion_kind, k.target, k.shape, ins.get(k.name, ()))
+        shape = _plain_layout(k.shape)
+        kind = (place, k.category, k.opcode, k.fusion_kind, k.target)
+        base = (*kind, shape, tuple((w, _plain_layout(s)) for w, s in ins.get(k.name, ())))
         loose = base
         mid = (*base, k.fused)
         strict = (*mid, op(k.op_name), k.source)
-        shapeless = (place, k.category, k.fusion_kind, k.target, k.fused, op(k.op_name),
-                     k.source)
-        out.append((k, place, strict, mid, loose, shapeless))
+        shapeless = (*kind, k.fused, op(k.op_name), k.source)
+        edited = (*kind, shape, op(k.op_name))
+        out.append((k, place, strict, mid, loose, shapeless, edited))
     return out
+
+
+_LAYOUT = re.compile(r"\[([^\]]*)\]\{([0-9,]*)\}")
+
+
+def _plain_layout(shape: str) -> str:
+    """`shape` with each default layout left out (``f32[4,8]{1,0}`` is ``f32[4,8]``, the
+    layout XLA gives a shape written without one), so a module printed with its layouts
+    and the same without them compare equal; other layouts (``{0,1}``, tiles) stay."""
+    def plain(m: re.Match[str]) -> str:
+        rank = len([d for d in m.group(1).split(",") if d.strip()])
+        default = ",".join(str(i) for i in range(rank - 1, -1, -1))
+        return f"[{m.group(1)}]" if m.group(2) == default else m.group(0)
+
+    return _LAYOUT.sub(plain, shape)
 
 
 _MOST_PAIRS = 20_000  # candidate pairs of one key weighed by `near`; above, in order
@@ -349,8 +379,10 @@ def match_findings(fa: Sequence[Finding], fb: Sequence[Finding],
     instruction names (XLA renumbers them): in passes from strict to loose, the rule with
     each evidence item's kind, shape, op_name (through `op_a`/`op_b`, which leave out the
     function's name) and source line; without the source line (the code moved); the rule
-    and the evidence's shapes alone; and last the rule and the evidence's op_names alone,
-    a finding whose shapes *changed*.  Returns (gone, new, changed pairs).  Reads only
+    and the evidence's shapes alone; then the rule and the evidence's op_names alone,
+    a finding whose shapes *changed*; and last one rule whose evidence is at least half
+    the same (`_overlapping`: it grew or shrank), also *changed*.  Returns (gone, new,
+    changed pairs).  Reads only
     `rule` and the evidence's `what`, `shape`, `op_name` and `source`."""
     def key(f: Finding, op: Callable[[str], str], level: int) -> tuple[Any, ...]:
         items = []
@@ -381,7 +413,39 @@ def match_findings(fa: Sequence[Finding], fb: Sequence[Finding],
         used = {id(y) for _, y in pairs}
         rest_a, rest_b = left, [f for f in rest_b if id(f) not in used]
         pairs_by_level.append(pairs)
-    return rest_a, rest_b, pairs_by_level[3]
+    overlap, rest_a, rest_b = _overlapping(rest_a, rest_b, op_a, op_b)
+    return rest_a, rest_b, pairs_by_level[3] + overlap
+
+
+def _overlapping(fa: list[Finding], fb: list[Finding], op_a: Callable[[str], str],
+                 op_b: Callable[[str], str],
+                 ) -> tuple[list[Finding], list[Finding], list[tuple[Finding, Finding]]]:
+    """The last pass of `match_findings`: one rule whose evidence grew or shrank (20 saved
+    values against 21, most of them the same): findings of one rule whose evidence items
+    (kind and op_name) are at least half the same (over the two sides' items together),
+    the most alike first.  Returns (pairs, A's left, B's left)."""
+    def items(f: Finding, op: Callable[[str], str]) -> Counter[tuple[str, str]]:
+        return Counter((e.what, op(e.op_name)) for e in f.evidence if e.op_name)
+
+    cands = []
+    for i, x in enumerate(fa):
+        ix = items(x, op_a)
+        for j, y in enumerate(fb):
+            if x.rule != y.rule:
+                continue
+            iy = items(y, op_b)
+            union = sum((ix | iy).values())
+            alike = sum((ix & iy).values()) / union if union else 0.0
+            if alike >= 0.5:
+                cands.append((-alike, i, j))
+    pairs, used_a, used_b = [], set(), set()
+    for _, i, j in sorted(cands):
+        if i not in used_a and j not in used_b:
+            used_a.add(i)
+            used_b.add(j)
+            pairs.append((fa[i], fb[j]))
+    return (pairs, [f for i, f in enumerate(fa) if i not in used_a],
+            [f for j, f in enumerate(fb) if j not in used_b])
 
 
 def _figure_rows(a: MemoryReport, b: MemoryReport) -> tuple[dict[str, Any], ...]:
@@ -471,10 +535,26 @@ def diff_modules(a: Module, b: Module, *,
             tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
             ky.source, kx.flops, ky.flops))
     p4, ra, rb = _match(ra, rb, 5, near)
+    # Last, a kernel edited: the same place, kind, output and op_name, on other inputs
+    # with other work inside (a fused QKV projection's gradient sliced inside each weight's
+    # update; the source line nearest first)
+    p6, ra, rb = _match(ra, rb, 6, near)
+    p5: list[tuple[Any, Any]] = []
+    for x, y in p6:
+        kx, ky = x[0], y[0]
+        lost, gained = _counter_diff(Counter(dict(kx.fused)), Counter(dict(ky.fused)))
+        if not lost and not gained:  # the same work on other inputs (its line in another
+            p4.append((x, y))        # file): resized
+            continue
+        p5.append((x, y))
+        changed.append(KernelChange(
+            kx.name, ky.name, x[1], tuple(sorted(Counter(gained).items())),
+            tuple(sorted(Counter(lost).items())), kx.op_name, ky.op_name, kx.source,
+            ky.source, kx.flops, ky.flops))
     resized = tuple({"a": x[0].name, "b": y[0].name, "place": x[1], "shape_a": x[0].shape,
                      "shape_b": y[0].shape, "flops_a": x[0].flops, "flops_b": y[0].flops}
                     for x, y in p4)
-    matched = len(p1) + len(p2) + len(p3) + len(p4)
+    matched = len(p1) + len(p2) + len(p3) + len(p4) + len(p5)
     removed = tuple(_kernel_dict(x[0], x[1]) for x in ra)
     added = tuple(_kernel_dict(y[0], y[1]) for y in rb)
 
@@ -485,7 +565,7 @@ def diff_modules(a: Module, b: Module, *,
         for e in g.edges:
             if e.value in names and e.value not in seen:
                 seen.add(e.value)
-                c[(e.shape, e.bytes, e.src_kind)] += 1
+                c[(_plain_layout(e.shape), e.bytes, e.src_kind)] += 1
         return c
 
     t_removed, t_added = _counter_diff(temps(ga), temps(gb))
@@ -496,12 +576,12 @@ def diff_modules(a: Module, b: Module, *,
         rows = []
         pool = [v for v in g.temporaries]
         for shape, size, src_kind in items:
-            name = next((v for v in pool if by_value[v].shape == shape
+            name = next((v for v in pool if _plain_layout(by_value[v].shape) == shape
                          and by_value[v].bytes == size and by_value[v].src_kind == src_kind), "?")
             if name in pool:
                 pool.remove(name)
             e = by_value.get(name)
-            rows.append({"value": name, "shape": shape, "bytes": size,
+            rows.append({"value": name, "shape": e.shape if e else shape, "bytes": size,
                          "from": e.src if e else None, "src_kind": src_kind})
         return tuple(rows)
 
@@ -509,22 +589,22 @@ def diff_modules(a: Module, b: Module, *,
                   op_theirs: Callable[[str], str]) -> tuple[dict[str, Any], ...]:
         """The values live at `mine`'s peak with no value of the same shape, op_name (without
         the function's name) and size live at `theirs`'s: largest first."""
-        left = Counter((str(v.shape), op_theirs(v.inst.metadata.op_name), v.size)
+        left = Counter((_plain_layout(str(v.shape)), op_theirs(v.inst.metadata.op_name), v.size)
                        for v in theirs.peak_values)
         rows = []
         for v in mine.peak_values:
-            k = (str(v.shape), op_mine(v.inst.metadata.op_name), v.size)
+            k = (_plain_layout(str(v.shape)), op_mine(v.inst.metadata.op_name), v.size)
             if left[k]:
                 left[k] -= 1
             else:
-                rows.append({"shape": k[0], "op_name": v.inst.metadata.op_name,
+                rows.append({"shape": str(v.shape), "op_name": v.inst.metadata.op_name,
                              "bytes": v.size})
         rows.sort(key=lambda r: (-r["bytes"], r["shape"], r["op_name"]))
         return tuple(rows)
 
     def coll_key(g: KernelGraph, op: Callable[[str], str]
                  ) -> Counter[tuple[str, str, int, str]]:
-        return Counter((c.opcode, c.shape, c.sent_per_device, op(c.op_name))
+        return Counter((c.opcode, _plain_layout(c.shape), c.sent_per_device, op(c.op_name))
                        for c in g.collectives)
 
     rows_removed = temp_rows(t_removed, ga, by_value_a)
@@ -565,7 +645,7 @@ def diff_modules(a: Module, b: Module, *,
               for o, s, b, n in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
         tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,
-        relabelled, resized, tuple(t_resized), _pairs(ga, p1 + p2 + p3 + p4))
+        relabelled, resized, tuple(t_resized), _pairs(ga, p1 + p2 + p3 + p4 + p5))
     return _with_headline(d, a, b)
 
 
@@ -690,10 +770,39 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     for f in d.findings_new:
         lines.append(f"advisor: {f.rule} ({f.title}) now fires")
     for x, y in d.findings_changed:
-        lines.append(f"advisor: {x.rule} ({x.title}) fires at the same place on other shapes: "
-                     + ", ".join(e.shape for e in x.evidence[:2]) + " became "
-                     + ", ".join(e.shape for e in y.evidence[:2]))
+        lines.append(f"advisor: {x.rule} ({x.title}) fires on both sides, on other evidence: "
+                     + _evidence_change(x, y))
     return _replace_headline(d, lines)
+
+
+def _evidence_change(x: Finding, y: Finding) -> str:
+    """What differs between the evidence of two findings paired as changed: how many
+    items and bytes, and the shapes one side has that the other has not
+    (``20 items (5.77 MiB) became 21 (5.96 MiB); f32[128,128]{1,0} x3 became ...``)."""
+    def size(f: Finding) -> tuple[int, int]:
+        return len(f.evidence), sum(e.bytes for e in f.evidence)
+
+    def shapes(c: Counter[str]) -> str:
+        top = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+        said = ", ".join(s + (f" x{n}" if n > 1 else "") for s, n in top[:2])
+        return said + (f" and {len(top) - 2} more" if len(top) > 2 else "")
+
+    parts = []
+    (na, ba), (nb, bb) = size(x), size(y)
+    if (na, ba) != (nb, bb):
+        parts.append(f"{na} item{'s' if na != 1 else ''} ({format_bytes(ba)}) became {nb} "
+                     f"({format_bytes(bb)})")
+    sa, sb = Counter(e.shape for e in x.evidence), Counter(e.shape for e in y.evidence)
+    lost, gained = sa - sb, sb - sa
+    if lost or gained:
+        parts.append(f"{shapes(lost) or 'nothing'} became {shapes(gained) or 'nothing'}")
+    for field, of in (("peak_bytes", "the peak"), ("footprint_bytes", "the footprint"),
+                      ("traffic_bytes", "memory traffic")):
+        va, vb = getattr(x.saving, field), getattr(y.saving, field)
+        if va != vb:
+            parts.append(f"it would save {format_bytes(vb)} of {of}, not {format_bytes(va)}")
+            break
+    return "; ".join(parts) or "the same shapes, other op_names or lines"
 
 
 def _replace_headline(d: ModuleDiff, lines: list[str]) -> ModuleDiff:

@@ -245,12 +245,18 @@ def _explain(figs: list[Figure], ma: dict[str, int], optimized: bool) -> list[Ex
     tmax = f["timeline_max"].bytes or 0
     if peak is not None and tmax > peak:
         t_s, p_s = _two(tmax, peak)
+        at = f["timeline_max"].at
+        why = (f"the peak's own step, where the peak is {p_s}: the same values, sized two "
+               "ways. The timeline counts each buffer at the size it takes (on a TPU, padded "
+               "to its tiles: f32[3,6] in T(4,128) tiles takes 2 KiB, not 72 B; a tuple's "
+               "pointer table), XLA's HloLiveRange each value by its shape's elements"
+               ) if at and at == f["live_range_peak"].at else (
+               f"above the peak {p_s}: XLA's HloLiveRange picks the peak moment with its own "
+               "sweep, which sizes each value by its defining instruction's whole shape (for "
+               "a value inside a tuple, the tuple's pointer table) and can miss the highest "
+               "moment; the timeline counts every buffer at its real size at every step")
         out.append(Explanation(("timeline_max", "live_range_peak"), (
-            f"The timeline reaches {t_s} at {f['timeline_max'].at}, above the peak "
-            f"{p_s}: XLA's HloLiveRange picks the peak moment with its own sweep, which sizes "
-            "each value by its defining instruction's whole shape (for a value inside a tuple, "
-            "the tuple's pointer table) and can miss the highest moment; the timeline counts "
-            "every buffer at its real size at every step. Neither is what XLA reserves: the "
+            f"The timeline reaches {t_s} at {at}, {why}. Neither is what XLA reserves: the "
             "device needs the allocation.")))
     temp = f["temp_estimate"].bytes or 0
     xla_temp = f["xla_temp"].bytes if "xla_temp" in f else ma.get("temp_size_in_bytes")

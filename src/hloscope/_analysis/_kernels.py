@@ -64,6 +64,7 @@ from ._shapes import elements, leaf_bytes, leaf_indices, leaves
 from ._walk import operand, paused_gc
 from .._hlo._numbers import is_ascii_digits
 from .._hlo._window import Window, read_window
+from .._hlo._shape import Shape
 
 __all__ = [
     "KERNELS_SCHEMA",
@@ -427,14 +428,7 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
                     k *= max(lhs.dims[int(d)], 1)
         return 2 * out * k, 0
     if op == "convolution" and len(inst.operand_names) >= 2:
-        rhs = operand(inst, 1).shape
-        # dim_labels=LHS_RHS->OUT, e.g. b01f_01io->b01f: the kernel's labels are RHS.
-        lhs_rhs = (inst.attr("dim_labels") or "").split("->", 1)[0]
-        kernel = lhs_rhs.split("_", 1)[1] if "_" in lhs_rhs else ""
-        o_pos = kernel.find("o")
-        out_features = rhs.dims[o_pos] if 0 <= o_pos < len(rhs.dims) else 1
-        per_output = elements(rhs) // max(out_features, 1)
-        return 2 * out * per_output // _holes(read_window(inst.attr("window"))), 0
+        return _conv_flops(inst, out, operand(inst, 1).shape), 0
     if op in ("reduce-window", "select-and-scatter"):
         # One op per window tap that meets the input, per output element (reduce-window)
         # or per element of the source it scatters (select-and-scatter selects over its
@@ -465,12 +459,38 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         return _count(lambda: out * math.log2(n)) if n > 1 else 0, 0
     if op == "custom-call":
         t = inst.custom_call_target.lower()
+        res = inst.shape.tuple_shapes[0] if inst.shape.is_tuple and inst.shape.tuple_shapes \
+            else inst.shape
         if ("gemm" in t or "matmul" in t) and len(inst.operand_names) >= 2:
             lhs = operand(inst, 0).shape
             k = lhs.dims[-1] if lhs.dims else 1
-            res = inst.shape.tuple_shapes[0] if inst.shape.is_tuple else inst.shape
             return 2 * elements(res) * k, 0
+        if t.startswith("__cudnn$conv") and len(inst.operand_names) >= 2:
+            # XLA:GPU's convolutions keep the forward convolution's window and dim_labels;
+            # its shapes are (input, filter, output) as GpuHloCostAnalysis reads them:
+            # forward (operand 0, operand 1, result), backward input (result, operand 1,
+            # operand 0), backward filter (operand 0, result, operand 1)
+            if "backwardfilter" in t:
+                return _conv_flops(inst, elements(operand(inst, 1).shape), res), 0
+            if "backwardinput" in t:
+                return _conv_flops(inst, elements(operand(inst, 0).shape),
+                                   operand(inst, 1).shape), 0
+            return _conv_flops(inst, elements(res), operand(inst, 1).shape), 0
     return 0, 0
+
+
+def _conv_flops(inst: Instruction, out: int, kernel_shape: Shape) -> int:
+    """A convolution's flops: 2 per tap of its kernel that meets the input, for each
+    element of its output (`out` elements; `kernel_shape`, the filter's): the taps per
+    output element are the kernel's elements over its output features (``dim_labels``,
+    LHS_RHS->OUT, e.g. ``b01f_01io->b01f``: the kernel's labels are RHS)."""
+    lhs_rhs = (inst.attr("dim_labels") or "").split("->", 1)[0]
+    kernel = lhs_rhs.split("_", 1)[1] if "_" in lhs_rhs else ""
+    o_pos = kernel.find("o")
+    dims = kernel_shape.dims
+    out_features = dims[o_pos] if 0 <= o_pos < len(dims) else 1
+    per_output = elements(kernel_shape) // max(out_features, 1)
+    return 2 * out * per_output // _holes(read_window(inst.attr("window")))
 
 
 def _count(estimate: Callable[[], float]) -> int:

@@ -248,8 +248,12 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     # JAX names each parameter by its argument's path (params[0]['w1']): the arguments.
     names = list(dict.fromkeys(arg.group(1) for p, _ in pairs
                                if (arg := _ARG.match(p.metadata.op_name))))
-    how = (f"jax.jit(step, donate_argnames=({', '.join(repr(n) for n in names)},))"
-           if names else "jax.jit(step, donate_argnums=...) (or donate_argnames)")
+    # JAX names the module jit_<function>: the function to jit (a trial: 'jax.jit(step,
+    # ...' of a module jit_train_step)
+    fn = re.sub(r"^p?jit_", "", m.name) if re.fullmatch(r"p?jit_[A-Za-z_]\w*", m.name) \
+        else "step"
+    how = (f"jax.jit({fn}, donate_argnames=({', '.join(repr(n) for n in names)},))"
+           if names else f"jax.jit({fn}, donate_argnums=...) (or donate_argnames)")
     many = len(pairs) > 1
     what = (f"{len(pairs)} argument{'s' if many else ''} (parameter{'s' if many else ''} "
             f"{nums}) come{'' if many else 's'} back updated"

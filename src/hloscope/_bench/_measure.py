@@ -27,6 +27,7 @@ from typing import Any
 from .._errors import HloscopeError
 from .._jax._inspect import Report, inspect
 from .._jax._user import user_code
+from .._profile._contention import busy_machine, others, sample
 from ._donate import Inputs
 from ._ranks import Ranks
 from ._result import BenchResult
@@ -225,6 +226,7 @@ def _bench(ranks: Ranks, fn: Any, args: tuple[Any, ...], warmup: int, iterations
     ranks.phase("waiting for the other ranks to start timing")
     ranks.barrier("timing")
     times: list[float] = []
+    before = sample()  # what other processes take while the runs are timed
     for round_ in itertools.count(1):
         with guarded("timed runs", times) as check:
             while len(times) < count:
@@ -235,6 +237,7 @@ def _bench(ranks: Ranks, fn: Any, args: tuple[Any, ...], warmup: int, iterations
         if not more:
             break
         count += more
+    after = sample()
     ranks.phase("gathering the times")
     probe = jax.numpy.zeros(())
     block(probe)
@@ -243,6 +246,10 @@ def _bench(ranks: Ranks, fn: Any, args: tuple[Any, ...], warmup: int, iterations
     slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
     table, checks = program_params(label, dynamic, params)
     metadata = capture_metadata(fn, dynamic, report)
+    metadata["other_processes_cpus"] = others(before, after)
+    busy = busy_machine(before, after, "benchmark")
+    if busy:  # its interval is of this run's conditions: said (a trial's four back to back
+        metadata["busy_machine"] = busy  # disagreed beyond their 95% intervals)
     if inputs.donated:
         metadata["donated_arguments"] = (
             f"{inputs.donated} array(s) donated: fresh copies for every run, made outside "

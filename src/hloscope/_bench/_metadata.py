@@ -145,6 +145,29 @@ def _git(path: str | None) -> dict[str, Any] | None:
         return None
 
 
+def devices_used(args: Any, report: Any) -> int:
+    """The devices the program runs on, not those JAX sees: the devices its array
+    arguments are placed on (together), or its module's partitions times replicas where
+    that is more (a program that shards inside with a mesh of its own); with several
+    processes whose arguments are their own (not global arrays), that on each process
+    times the processes; 1 for a program on one device (with 8 CPU devices visible, a single-device program's results were
+    plotted as an 8-device point of a scaling curve)."""
+    import jax
+
+    used: set[Any] = set()
+    local = True  # every argument on this process's devices: each process runs its own
+    for leaf in jax.tree_util.tree_leaves(args):
+        sharding = getattr(leaf, "sharding", None)
+        used |= set(getattr(sharding, "device_set", ()) or ())
+        local = local and bool(getattr(leaf, "is_fully_addressable", True))
+    module = getattr(report, "module", None)
+    compiled = 1
+    if module is not None:
+        compiled = max(module.num_partitions, 1) * max(module.replica_count, 1)
+    here = max(len(used), compiled, 1)
+    return here * jax.process_count() if local else here
+
+
 def capture_metadata(fn: Any, args: Any, report: Any) -> dict[str, Any]:
     """Devices, mesh and shardings, versions, XLA flags and environment, host, time, and
     the git commit of the file that defines `fn`."""
@@ -169,7 +192,8 @@ def capture_metadata(fn: Any, args: Any, report: Any) -> dict[str, Any]:
         source = None
     return {
         "device_kind": devices[0].device_kind, "platform": devices[0].platform,
-        "device_count": len(devices), "local_device_count": jax.local_device_count(),
+        "device_count": devices_used(args, report), "visible_devices": len(devices),
+        "local_device_count": jax.local_device_count(),
         "process_count": jax.process_count(), "process_index": jax.process_index(),
         "mesh": mesh, "input_shardings": report.shardings.get("inputs", []),
         "output_shardings": report.shardings.get("outputs", []),

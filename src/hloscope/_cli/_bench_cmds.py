@@ -190,5 +190,7 @@ def bench_cmd(
         mark = "ok" if c["ok"] else "MISMATCH"
         lines.append(f"check {c['parameter']}: given {c['given']}, program "
                      f"{c['program']}: {mark} ({c['note']})")
+    if result.metadata.get("busy_machine"):
+        lines.append(f"note: {result.metadata['busy_machine']}")
     lines += [f"wrote {w}" for w in written]
     echo("\n".join(lines) + "\n", text_width(wide))

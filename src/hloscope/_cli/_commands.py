@@ -26,7 +26,7 @@ from ._functions import compile_function
 from ._help import at_least
 from ._options import (ARG_OPT, DEVICES_OPT, FUNCTION_OPT, HW_OPT, INPUTS_OPT, MESH_OPT,
                        MODULE_OPT, NO_CHECK_OPT, SHARD_OPT, STATIC_OPT, WIDE_OPT)
-from ._profile_cmd import PROFILE_HELP, read_measured
+from ._profile_cmd import PROFILE_HELP, profile_of, read_measured
 from ._targets import is_function_target, static_hint
 
 
@@ -236,6 +236,7 @@ def kernels(
         graph_ = kernel_graph(m)
     except _errors.HloscopeError as e:
         fail(e)
+    profile = profile_of(path, profile)
     times = read_measured(profile, m, dev) if profile is not None else None
     measured = {k.name: k.median for k in times.kernels} if times is not None else None
     if json_out:
@@ -352,6 +353,7 @@ def lint(
                 "a function; PATH is a file", hint="give FILE.py:FUNCTION"))
         _inputs, entry = pick(path, module, function)
         m = entry.module
+        profile = profile_of(path, profile)
         times = read_measured(profile, m, dev) if profile is not None else None
         try:
             kw = _advice_device(dev, entry.target)
@@ -488,6 +490,7 @@ def report(
             memory_ = analyze_memory(m, xla=entry.xla, top=1 << 30, df=df, lr=lr,
                                      memory_analysis=entry.memory_analysis)
             dev = find_device(device) if device else None
+            profile = profile_of(path, profile)
             times = read_measured(profile, m) if profile is not None else None
             advice = advise_groups(m, graph=graph_, df=df, lr=lr,
                                    min_share=None if times is None else 0,

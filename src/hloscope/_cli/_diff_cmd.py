@@ -95,7 +95,8 @@ def diff(
             from .._profile._diff import time_diff
 
             timed = time_diff(result.a, read_measured(profile[0], ma, side="A"), result.b,
-                              read_measured(profile[1], mb, side="B"), result.pairs)
+                              read_measured(profile[1], mb, side="B"), result.pairs,
+                              result.same_work)
         if output is not None:
             from .._render._diff_html import render_diff_html
 

@@ -21,6 +21,21 @@ PROFILE_HELP = ("A profile of this module's runs: the folder jax.profiler.trace 
                 ".xplane.pb file; times are then measured, not estimated.")
 
 
+def profile_of(path: Path | str, profile: Path | None) -> Path | None:
+    """`--profile DIR` where given; else PATH itself where it is a folder ``hloscope
+    profile --keep`` wrote (its module.hlo and runs.json): the module and its profile are
+    read together (a trial: 'hloscope report KEEP_DIR' left the folder's profile out)."""
+    if profile is not None:
+        return profile
+    from .._profile._kept import KEPT_RUNS
+    from .._profile._read import KEPT_MODULE
+
+    p = Path(path)
+    if p.is_dir() and (p / KEPT_MODULE).is_file() and (p / KEPT_RUNS).is_file():
+        return p
+    return None
+
+
 def read_measured(profile: Path, module, device=None, *,  # type: ignore[no-untyped-def]
                   side: str = ""):
     """The measured times of `profile` joined to `module`, estimates for `device` beside
@@ -102,8 +117,10 @@ def profile_cmd(
     Compiled once, warmed up, run at least N times (and for at least --min-time)
     under jax.profiler; each kernel of its kernel graph gets its median time and
     spread over the runs, calls per run, share of the step and its roofline estimate
-    beside it; time by source line and op_name scope; and the median run's wall time
-    taken apart (kernels, dispatch, idle, wait).
+    beside it; time by source line and op_name scope; and the typical run's wall time
+    taken apart (kernels, dispatch, idle, wait): the runs are taken in rounds, and the
+    typical run is the one nearest the mean of the rounds' middle half (the median run
+    is said beside it where the two differ).
     """
     from .._jax._user import check_call
 

@@ -60,6 +60,8 @@ function fusedCard(c) {
   top.forEach(function (i) {
     var tr = el("tr", {"class": "clickable"}, null, t2);
     el("td", {}, K[i].name, tr); el("td", {"class": "num"}, seconds(tm(K[i])), tr);
+    if (D.profile && D.profile.step > 0)  // the measured share of the step, as the CLI shows it
+      el("td", {"class": "num"}, (100 * tm(K[i]) / D.profile.step).toFixed(1) + "%", tr);
     el("td", {"class": "src"}, K[i].source, tr);
     tr.addEventListener("click", function () { go("kernels", {k: i}); });
   });

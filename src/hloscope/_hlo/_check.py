@@ -281,8 +281,8 @@ class Checker:
         amap = dict(attrs)
         after = g.lx.tok  # XLA reports most of these at the token after the instruction
 
-        def fail(message: str, tok: Token | None = None) -> None:
-            g.fail(message, tok or after)
+        def fail(message: str, tok: Token | None = None, hint: str = "") -> None:
+            g.fail(message, tok or after, hint)
 
         if opcode == "parameter":
             for other in body.instructions:
@@ -391,7 +391,11 @@ class Checker:
             fail("A single instruction can't have both to_apply and calls field")
         api = amap.get("api_version", "")
         if api.lower() == "api_version_unspecified":
-            fail(f"Invalid API version: {api}")
+            fail(f"Invalid API version: {api}", None,
+                 f"XLA points past the custom-call {inst.name} (the line before): its "
+                 "printer writes api_version=API_VERSION_UNSPECIFIED (torch_xla's saved "
+                 "graphs have it), its parser refuses it; delete that attribute from "
+                 f"{inst.name}")
         constraints = amap.get("operand_layout_constraints")
         if constraints is None:
             return

@@ -244,11 +244,18 @@ def _custom_call_hint(m: Module, message: str) -> tuple[str, str]:
         t = (named or targets)[0]
         inst = next(i for i in m.instructions() if i.opcode == "custom-call"
                     and (i.attr("custom_call_target") or "").strip('"') == t)
+        low = t.lower()
+        if low.startswith(("__cublas", "__cudnn", "__cusolver", "__triton", "__gpu")):
+            return (f"the module calls {t!r} ({inst.name}), a library call of XLA's GPU "
+                    "backend: this is a module compiled for a GPU",
+                    "run it on a machine with an NVIDIA GPU and jax[cuda12], or give "
+                    "hloscope run the module before optimizations (XLA's dump "
+                    "*.before_optimizations.txt), which any backend compiles")
         return (f"the module calls the custom-call target {t!r} ({inst.name}): library "
                 "code that the installed XLA does not provide",
                 "custom-calls are library code registered by the program that made the module "
-                f"(e.g. jaxDecomp registers {t!r} for its GPU FFT); install and import that "
-                "library, or run the module on the platform it was made for")
+                "(jaxDecomp, for one, registers its own for its GPU FFT); install and import "
+                "that library, or run the module on the platform it was made for")
     return "", ""
 
 
@@ -291,11 +298,15 @@ def compile_plan(client: Any, m: Module, text: str, plan: Plan,
         reason = said.group(1) if said else msg.splitlines()[0]
         where = _offending_line(text, reason) or (
             f"XLA stopped at {said.group(2).strip()[:200]}" if said and said.group(2) else "")
+        hint = ("the installed XLA is older or newer than the one that wrote the module "
+                "(hloscope check FILE names the line as XLA does); hloscope's own commands "
+                "still read it")
+        if "API_VERSION_UNSPECIFIED" in reason:  # XLA prints it, and refuses it
+            hint = ("XLA's printer writes api_version=API_VERSION_UNSPECIFIED (torch_xla's "
+                    "saved graphs have it) and its parser refuses it: delete that attribute "
+                    "from the custom-call; hloscope's own commands read the module as it is")
         raise HloscopeError(f"{m.name}: XLA's parser refuses the module: {reason[:400]}"
-                            + (f" ({where})" if where else ""),
-                            hint="the installed XLA is older or newer than the one that "
-                                 "wrote the module (hloscope check FILE names the line as "
-                                 "XLA does); hloscope's own commands still read it")
+                            + (f" ({where})" if where else ""), hint=hint)
     t0 = time.perf_counter()
     try:
         mlir = xc._xla.mlir.hlo_to_stablehlo(hm.as_serialized_hlo_module_proto())

@@ -119,7 +119,7 @@ class Report:
         """Each kernel's measured time (`MeasuredTimes`) when inspected with
         ``profile=True``; None otherwise."""
         p = self._cache.get("profile")
-        return None if p is None else p.times
+        return self._cache.get("measured") if p is None else p.times  # saved: read back
 
     @property
     def profile(self):  # type: ignore[no-untyped-def]
@@ -251,6 +251,10 @@ class Report:
         for name in self.__dataclass_fields__:
             if name != "_cache":
                 out[name] = getattr(self, name)
+        times = self.measured
+        if times is not None:  # the profile's figures and what it said of its runs
+            notes = self.profile.notes if self.profile is not None else times.notes
+            out["measured"] = {**times.to_dict(), "notes": list(notes)}
         return out
 
     def save(self, path: str) -> str:
@@ -278,7 +282,9 @@ class Report:
         data["inspect"] = {"timings": self.timings, "versions": self.versions,
                            "device": self.device}
         if self.profile is not None:  # what may have disturbed the measurement, said
-            data["notes"] = data["notes"] + [f"The profile: {n}" for n in self.profile.notes]
+            data["notes"] = data["notes"] + [
+                n for n in (f"The profile: {x}" for x in self.profile.notes)
+                if n not in data["notes"]]
         data["texts"], cut = {}, []
         for key in ("jaxpr", "stablehlo", "hlo_before", "hlo_after"):
             text = getattr(self, key) or ""
@@ -421,7 +427,13 @@ def load(path: str) -> Report:
     by field: a damaged or crafted file raises `HloscopeError` naming the file and field."""
     from .._sources._saved import load_json, report_fields
 
-    return Report(**report_fields(load_json(path, what="report"), path))
+    d = load_json(path, what="report")
+    report = Report(**report_fields(d, path))
+    if isinstance(d, dict) and d.get("measured") is not None:  # a profiled report
+        from .._profile._times import MeasuredTimes
+
+        report._cache["measured"] = MeasuredTimes.from_dict(d["measured"], path)
+    return report
 
 
 def _figures(obj: Any) -> dict[str, Any] | None:

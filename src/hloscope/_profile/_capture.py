@@ -18,8 +18,8 @@ default: benchmarks/profile_pauses.py measures what a pause costs): on a CPU, XL
 threads stay in one state for as long as runs follow each other (on a quiet 16-core
 machine, blocks of a scan's plain runs were within 5% of each other back to back, and
 from 394 to 624 us a step with 50 ms between them: benchmarks/profile_blocks.py), so one
-block of runs measures one state; each kernel's time is the mean over the rounds of its
-median in each round (`measure`). Where the rounds' medians have not settled after
+block of runs measures one state; each kernel's time is the interquartile mean over the
+rounds of its median in each round (`measure`). Where the rounds' medians have not settled after
 `ROUNDS` rounds (their standard error over `STEADY` of their mean: a machine moving
 between states), more rounds of the same size follow, up to `MAX_ROUNDS`, and a note
 says so where they never settle. Functions that donate arguments get fresh copies for
@@ -68,7 +68,7 @@ __all__ = ["IDLE_TPU_PROFILER", "MAX_ROUNDS", "MAX_RUNS", "MEMORY_SHARE", "MIN_T
            "ROUNDS", "SETTLE", "SETTLE_TIME", "SLOWED", "STEADY", "TRACED_KERNEL_CPU",
            "WARMUP_TIME", "Profile", "donated_copies", "idle_tpu_profiler",
            "last_round_median", "many_kernels", "memory_budget", "memory_stop", "profile_report",
-           "run_cap", "settled", "slowed", "unsettled"]
+           "run_cap", "settled", "slowed", "unsettled", "virtual_devices"]
 
 MIN_TIME = 0.25  # seconds of profiled runs, by default
 MAX_RUNS = 2000  # however short the run: the trace of a run is read back whole
@@ -183,6 +183,24 @@ def many_kernels(times: MeasuredTimes) -> str | None:
             "runs (hloscope bench) show the step without it (docs/profile.md, Overhead)")
 
 
+def virtual_devices(times: MeasuredTimes) -> str | None:
+    """A note where collectives took a tenth of the step or more on several CPU devices:
+    XLA's virtual devices (--xla_force_host_platform_device_count) share this machine's
+    CPUs, so a collective waits for the devices that have not reached it yet (a trial:
+    'all-gather 39.8%' read as the program's communication)."""
+    if times.platform != "cpu" or times.devices < 2 or times.step <= 0:
+        return None
+    share = sum(k.median for k in times.collectives) / times.step
+    if share < 0.1:
+        return None
+    cpus = os.cpu_count() or 1
+    return (f"collectives took {share:.0%} of the step on {times.devices} CPU devices that "
+            f"share this machine's {cpus} CPU{'s' if cpus != 1 else ''} (XLA's virtual "
+            "devices): a collective's time is mostly waiting for the devices that have not "
+            "reached it yet, not moving data; on a GPU or TPU the same program's collectives "
+            "cost what the links take (hloscope inspect --target estimates them)")
+
+
 def settled(medians: list[float]) -> bool:
     """Whether the rounds' medians (each round's median run) have settled: their mean's
     standard error within `STEADY` of it.  A machine that runs every round alike settles
@@ -205,8 +223,8 @@ def unsettled(wall: list[float], round_of: list[int]) -> str | None:
     return (f"the step's median moved from {format_seconds(lo)} to {format_seconds(hi)} "
             f"between the {len(medians)} rounds of runs (this machine runs the program at "
             "different speeds at different times); each kernel's time is the mean over the "
-            "rounds, and two profiles may differ by more than a tenth (docs/profile.md, "
-            "Rounds)")
+            "middle half of the rounds, and two profiles may differ by more than a tenth "
+            "(docs/profile.md, Rounds)")
 
 
 def _usage() -> tuple[int, int]:
@@ -517,8 +535,8 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
         times = measure(trace, report.kernels, report.module, rounds=rounds)
         read = t() - t0
         if keep is None:
-            times = dataclasses.replace(times,
-                                        source=f"jax.profiler.trace of {len(wall)} runs here")
+            ran = f"{len(wall)} run{'s' if len(wall) != 1 else ''}"
+            times = dataclasses.replace(times, source=f"jax.profiler.trace of {ran} here")
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -527,7 +545,7 @@ def profile_report(report: Any, args: list[Any], *, runs: int = 10, warmup: int 
     plain_fresh = statistics.median(plain_faults)  # (one odd run does not move it)
     notes = ((IDLE_TPU_PROFILER,) if idle_tpu_profiler() else ()) + tuple(
         n for n in (donated_copies(inputs.donated), busy_machine(before, after),
-                    slowed(wall, plain_wall), many_kernels(times),
+                    slowed(wall, plain_wall), many_kernels(times), virtual_devices(times),
                     fresh_memory(kept_faults, plain_fresh),
                     runs_left_out(left_out, len(faults)), unsettled(wall, round_of),
                     capped, memory_stop(grown, len(faults), runs) if grown > budget

@@ -67,9 +67,9 @@ def others(a: CpuSample, b: CpuSample) -> float | None:
     return max(0.0, ((b.busy - a.busy) - (b.own - a.own)) / wall)
 
 
-def busy_machine(a: CpuSample, b: CpuSample) -> str | None:
+def busy_machine(a: CpuSample, b: CpuSample, what: str = "profile") -> str | None:
     """A note when other processes took `BUSY_CPUS` or more CPUs' worth, and `BUSY_SHARE`
-    or more of the machine's CPUs, while the profile took its runs (`a` to `b`): the
+    or more of the machine's CPUs, while the profile (`what`) took its runs (`a` to `b`): the
     kernels shared the CPUs, and their caches and memory, with them.  Where there is no
     /proc/stat, from the load average (which counts this process's threads too) over the
     number of CPUs."""
@@ -79,8 +79,8 @@ def busy_machine(a: CpuSample, b: CpuSample) -> str | None:
         if used < max(BUSY_CPUS, BUSY_SHARE * cpus):
             return None
         return (f"other processes used {used:.2f} of this machine's {cpus} CPUs while the "
-                f"profile ran ({format_seconds(b.wall - a.wall)}); each time includes "
-                "sharing the CPUs, their caches and memory with them, and two profiles can "
+                f"{what} ran ({format_seconds(b.wall - a.wall)}); each time includes "
+                f"sharing the CPUs, their caches and memory with them, and two {what}s can "
                 "differ by tens of percent (docs/profile.md, How far to trust it)")
     if a.busy is not None:  # the window was too short to judge
         return None
@@ -92,5 +92,5 @@ def busy_machine(a: CpuSample, b: CpuSample) -> str | None:
         return None
     return (f"this machine was busy: load average {load:.1f} on {cpus} CPUs (this "
             "process's threads count too); each time may include waiting for a CPU, and "
-            "two profiles can differ by tens of percent (docs/profile.md, How far to "
+            f"two {what}s can differ by tens of percent (docs/profile.md, How far to "
             "trust it)")

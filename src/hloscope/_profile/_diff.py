@@ -2,11 +2,15 @@
 
 Kernels are paired as `hloscope diff` pairs them (`ModuleDiff.pairs`: by place,
 work, op_name and source, then on other shapes), so that the two tables agree;
-what is left on one side is listed alone.
+what is left on one side is listed alone.  The kernels the change left alone (the
+same work on both sides) are the control: where their time moved between the two
+profiles, the machine ran at another speed, and the step's change is not (all) the
+program's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +18,10 @@ from typing import Any
 from .._analysis._kernels import KernelGraph
 from ._times import MeasuredTimes
 
-__all__ = ["TimeDiff", "time_diff"]
+__all__ = ["CONTROL_MOVED", "CONTROL_SHARE", "TimeDiff", "time_diff"]
+
+CONTROL_SHARE = 0.2  # the kernels left alone tell the machine's change from this share up
+CONTROL_MOVED = 0.1  # ... and by more than this the machine, not the program, moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +37,37 @@ class TimeDiff:
     runs_b: tuple[float, ...] = ()
     notes_a: tuple[str, ...] = ()  # what each profile said of its runs when it was taken
     notes_b: tuple[str, ...] = ()
+    # The kernels the change left alone (the same work on both sides, timed on both): how
+    # many, and their times summed in A and in B; with A's kernels' time summed, whose
+    # share they make.  What they did between the profiles is the machine's, not the
+    # program's.
+    control: tuple[int, float, float] = (0, 0.0, 0.0)
+    kernels_a: float = 0.0
+
+    @property
+    def control_ratio(self) -> float | None:
+        """B's time over A's for the kernels the change left alone, where they are enough
+        to tell (at least 2 kernels and a fifth of A's kernel time); else None."""
+        n, ca, cb = self.control
+        if n < 2 or ca <= 0 or self.kernels_a <= 0 or ca < CONTROL_SHARE * self.kernels_a:
+            return None
+        return cb / ca
+
+    @property
+    def machine_moved(self) -> bool:
+        """Whether the kernels the change left alone moved by more than `CONTROL_MOVED`
+        between the profiles: the machine ran at another speed, and the step's change is
+        not (all) the program's."""
+        c = self.control_ratio
+        return c is not None and abs(c - 1) > CONTROL_MOVED
+
+    @property
+    def all_machine(self) -> bool:
+        """Whether the machine's change (`machine_moved`) accounts for the median run's
+        change within `CONTROL_MOVED`: none of it need be the program's."""
+        c, m = self.control_ratio, self.medians
+        return (self.machine_moved and c is not None and m is not None and m[0] > 0
+                and abs(m[1] / m[0] / c - 1) <= CONTROL_MOVED)
 
     @property
     def quartiles(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
@@ -66,16 +104,29 @@ class TimeDiff:
                 "run_quartiles_seconds": None if q is None else [list(q[0]), list(q[1])],
                 "within_spread": self.within_spread,
                 "notes": [list(self.notes_a), list(self.notes_b)],
+                "unchanged_kernels": {"count": self.control[0],
+                                      "seconds": [self.control[1], self.control[2]],
+                                      "ratio": self.control_ratio},
                 "kernels": [{"a": a, "b": b, "seconds_a": ta, "seconds_b": tb,
                              "change_seconds": (tb or 0.0) - (ta or 0.0)}
                             for a, b, ta, tb in self.rows]}
 
 
 def time_diff(ga: KernelGraph, ta: MeasuredTimes, gb: KernelGraph, tb: MeasuredTimes,
-              pairs: tuple[tuple[str, str], ...]) -> TimeDiff:
+              pairs: tuple[tuple[str, str], ...],
+              same_work: frozenset[tuple[str, str]] = frozenset()) -> TimeDiff:
     """Each kernel's measured time in A and B, paired as `hloscope diff` paired them
-    (`pairs`: `ModuleDiff.pairs`); a kernel no pair holds is listed alone."""
-    return _rows(ta, tb, ta.by_name(), tb.by_name(), _with_alone(ga, gb, list(pairs)))
+    (`pairs`: `ModuleDiff.pairs`); a kernel no pair holds is listed alone.  `same_work`
+    (`ModuleDiff.same_work`): the pairs the change left alone, the control."""
+    d = _rows(ta, tb, ta.by_name(), tb.by_name(), _with_alone(ga, gb, list(pairs)))
+    ka, kb = {k.name: k for k in ga.kernels}, {k.name: k for k in gb.kernels}
+    n, ca, cb = 0, 0.0, 0.0
+    for a, b, xa, xb in d.rows:
+        if (a, b) in same_work and xa and xb and a in ka and b in kb and (
+                ka[a].flops, ka[a].bytes_accessed) == (kb[b].flops, kb[b].bytes_accessed):
+            n, ca, cb = n + 1, ca + xa, cb + xb
+    return dataclasses.replace(d, control=(n, ca, cb),
+                               kernels_a=sum(k.median for k in ta.kernels))
 
 
 def _with_alone(ga: KernelGraph, gb: KernelGraph, pairs: list[tuple[str | None, str | None]],

@@ -4,7 +4,7 @@ Plain frozen data (JSON schema ``hloscope.profile/1``, docs/json.md), made by
 `measure` (``_match``) and read by the renderers, the report and the advisor.
 Every time is in seconds; a kernel's time is per run of the program (its
 calls in one run summed), the median over the runs (of each round, averaged
-over the rounds, in hloscope's own profiles), averaged over the
+over the middle half of the rounds, in hloscope's own profiles), averaged over the
 devices that ran it.
 """
 
@@ -28,7 +28,7 @@ def _r(x: float | None) -> float | None:
 class KernelTime:
     """One kernel's measured time: `median` (seconds per run: its median over the runs,
     or, for hloscope's own profiles taken in rounds, its median in each round averaged
-    over the rounds), `spread` (the
+    over the middle half of the rounds), `spread` (the
     interquartile range over the runs), `calls` per run, its `share` of the step, and
     the roofline `estimate` for `device` beside it (None where there is no estimate)."""
 
@@ -80,8 +80,8 @@ class PlaceTime:
 @dataclass(frozen=True, slots=True)
 class Gaps:
     """The wall time of the typical run (the run whose step is the median, the lower of
-    the two middle runs for an even count; over rounds, the run nearest the mean of the
-    rounds' median steps) taken apart, in seconds:
+    the two middle runs for an even count; over rounds, the run nearest the interquartile
+    mean of the rounds' median steps) taken apart, in seconds:
     ``step = kernels - concurrent + dispatch + idle + wait``, exactly for that run.
     `kernels` is the kernels' time summed; `concurrent` the part of it that ran at the
     same time as other kernels (the CPU runs independent kernels on several threads);
@@ -154,7 +154,7 @@ class MeasuredTimes:
     @property
     def step(self) -> float:
         """The wall time of the typical run (seconds): the median run, or over rounds the
-        run nearest the mean of the rounds' medians (see `measure`)."""
+        run nearest the interquartile mean of the rounds' medians (see `measure`)."""
         return self.gaps.step
 
     def by_name(self) -> dict[str, KernelTime]:
@@ -168,6 +168,54 @@ class MeasuredTimes:
     @property
     def collectives(self) -> tuple[KernelTime, ...]:
         return tuple(k for k in self.kernels if k.category == "collective")
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str) -> MeasuredTimes:
+        """The times `to_dict` wrote (a saved report's ``measured``), checked field by
+        field: a damaged or crafted file raises `HloSourceError` naming the field."""
+        from .._sources._saved import Fields
+
+        f = Fields(d, path, what="report", where="measured")
+        g = Fields(f.obj("gaps", optional=False), path, what="report", where="measured.gaps")
+        gaps = Gaps(*(g.number(k, optional=False, minimum=0) or 0.0 for k in (
+            "step_seconds", "kernel_seconds", "concurrent_seconds", "dispatch_seconds",
+            "idle_seconds", "wait_seconds")))
+
+        def kernel(i: int, x: dict[str, Any]) -> KernelTime:
+            k = Fields(x, path, what="report", where=f"measured.kernels[{i}]")
+            return KernelTime(k.text("name", default=None), k.text("category"), k.text("group"),
+                              k.number("median_seconds", optional=False, minimum=0) or 0.0,
+                              k.number("spread_seconds", minimum=0) or 0.0,
+                              k.number("min_seconds", minimum=0) or 0.0,
+                              k.number("calls_per_run", minimum=0) or 0.0,
+                              k.number("share", minimum=0) or 0.0,
+                              k.number("estimate_seconds", minimum=0), k.text("op_name"),
+                              k.text("source", default="") or None)
+
+        def places(key: str) -> tuple[PlaceTime, ...]:
+            out = []
+            for i, x in enumerate(f.objects(key)):
+                p = Fields(x, path, what="report", where=f"measured.{key}[{i}]")
+                out.append(PlaceTime(p.text("place"), p.number("seconds", minimum=0) or 0.0,
+                                     p.number("share", minimum=0) or 0.0, p.integer("kernels")))
+            return tuple(out)
+
+        unmatched = []
+        for i, x in enumerate(f.objects("unmatched")):
+            u = Fields(x, path, what="report", where=f"measured.unmatched[{i}]")
+            unmatched.append((u.text("name"), u.number("seconds", minimum=0) or 0.0))
+        texts = []
+        for key in ("not_run", "notes"):
+            v = d.get(key) or []
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise f._bad(key, "a list of strings", v)
+            texts.append(tuple(v))
+        return cls(f.text("module"), f.text("source"), f.text("platform"),
+                   f.integer("runs"), f.integer("devices", 1), tuple(f.times("step_seconds")),
+                   tuple(kernel(i, x) for i, x in enumerate(f.objects("kernels"))),
+                   places("lines"), places("scopes"), gaps,
+                   f.number("matched_share", minimum=0) or 0.0, tuple(unmatched), texts[0],
+                   f.text("device", default="") or None, notes=texts[1])
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": PROFILE_SCHEMA, "module": self.module, "source": self.source,

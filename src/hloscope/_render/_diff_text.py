@@ -108,7 +108,8 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                              right=(5,), width=width, drop=("place", "kind"),
                              indent="    "))
     if d.changed:
-        out.append("  changed (matched by place, kind and shapes; different work inside)")
+        out.append("  changed (different work inside; matched by place, kind and shapes, or output "
+                   "and op_name)")
         out.append(table(["A", "B", "place", "gained", "lost", "flops A -> B"],
                          [[c.a, c.b, c.place, _ops(c.gained), _ops(c.lost),
                            f"{format_count(c.flops_a)} -> {format_count(c.flops_b)}"]
@@ -157,6 +158,6 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
         if fs:
             out.append(f"{title}: " + "; ".join(safe(f"{f.rule} {f.title}") for f in fs))
     if d.findings_changed:
-        out.append("Advisor findings at the same place on other shapes: " + "; ".join(
+        out.append("Advisor findings on both sides, on other evidence: " + "; ".join(
             safe(f"{x.rule} {x.title}") for x, _y in d.findings_changed))
     return fit("\n".join(out) + "\n", width)

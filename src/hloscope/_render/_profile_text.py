@@ -74,7 +74,7 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
              "of roofline", "source"]
     droppable = ("kind", "spread", "calls", "of roofline")
     text, gone = table_left_out(heads, rows, right=(2, 3, 4, 5, 6, 7), width=width,
-                                drop=droppable)
+                                drop=droppable, whole="kernel")
     out.append(text)
     dropped = [h for h in gone if any(row[heads.index(h)] != "-" for row in rows)]
     if rows and dropped:
@@ -164,8 +164,22 @@ def spread_line(d: TimeDiff) -> str:
                 "with hloscope bench, before taking the change as real")
     faster = m[1] < m[0]  # by the median runs
     ratio = m[0] / m[1] if faster else m[1] / m[0]
-    return (f"B's median run is {ratio:.3g}x {'faster' if faster else 'slower'} than A's, "
+    c, (n, ca, _) = d.control_ratio, d.control
+    if c is not None and d.machine_moved:
+        step = m[1] / m[0]
+        return (f"the machine changed between the profiles: the {n} kernels the change left "
+                f"alone ({_pct(ca / d.kernels_a)} of A's kernel time) took {c:.3g}x their "
+                f"time in A, the median run {step:.3g}x, so "
+                + ("none of the step's change need be the program's"
+                   if d.all_machine else
+                   "part of the step's change is the machine's")
+                + f" ({halves}); profile both again, one right after the other, on a quiet "
+                "machine")
+    said = (f"B's median run is {ratio:.3g}x {'faster' if faster else 'slower'} than A's, "
             f"beyond the runs' spread: {halves}")
+    if c is not None:
+        said += f"; the {n} kernels the change left alone kept their time ({c:.3g}x)"
+    return said
 
 
 def render_time_diff(d: TimeDiff, *, top: int = 20, width: int | None = None) -> str:

@@ -200,6 +200,9 @@ def add_measured(data: dict[str, Any], times: MeasuredTimes) -> None:
     data["profile"] = {"source": times.source, "runs": times.runs, "devices": times.devices,
                        "platform": times.platform, "step": g.step,
                        "matched_share": times.matched_share, "gaps": g.to_dict()}
+    # what a kept profile said of its runs when it was taken, as the text says it
+    known = data.setdefault("notes", [])
+    known.extend(n for n in (f"The profile: {x}" for x in times.notes) if n not in known)
 
 
 def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,

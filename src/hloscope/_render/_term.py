@@ -160,7 +160,7 @@ def fit(text: str, width: int | None) -> str:
 
 def fit_columns(headers: Sequence[str], natural: Sequence[int], room: int, *,
                 fixed: Collection[int] = (), drop: Sequence[int] = (),
-                gap: int = 2) -> tuple[list[int], list[int]]:
+                gap: int = 2, whole: int | None = None) -> tuple[list[int], list[int]]:
     """Which columns of a table to show, and how wide, in `room` characters.
 
     `natural` is each column's widest cell; columns in `fixed` (numbers) keep it.  When
@@ -170,7 +170,8 @@ def fit_columns(headers: Sequence[str], natural: Sequence[int], room: int, *,
     the narrowest widths do not fit.  Then the widest of the other columns are cut to a
     common width, never below `MIN_CELL` or their header's width.  Returns the columns
     kept (in order) and their widths; when nothing more can go, the table is as narrow
-    as it can be, maybe wider than `room`.
+    as it can be, maybe wider than `room`.  Column `whole` (a kernel's name, which the
+    user looks for in XLA's text) is kept whole while a column of `drop` can go instead.
     """
     keep = list(range(len(natural)))
     pending = [k for k in drop if k < len(natural)]
@@ -183,7 +184,9 @@ def fit_columns(headers: Sequence[str], natural: Sequence[int], room: int, *,
         if k in keep:
             keep.remove(k)
     cap = _cap(headers, natural, keep, room, fixed, gap)
-    while cap == -1 and pending and len(keep) > 1:
+    while cap == -1 and pending and len(keep) > 1 or (
+            whole is not None and cap is not None and pending and whole in keep
+            and _width(headers, natural, whole, fixed, cap) < natural[whole]):
         k = pending.pop(0)
         if k in keep:
             keep.remove(k)

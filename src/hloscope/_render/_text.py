@@ -45,7 +45,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Seque
 def table_left_out(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
                    right: Sequence[int] = (), width: int | None = None,
                    drop: Sequence[str] = (), indent: str = "  ",
-                   ) -> tuple[str, list[str]]:
+                   whole: str | None = None) -> tuple[str, list[str]]:
     """A text table, and the `headers` of the columns it left out to fit `width` (in
     order; none without `width`).  Columns are left-aligned, those listed in `right`
     (numbers) right-aligned.
@@ -89,10 +89,12 @@ def table_left_out(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
                     [headers[k] for k in kept],
                     [[row[k] for k in kept if k < len(row)] for row in rows],
                     right=[kept.index(k) for k in right if k in kept], width=width,
-                    drop=[d for d in drop if d in [headers[k] for k in kept]], indent=indent)
+                    drop=[d for d in drop if d in [headers[k] for k in kept]], indent=indent,
+                    whole=whole)
                 return sub, [h for k, h in enumerate(headers) if k in empty or h in gone]
         keep, widths = fit_columns(heads, natural, room, fixed=set(right),
-                                   drop=[heads.index(d) for d in drop if d in heads])
+                                   drop=[heads.index(d) for d in drop if d in heads],
+                                   whole=heads.index(whole) if whole in heads else None)
 
     # Per column kept: its index, width, how a long cell is cut and how it is aligned.
     # A shape too long for its column loses its layout ({1,0}) before its dimensions.
@@ -143,6 +145,8 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         flags.append(f"{s.num_partitions} partitions, "
                      + ("partitioned (shapes are per device)" if s.partitioned
                         else "not yet partitioned (shapes are global)"))
+    elif s.partitioned:  # an ..._spmd entry with no num_partitions (torch_xla for Neuron)
+        flags.append("partitioned (shapes are per device)")
     if s.replica_count > 1:
         flags.append(f"{s.replica_count} replicas")
     out.append(f"Module {s.name}")
@@ -191,7 +195,8 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
     rest = s.opcodes[top_opcodes:]
     line = ", ".join(f"{safe(op)} {n}" for op, n in shown)
     if rest:
-        line += f", and {len(rest)} more ({sum(n for _, n in rest)} instructions)"
+        n_rest = sum(n for _, n in rest)
+        line += f", and {len(rest)} more ({n_rest} instruction{'s' if n_rest != 1 else ''})"
     out.append(f"Opcodes ({len(s.opcodes)} kinds)")
     out.append(f"  {line}")
     out.append("")
