@@ -4,7 +4,8 @@ time moves from one measurement to the next on this machine, with no XLA and no 
 NumPy work on one thread (run it with OPENBLAS_NUM_THREADS=1, as profile_accuracy.py
 does): a 4 MiB copy (held by the L3 cache), a 64 MiB copy (from memory) and a 128x128
 matmul (in the L1 and L2 caches), each timed as `hloscope profile` times a kernel: 4
-rounds 50 ms apart over --min-time seconds, each round's median, their mean; --pairs
+rounds 50 ms apart over --min-time seconds, each round's median, the interquartile mean
+of those (hloscope's own estimator, `_mean_of_medians`); --pairs
 such measurements taken in pairs one after the other, and each pair's change printed
 against the 10% the target allows a kernel.
 
@@ -21,12 +22,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hloscope._profile._match import _mean_of_medians
+
 ROUNDS, PAUSE = 4, 0.05  # as hloscope's profiles (hloscope._profile._capture)
 
 
 def measured(f: Callable[[], object], min_time: float) -> float:
-    """The mean over ROUNDS rounds, PAUSE seconds apart, of each round's median time of
-    `f` (at least 5 calls and min_time / ROUNDS seconds of them, after one unmeasured)."""
+    """The interquartile mean over ROUNDS rounds, PAUSE seconds apart, of each round's
+    median time of `f` (at least 5 calls and min_time / ROUNDS seconds of them, after one
+    unmeasured)."""
     t = time.perf_counter
     medians = []
     for r in range(ROUNDS):
@@ -40,7 +44,7 @@ def measured(f: Callable[[], object], min_time: float) -> float:
             f()
             xs.append(t() - s0)
         medians.append(statistics.median(xs))
-    return statistics.fmean(medians)
+    return _mean_of_medians(medians, list(range(len(medians))))
 
 
 def main() -> None:
@@ -56,9 +60,9 @@ def main() -> None:
         ("matmul 128", lambda: m @ m)]
     print(f"the machine's own floor (load {os.getloadavg()[0]:.1f}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', '')!r}): NumPy work, no XLA, no profiler, "
-          f"timed as a profile times a kernel ({ROUNDS} rounds over {a.min_time:g} s, the mean "
-          f"of the rounds' medians), {a.pairs} pairs one after the other; each pair's change "
-          "(the target allows a kernel 10%)")
+          f"timed as a profile times a kernel ({ROUNDS} rounds over {a.min_time:g} s, the "
+          f"interquartile mean of the rounds' medians), {a.pairs} pairs one after the other; "
+          "each pair's change (the target allows a kernel 10%)")
     for name, f in work:
         changes = []
         for _ in range(a.pairs):
