@@ -97,6 +97,8 @@ def test_torch_xla_spmd_graphs_diff_by_opcode_and_say_partitioned():
     assert {r["name"] for r in d.removed} >= {"compare", "all-reduce"}
     assert {r["name"] for r in d.added} >= {"all-gather.1", "slice.1"}
     assert "partitioned (shapes are per device)" in render_summary(summarize(a))
+    # collectives compared without default layouts, shown as written
+    assert [c["shape"] for c in d.collectives_removed] == ["f32[1,5]{1,0}"]
 
 
 def test_a_gpu_library_call_is_said_to_need_a_gpu():

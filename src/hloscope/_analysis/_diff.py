@@ -631,6 +631,9 @@ def diff_modules(a: Module, b: Module, *,
     left_added = [x for x in rows_added if id(x) not in used]
 
     c_removed, c_added = _counter_diff(coll_key(ga, op_a), coll_key(gb, op_b))
+    # shown as written (compared without default layouts)
+    shown_a = {_plain_layout(c.shape): c.shape for c in ga.collectives}
+    shown_b = {_plain_layout(c.shape): c.shape for c in gb.collectives}
     m_lost, m_gained = _counter_diff(_fused_total(ga), _fused_total(gb))
     gone, new, f_changed = match_findings(fa, fb, op_a, op_b)
 
@@ -639,9 +642,9 @@ def diff_modules(a: Module, b: Module, *,
         tuple(kept_removed), tuple(left_added),
         lra.peak_bytes, lrb.peak_bytes,
         peak_only(lra, lrb, op_a, op_b), peak_only(lrb, lra, op_b, op_a),
-        tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
+        tuple({"opcode": o, "shape": shown_a.get(s, s), "sent_per_device": b, "op_name": n}
               for o, s, b, n in c_removed),
-        tuple({"opcode": o, "shape": s, "sent_per_device": b, "op_name": n}
+        tuple({"opcode": o, "shape": shown_b.get(s, s), "sent_per_device": b, "op_name": n}
               for o, s, b, n in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
         tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,

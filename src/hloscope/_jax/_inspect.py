@@ -117,7 +117,7 @@ class Report:
     @property
     def measured(self):  # type: ignore[no-untyped-def]
         """Each kernel's measured time (`MeasuredTimes`) when inspected with
-        ``profile=True``; None otherwise."""
+        ``profile=True`` (or loaded from a report saved so); None otherwise."""
         p = self._cache.get("profile")
         return self._cache.get("measured") if p is None else p.times  # saved: read back
 
