@@ -95,6 +95,13 @@ def render_profile(t: MeasuredTimes, *, top: int | None = 20, places: int = 10,
                              width=width))
             if len(rows_of) > places:
                 out.append(f"  ... and {len(rows_of) - places} more (see --json)")
+            lost = next((p for p in rows_of if p.place == "(no source line)"), None)
+            if head == "source" and lost is not None and lost.share >= 0.05:
+                out.append(fit(f"  (no source line): {lost.kernels} kernel"
+                               f"{'s' if lost.kernels != 1 else ''} XLA gave no source line "
+                               "(its own copies, transposes and layout changes, or an "
+                               "operation whose metadata a pass dropped); hloscope kernels "
+                               "shows each with the kernels it reads from and feeds", width))
             out.append("")
     if t.collectives:
         out.append(f"Collectives measured ({len(t.collectives)})")
