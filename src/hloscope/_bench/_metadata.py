@@ -150,8 +150,9 @@ def devices_used(args: Any, report: Any) -> int:
     arguments are placed on (together), or its module's partitions times replicas where
     that is more (a program that shards inside with a mesh of its own); with several
     processes whose arguments are their own (not global arrays), that on each process
-    times the processes; 1 for a program on one device (with 8 CPU devices visible, a single-device program's results were
-    plotted as an 8-device point of a scaling curve)."""
+    times the processes; 1 for a program on one device (with 8 CPU devices visible, a
+    single-device program's results were plotted as an 8-device point of a scaling
+    curve)."""
     import jax
 
     used: set[Any] = set()
