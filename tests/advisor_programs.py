@@ -615,6 +615,7 @@ def upcast_fixed_gpu():
     return _upcast(True, "h100")
 
 
+
 @case((), "the forward pass casts an f32 activation to bf16 for a bf16 matmul; the backward "
       "pass converts the bf16 cotangent back to f32 for the f32 matmul before it: "
       "autodiff's convert (transpose(jvp())/convert_element_type), not the user's "
@@ -1272,6 +1273,27 @@ def allreduce_per_microbatch_jit():
       "all-reduce")
 def allreduce_after_accumulation_jit():
     return _accumulate_jit(True)
+
+
+@case(("HS111",), "a tensor-parallel residual stack in a scan on 8 H100s (w1 column-, w2 "
+      "row-parallel; mesh data=2, model=4): each layer's all-reduce is added into the "
+      "carried residual, which the next layer computes with, so it cannot be reduced once "
+      "after the loop (a new user's trial: HS122 said it could); the saved activations "
+      "are most of the peak (HS111)", target="gpu")
+def allreduce_into_residual_stream():
+    jax, jnp, np = _np()
+
+    def layer(x, w):
+        return x + jax.nn.gelu(x @ w[0]) @ w[1], None
+
+    def loss(w1, w2, x):
+        return jnp.mean(jax.lax.scan(layer, x, (w1, w2))[0] ** 2)
+    return _compiled(jax.jit(jax.grad(loss, argnums=(0, 1))),
+                     jax.ShapeDtypeStruct((8, 2048, 8192), jnp.bfloat16),
+                     jax.ShapeDtypeStruct((8, 8192, 2048), jnp.bfloat16),
+                     jax.ShapeDtypeStruct((4096, 2048), jnp.bfloat16), target="h100x8",
+                     mesh="data=2,model=4",
+                     shard={0: "None,None,model", 1: "None,model,None", 2: "data,None"})
 
 
 @case((), "the accumulation reduced once, after the scan (check_vma off, so the gradients "

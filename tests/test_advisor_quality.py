@@ -12,7 +12,7 @@ import os
 import pytest
 
 from advisor_programs import CASES
-from conftest import GENERATED, HAVE_CUDA_PLUGIN, check_golden, run_cli
+from conftest import GENERATED, HAVE_CUDA_PLUGIN, ROOT, check_golden, run_cli
 
 import hloscope
 
@@ -187,3 +187,95 @@ def test_a_donation_jax_dropped_is_found_and_survives_saving(tmp_path):
     loaded = hloscope.load(report.save(str(tmp_path / "r.json")))
     assert loaded.donated == [0, 1]
     assert "HS107" in {g.rule for g in hloscope.advise_groups(loaded.module).groups}
+
+
+@pytest.mark.skipif(not HAVE_CUDA_PLUGIN and not os.environ.get("CI"),
+                    reason="pip install 'hloscope[gpu-target]'")
+def test_no_upcast_advice_for_a_gpu_without_bf16_matmuls():
+    """A V100 has no bf16 matmul units: XLA computes bf16 matmuls in f32 there itself, so
+    'keep the operands in bf16' saves nothing (a new user's V100 step was told it would;
+    the same cast on an H100 is HS112's)."""
+    jnp = pytest.importorskip("jax.numpy")
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+
+    def f(x, w):
+        return jnp.tanh(x.astype(jnp.float32) @ w.astype(jnp.float32))
+
+    x = jnp.ones((4096, 4096), jnp.bfloat16)
+    rules = {t: {g.rule for g in hloscope.inspect(f, x, x, target=t, check=False)
+                 .advice.groups} for t in ("v100", "h100")}
+    assert "HS112" not in rules["v100"] and "HS112" in rules["h100"], rules
+
+
+@pytest.mark.skipif(not _HAVE["tpu"] and not os.environ.get("CI"),
+                    reason="pip install 'hloscope[tpu-target]'")
+def test_a_conv_nets_padded_channels_get_conv_advice():
+    """On a TPU, a convolution's 64 channels fill half of each 128-lane tile: the advice is
+    about channel counts, not 'store f32[N, 3] as three f32[N] arrays' (a new user's U-Net
+    was told to)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+
+    def f(x, w1, w2):
+        dn = ("NCHW", "OIHW", "NCHW")
+        h = jax.nn.relu(jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME",
+                                                     dimension_numbers=dn))
+        return jax.lax.conv_general_dilated(h, w2, (1, 1), "SAME", dimension_numbers=dn)
+
+    r = hloscope.inspect(f, jax.ShapeDtypeStruct((16, 64, 128, 128), jnp.bfloat16),
+                         jax.ShapeDtypeStruct((64, 64, 3, 3), jnp.bfloat16),
+                         jax.ShapeDtypeStruct((64, 64, 3, 3), jnp.bfloat16),
+                         target="tpu-v5e", check=False)
+    padded = [g for g in hloscope.advise_groups(r.module, min_share=0).groups
+              if g.rule == "HS115"]
+    assert padded, [g.rule for g in r.advice.groups]
+    for g in padded:
+        assert "channel counts that are multiples of 128" in g.first.suggestion
+        assert "three f32[N] arrays" not in g.first.suggestion
+
+
+@pytest.mark.skipif(not HAVE_CUDA_PLUGIN and not os.environ.get("CI"),
+                    reason="pip install 'hloscope[gpu-target]'")
+def test_a_one_hot_embedding_given_to_cublas_is_found():
+    """On a V100 XLA gives the one-hot matmul to cuBLAS (a GEMM custom-call, no dot
+    inside a fusion): HS119 finds it there too (a new user's V100 step had 0 findings
+    where an H100's had HS119)."""
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+
+    def f(table, ids):
+        return jnp.sum(jax.nn.one_hot(ids, table.shape[0], dtype=table.dtype) @ table)
+
+    args = (jax.ShapeDtypeStruct((32768, 512), jnp.float32),
+            jax.ShapeDtypeStruct((2048,), jnp.int32))
+    for t in ("v100", "h100"):
+        r = hloscope.inspect(jax.grad(f), *args, target=t, check=False)
+        assert "HS119" in {g.rule for g in r.advice.groups}, t
+
+
+@pytest.mark.skipif(not HAVE_CUDA_PLUGIN and not os.environ.get("CI"),
+                    reason="pip install 'hloscope[gpu-target]'")
+def test_no_remat_advice_where_the_program_fits_with_room_to_spare():
+    """The README's training step on 8 H100s needs 191 MiB of 59 GiB: a checkpoint would
+    recompute the forward pass to free memory it does not need, so remat is a note (a new
+    user's MoE layer, with 57 GiB to spare, was told to checkpoint)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import train_step as t
+    finally:
+        sys.path.pop(0)
+    jax = pytest.importorskip("jax")
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    bf16 = jax.numpy.bfloat16
+    args = (jax.ShapeDtypeStruct((8, 4096, 4096), bf16),
+            jax.ShapeDtypeStruct((1024, 4096), bf16))
+    r = hloscope.inspect(t.train_step, *args, target="h100x8",
+                         shard={0: "None,data,None", 1: "data"}, check=False)
+    assert r.fit is not None and r.fit.need_bytes < r.fit.usable_bytes / 2
+    assert "HS111" not in {g.rule for g in r.advice.groups}
+    assert any(n.startswith("HS111") and "memory it does not need" in n for n in r.advice.notes)
+    assert "HS111" in {g.rule for g in hloscope.advise_groups(r.module).groups}

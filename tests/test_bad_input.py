@@ -8,7 +8,7 @@ import time
 import pytest
 
 import hloscope
-from conftest import GENERATED, TRUNCATED
+from conftest import GENERATED, TRUNCATED, run_cli
 
 GOOD = (GENERATED / "f_for_loop.hlo").read_text()
 
@@ -293,3 +293,16 @@ def test_reading_an_xla_dump_folder():
     hf = hloscope.read(DATA / "dumps" / "mlp_train")
     assert hf.format == "dump" and len(hf.modules) > 1
     assert all(m.filename.endswith("_optimizations.txt") for m in hf.modules)
+
+
+def test_an_hlo_module_proto_in_text_format_is_named(tmp_path):
+    """An HloModuleProto in protobuf text format (XLA's import tests): said so, not
+    'this looks like StableHLO/MLIR'."""
+    f = tmp_path / "m.hlo"
+    f.write_text("# RUN: xla-translate -hlo-to-mlir-hlo %s | FileCheck %s\n"
+                 "# CHECK-LABEL: module @main attributes\n\nhlo_module       {\n"
+                 '  name: "main"\n  entry_computation_name: "main.3"\n  computations {\n'
+                 '    name: "main.3"\n  }\n}\n')
+    r = run_cli("summary", str(f))
+    assert r.returncode == 2
+    assert "HloModuleProto in protobuf text format" in r.stderr and "StableHLO" not in r.stderr

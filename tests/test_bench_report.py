@@ -388,3 +388,16 @@ def test_jax_hpc_profilers_own_plot_draws_a_complex_fft_sweep_hloscope_wrote(tmp
     assert out.returncode == 0, out.stderr[-2000:]
     assert "No volumes to plot" not in out.stdout
     assert png.stat().st_size > 10_000
+
+
+def test_sizes_come_from_the_largest_argument():
+    """A layer norm `f(gain, x)`: X, Y and the precision are x's, not the gain's (a trial's
+    benchmark was filed as X=128, the gain's length)."""
+    import jax.numpy as jnp
+
+    from hloscope._bench._metadata import program_params
+
+    gain, x = jnp.ones((128,), jnp.bfloat16), jnp.ones((4096, 128))
+    params, checks = program_params("ln", (gain, x), {"x": 4096})
+    assert params["X"] == 4096 and params["Y"] == 128 and params["Precision"] == "float32"
+    assert checks[0]["ok"] and checks[0]["note"] == "argument float32[4096, 128]"

@@ -26,7 +26,8 @@ def test_summary_json_is_stable_and_documented():
     keys = ["module", "source", "is_scheduled", "optimized", "partitioned", "num_partitions",
             "replica_count", "entry_computation", "computation_count", "instruction_count",
             "opcodes", "fusions", "custom_calls", "collectives", "parameters", "outputs",
-            "argument_bytes", "output_bytes", "input_output_alias", "annotations", "torch_xla"]
+            "argument_bytes", "output_bytes", "output_table_bytes", "input_output_alias",
+            "annotations", "torch_xla"]
     assert list(m) == keys
     doc = open("docs/json.md").read()
     for k in keys:

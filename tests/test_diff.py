@@ -585,3 +585,34 @@ def test_kernels_of_other_opcodes_are_never_the_same_work():
     d = hloscope.diff_modules(a, b)
     assert not d.resized and not d.changed
     assert [r["name"] for r in d.removed] == ["r"] and [r["name"] for r in d.added] == ["r"]
+
+
+def test_what_an_open_world_diff_left_unsaid():
+    """Two versions of a distributed FFT (an open-world trial, jaxDecomp's A100 reports):
+    the result came out transposed ('the same structure' was all it said), op_names that
+    differ by a Python object's address only, and an all-to-all over other devices (listed
+    gone and new with nothing to tell them apart)."""
+    from hloscope._analysis._diff import diff_modules
+    from hloscope._render._diff_text import render_diff
+
+    def module(out: str, dims: str, groups: str, addr: str) -> str:
+        return ("HloModule jit_f, is_scheduled=true, num_partitions=8\n\nENTRY main {\n"
+                "  p = f32[8,4,2]{2,1,0} parameter(0)\n"
+                "  a = f32[8,4,2]{2,1,0} all-to-all(p), channel_id=1, replica_groups="
+                f"{groups}, dimensions={{0}}\n"
+                f"  ROOT t = {out} transpose(a), dimensions={{{dims}}}, "
+                f'metadata={{op_name="jit(f)/<function g at {addr}>"}}\n}}\n')
+
+    a = hloscope.parse(module("f32[4,8,2]{2,1,0}", "1,0,2", "{{0,1,2,3},{4,5,6,7}}",
+                              "0x14df2cb3a170"))
+    b = hloscope.parse(module("f32[2,4,8]{2,1,0}", "2,1,0", "{{0,2,4,6},{1,3,5,7}}",
+                              "0x7f00aa11bb22"))
+    d = diff_modules(a, b)
+    text = " ".join(render_diff(d).split())
+    assert "the program's results changed: result 0 f32[4,8,2] -> f32[2,4,8]" in text
+    assert "over {{0,1,2,3},{4,5,6,7}}" in text and "over {{0,2,4,6},{1,3,5,7}}" in text
+    from hloscope._analysis._diff import _without
+
+    same = _without(None)
+    assert same("jit(f)/<function g at 0x14df2cb3a170>") == \
+        same("jit(f)/<function g at 0x7f00aa11bb22>")

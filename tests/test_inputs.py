@@ -33,6 +33,9 @@ def test_jax_helpers_are_recognised():
     assert is_jax_helper("jit__where") and is_jax_helper("jit_convert_element_type")
     assert is_jax_helper("jit_broadcast_in_dim.3")
     assert not is_jax_helper("jit_train_step") and not is_jax_helper("IrToHlo.11")
+    # a user's lambda and partial (an open-world trial's test log labelled one a helper)
+    assert not is_jax_helper("jit__lambda_") and not is_jax_helper(
+        "pjit__unnamed_wrapped_function_")
 
 
 def test_dump_folder_takes_the_last_compiled_that_is_not_a_helper(tmp_path):

@@ -142,3 +142,40 @@ def test_memory_usage_report_reads():
     r = parse_memory_usage_report(path.read_text())
     assert r.total_bytes == 573508
     assert r.rows[0] == (262144, 0, 2, "c64[32,32,32], c64[8,32,32]")
+
+
+def test_a_value_written_in_place_is_said_to_be_counted_twice():
+    """A custom-call whose output is written into its operand's buffer
+    (output_to_operand_aliasing): XLA's live-range peak counts both values, the memory
+    holds one buffer (an open-world trial's FFT read 'at most 4.50 GiB live at once' where
+    3.50 GiB are allocated, with no word why)."""
+    from hloscope._render._memory_text import render_memory
+
+    text = """HloModule m, is_scheduled=true
+
+ENTRY main {
+  p = f32[256]{0} parameter(0)
+  c = f32[256]{0} negate(p)
+  ROOT cc = f32[256]{0} custom-call(c), custom_call_target="foo", output_to_operand_aliasing={{}: (0, {})}
+}
+"""
+    r = hloscope.analyze_memory(hloscope.read_text(text, filename="t.hlo").module)
+    assert r.peak_bytes == 3072 and r.peak_counted_again == 1024
+    out = render_memory(r)
+    assert "3.00 KiB (3,072 B) live at once by XLA's live-range peak" in out
+    assert "held in 2.00 KiB of buffers: 1.00 KiB of it are values written in place" in out
+    assert "cc{} is in the buffer of c{} (written in place): counted twice above" in out
+    assert "at most" not in out.split("Live at the peak")[0]
+
+
+def test_the_peak_is_not_called_the_most_where_the_timeline_goes_higher():
+    """XLA's peak moment (its own sweep) can miss the timeline's highest step: the headline
+    then says both, not 'at most' (an open-world trial: 'at most 56 B' over a timeline of
+    80 B)."""
+    from hloscope._render._memory_text import render_memory
+
+    r = hloscope.analyze_memory(
+        hloscope.read(SEEDS / "torch_xla_02_IrToHlo.19_sharded.hlo").module)
+    head = render_memory(r).split("Live at the peak")[0]
+    assert r.timeline_max[0] > r.peak_bytes
+    assert "live at once at XLA's peak moment" in head and "the timeline goes up to" in head

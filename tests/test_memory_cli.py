@@ -25,13 +25,15 @@ def test_memory_text_golden(name, path):
 
 
 MODULE_KEYS = ["module", "file", "scheduled", "order", "steps", "value_count", "buffer_count",
-               "needs_bytes", "peak_bytes", "peak_step", "peak_instruction", "peak_values", "all_spaces_peak_bytes",
+               "needs_bytes", "peak_bytes", "peak_step", "peak_instruction", "peak_values",
+               "peak_counted_again_bytes",
+               "all_spaces_peak_bytes",
                "argument_bytes",
                "output_bytes", "alias_bytes", "constant_bytes", "temp_estimate_bytes",
                "timeline", "timeline_max_bytes", "timeline_max_step", "largest", "sharded",
                "xla", "comparisons", "optimized", "figures"]
 VALUE_KEYS = ["value", "instruction", "index", "opcode", "computation", "shape", "bytes", "kind",
-              "live_range", "op_name", "source"]
+              "live_range", "op_name", "source", "buffer"]
 
 
 def test_memory_json_is_stable_and_documented():
@@ -110,3 +112,21 @@ def test_a_partitioned_module_without_num_partitions_is_not_partitioned_again():
     assert memory.returncode == 0, memory.stderr
     assert "already partitioned for 2 devices" in memory.stdout
     assert "unpartitioned" not in memory.stdout
+
+
+def test_a_dump_file_alone_reads_xlas_files_beside_it():
+    """The module file of a dump folder passed alone gets XLA's buffer assignment beside it,
+    as the folder does (a trial: hloscope's estimate for the file, XLA's temp for the
+    folder)."""
+    import glob
+
+    folder = GENERATED / "f_filter_with_temp.dump"
+    [after] = [f for f in glob.glob(str(folder / "*after_optimizations.txt"))
+               if "buffer-assignment" not in f and "live-range" not in f
+               and "memory-usage" not in f]
+    alone, whole = run_cli("memory", "--json", after), run_cli("memory", "--json", str(folder))
+    assert alone.returncode == whole.returncode == 0, alone.stderr
+    a, w = json.loads(alone.stdout)["modules"][0], json.loads(whole.stdout)["modules"][0]
+    assert a["needs_bytes"] == w["needs_bytes"] and a["xla"] is not None
+    assert a["figures"]["figures"][0] == w["figures"]["figures"][0]
+    assert w["figures"]["figures"][0]["source"] == "hloscope + XLA dump"

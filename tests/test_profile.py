@@ -575,9 +575,11 @@ def test_a_time_diff_says_whether_the_change_stands_out():
     fast = TimeDiff(1.2e-3, 0.4e-3, (), a, tuple(x / 3 for x in a))
     assert fast.within_spread is False
     assert time_diff_line(fast) == "Measured time: step 1.2 ms -> 400 us (-800 us, -66.7%)"
-    assert spread_line(fast).startswith("B's median run is 3x faster than A's, beyond the "
-                                        "runs' spread: the middle half of A's runs took 1.1 "
-                                        "ms to 1.3 ms")
+    assert spread_line(fast).startswith("B's median run is 3x faster than A's (95% interval "
+                                        "2.14x to 4.2x), beyond the runs' spread: the middle "
+                                        "half of A's runs took 1.1 ms to 1.3 ms")
+    lo, hi = fast.ratio_interval
+    assert lo < 1 / 3 < hi and fast.to_dict()["median_ratio"]["ci95"] == [lo, hi]
     # A typical step pulled by slow rounds (a profile in rounds) far from the median run:
     # both are said, and the verdict goes by the median runs
     pulled = TimeDiff(1.2e-3, 1.92e-3, (), a, tuple(x * 1.3 for x in a))

@@ -148,3 +148,14 @@ def test_cli_run_errors():
     assert out.returncode == 2 and "NAME=SPEC" in out.stderr
     out = run_cli("run", str(SEEDS / "torch_xla_01_IrToHlo.11.hlo"), "--check", "scipy")
     assert out.returncode == 2 and "one-device" in out.stderr
+
+
+def test_a_module_writing_into_its_inputs_is_timed_on_fresh_copies():
+    """input_output_alias (XLA's own must-alias test): the first run takes the input over,
+    so each timed run gets fresh copies ('Buffer has been deleted or donated' before)."""
+    m = hloscope.parse("HloModule f, input_output_alias={{}: (0, {}, must-alias)}\n\n"
+                       "ENTRY f {\n  a = s32[10] parameter(0)\n"
+                       "  ROOT sum = s32[10] add(a, a)\n}\n")
+    r = run_module(m, inputs={"a": "3"}, iterations=3)
+    assert len(r.times) == 3 and r.outputs[0]["max"] == 6
+    assert any("fresh copies" in n for n in r.notes)

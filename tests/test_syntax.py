@@ -27,6 +27,17 @@ def test_comments_anywhere():
     assert m.entry.root.operand_names == ("b", "a")
 
 
+def test_a_literal_attribute_after_a_comment():
+    """`literal=s32[] 1` (a shape, a space, the literal) read where a comment sends the
+    reader to XLA's token grammar (XLA's MLIR import test; every command refused it)."""
+    m = _read("HloModule m\nENTRY main {\n  a = f32[2,3] parameter(0)\n  // c\n"
+              "  ROOT r = f32[2,3] custom-call(a), custom_call_target=\"SetBound\", "
+              "literal=s32[] 1, backend_config=\"x\"\n}\n")
+    r = m.entry.root
+    assert r.opcode == "custom-call" and r.attr("literal") == "s32[] 1"
+    assert r.attr("backend_config") in ('"x"', "x")
+
+
 def test_statements_continued_over_lines():
     text = ('HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[3,3]{1,0}},\n'
             '  frontend_attributes={a="b"}\n\nENTRY %main\n    (p: f32[2,3]) -> f32[3,3] {\n'
@@ -138,3 +149,18 @@ def test_xla_parser_error_cases_are_rejected_where_xla_rejects_them(case):
     if jax_line is not None and not newer:
         assert e.line == jax_line, str(e)
     assert e.get_context().splitlines()[-1].strip() == "^"
+
+
+def test_a_header_after_other_text_on_its_line():
+    """A test's log printing ``name HLO graph f HloModule pjit_f, ...`` on one line: each
+    such module is read (one of 16 was, under a made-up name, before), located at its line."""
+    module = ("ENTRY %main.5 (p: f32[2]) -> f32[2] {\n"
+              "  %p = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(f32[2]{0} %p)\n}\n")
+    text = ("collected 2 items\n"
+            "tests/test_a.py HLO graph f HloModule pjit_f, is_scheduled=true, "
+            "num_partitions=1\n\n" + module + "\nPASSED\n"
+            "The HLO graph is HloModule jit_g\n\n" + module.replace("main.5", "main.6")
+            + "\nAll gathered True\n")
+    f = hloscope.read_text(text, filename="log.txt")
+    assert [m.name for m in f.modules] == ["pjit_f", "jit_g"]
+    assert f.modules[0].is_scheduled and f.modules[0].first_line == 2

@@ -27,3 +27,29 @@ def test_no_finding_is_more_than_the_peak() -> None:
     assert groups and groups[0].kind == "tpu-padding"
     for g in groups:
         assert 0 < g.share <= 1, (g.rule, g.share)
+
+
+def test_kernels_give_the_peak_memory_gives() -> None:
+    """`kernels`' header gives the peak as `memory`'s headline does, padded, with XLA's
+    unpadded figure beside it (it gave 18.00 MiB where `memory` said 524.00 MiB)."""
+    from hloscope._render._kernels_text import render_kernels
+
+    g = hloscope.kernel_graph(hloscope.read(str(HLO)).module)
+    assert g.peak_bytes == 18 * 2**20 and g.peak_allocated_bytes == 549_453_824
+    assert g.to_dict()["peak_allocated_bytes"] == 549_453_824
+    header = render_kernels(g).splitlines()[2]
+    assert header.endswith("memory peak 524.00 MiB (tiles padded; unpadded 18.00 MiB)")
+
+
+def test_summary_outputs_add_up_to_memorys() -> None:
+    """`summary`'s outputs and their tuple's pointer table are `memory`'s outputs (384.00
+    KiB against 384.02 KiB, with nothing said, before)."""
+    from hloscope._render._text import render_summary
+
+    m = hloscope.read(str(ROOT / "tests" / "data" / "tpu" / "mlp_step_tpu_v5e.hlo")).module
+    from hloscope._analysis._summary import summarize
+
+    s = summarize(m)
+    assert s.output_table_bytes == 16
+    assert s.output_bytes + s.output_table_bytes == hloscope.analyze_memory(m).output_bytes
+    assert "Outputs (2, 384.00 KiB + the tuple's 16 B pointer table)" in render_summary(s)

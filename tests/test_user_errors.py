@@ -255,3 +255,47 @@ def test_arg_takes_numpys_names_of_element_types():
     got = array_args(["float32[2,3]", "bfloat16[4]", "int32[]", "bool[2]"], abstract=True)
     assert [(a.shape, str(a.dtype)) for a in got] == [
         ((2, 3), "float32"), ((4,), "bfloat16"), ((), "int32"), ((2,), "bool")]
+
+
+def test_profile_and_bench_of_shapes_alone_say_they_need_arrays(tmp_path):
+    """`make_inputs` returning jax.ShapeDtypeStruct (as for `inspect --target`): profile and
+    bench say running needs arrays (a trial got JAX's 'is not a valid JAX type')."""
+    prog = tmp_path / "sds.py"
+    prog.write_text("import jax, jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x) * 2\n\n"
+                    "def make():\n    return (jax.ShapeDtypeStruct((64, 64), jnp.float32),)\n")
+    for cmd in ("profile", "bench"):
+        r = run_cli(cmd, f"{prog}:f", "--inputs", "make()")
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert "jax.ShapeDtypeStruct (shapes, no data: the first float32[64, 64])" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_spec_mesh_and_static_mistakes_are_named():
+    """A trial's mistakes taken silently or misread before: an unclosed parenthesis in a
+    partition spec (read as 'dat, model'), an axis named twice in --mesh (the last kept),
+    `--static remat=Ture` (passed as the string 'Ture', which is truthy)."""
+    from hloscope import HloscopeError
+    from hloscope._cli._targets import static_kwargs
+    from hloscope._jax._target import parse_mesh, parse_spec
+
+    with pytest.raises(HloscopeError, match="parentheses do not pair up"):
+        parse_spec("(data,model")
+    with pytest.raises(HloscopeError, match="the axis 'data' is given twice"):
+        parse_mesh("data=2,data=4", 8)
+    with pytest.raises(HloscopeError, match="did you mean True"):
+        static_kwargs(["remat=Ture"])
+    assert static_kwargs(["mode=fast", "remat=True"]) == {"mode": "fast", "remat": True}
+    assert tuple(parse_spec("(data,model),None")) == (("data", "model"), None)
+
+
+def test_a_pytree_leaf_a_spec_does_not_fit_is_named_by_its_path(tmp_path):
+    prog = tmp_path / "tree.py"
+    prog.write_text(
+        "import jax, jax.numpy as jnp\n\ndef f(p, opt):\n    return p, opt\n\n"
+        "def make():\n    s = jax.ShapeDtypeStruct\n"
+        "    return ({'w': s((64, 64), jnp.float32)},\n"
+        "            {'m': s((64, 64), jnp.float32), 'step': s((), jnp.int32)})\n")
+    r = run_cli("inspect", f"{prog}:f", "--inputs", "make()", "--target", "tpu-v5e:2x4",
+                "--shard", "1=data")
+    assert r.returncode == 2, r.stderr
+    assert "argument 1['step'] has 0 dimension(s)" in r.stderr

@@ -66,3 +66,17 @@ def test_odd_shardings_and_replica_groups_never_crash():
         hloscope.parse_replica_groups("{{a,b}}")
     with pytest.raises(hloscope.HloscopeError, match="span"):
         hloscope.parse_replica_groups("mesh['a'=100000,'b'=100000] {'a'}")
+
+
+def test_layout_constraints_without_layouts_are_read_as_xla_reads_them():
+    """XLA's parser fills missing layouts (jaxlib 0.10.2 accepts this module from XLA's
+    MLIR import tests); `check` refused it: 'Operand layout constraint shape f32[3,3] for
+    operand 0 does not have a layout'."""
+    from hloscope._sources._reader import check_text
+
+    text = ("HloModule Cholesky\nENTRY main {\n  %param = f32[3,3] parameter(0)\n"
+            "  ROOT %custom-call = (f32[3,3], f32[3], s32[]) custom-call(f32[3,3] %param),\n"
+            "    custom_call_target=\"__cusolver$cholesky\", operand_layout_constraints="
+            "{f32[3,3]}, backend_config=\"{\\\"lower\\\":true}\"\n}\n")
+    m = check_text(text, filename="t.hlo").module
+    assert m.entry.root.opcode == "custom-call"

@@ -21,7 +21,7 @@ from .._hlo._module import Module
 from ._advice_context import AdviceContext, Rule
 from ._dataflow import Dataflow, analyze_dataflow
 from ._devices import Device
-from ._findings import Evidence, Finding, FindingGroup, Saving, group_findings
+from ._findings import Check, Evidence, Finding, FindingGroup, Saving, group_findings
 from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
@@ -38,7 +38,8 @@ from ._rules_memory import (donation_missing, donation_unused, f64, precision_up
 from ._walk import paused_gc
 
 __all__ = ["ADVICE_SCHEMA", "RULES", "Advice", "Evidence", "Finding", "FindingGroup", "Rule",
-           "Saving", "advise", "advise_groups", "unrolled_before_optimization"]
+           "Saving", "advise", "advise_groups", "apply_saved_checks", "saved_checks",
+           "unrolled_before_optimization", "with_room"]
 
 ADVICE_SCHEMA = "hloscope.lint/3"
 
@@ -106,15 +107,18 @@ class Advice:
     """What `advise_groups` found: the groups worth a user's attention, ranked, and what
     the estimates are for (`device`: None on a CPU module, where no time is printed)."""
 
-    __slots__ = ("device", "groups", "notes", "optimized", "quiet")
+    __slots__ = ("checked_out", "device", "groups", "notes", "optimized", "quiet")
 
     def __init__(self, groups: list[FindingGroup], device: str | None, optimized: bool,
-                 quiet: int, notes: tuple[str, ...] = ()) -> None:
+                 quiet: int, notes: tuple[str, ...] = (),
+                 checked_out: tuple[tuple[str, str], ...] = ()) -> None:
         self.groups = groups
         self.device = device
         self.optimized = optimized
         self.quiet = quiet  # findings left out as not worth it
         self.notes = notes  # what is worth knowing though it saves nothing here
+        # (rule, place) of the groups whose fix, compiled, saved too little: left out
+        self.checked_out = checked_out
 
     def __repr__(self) -> str:
         n = sum(g.count for g in self.groups)
@@ -127,6 +131,96 @@ class Advice:
     def to_dict(self) -> dict[str, object]:
         return {"device": self.device, "optimized": self.optimized, "left_out": self.quiet,
                 "notes": list(self.notes), "groups": [g.to_dict() for g in self.groups]}
+
+
+def saved_checks(advice: Advice) -> dict[str, object]:
+    """What checking `advice` found (`hloscope._checked`), to save beside a report: each
+    group's rule and place with its checked saving, share and `Check`, and the notes and
+    count of what checking left out.  `apply_saved_checks` puts them back on the same
+    module's advice, recomputed."""
+    return {"groups": [{"rule": g.rule, "place": g.first.place,
+                        "saving": g.saving.to_dict(), "share": g.share, "basis": g.basis,
+                        "check": g.check.to_dict()}
+                       for g in advice.groups if g.check is not None],
+            "left_out_groups": [{"rule": r, "place": p} for r, p in advice.checked_out],
+            "notes": list(advice.notes), "left_out": advice.quiet}
+
+
+def apply_saved_checks(advice: Advice, saved: dict[str, object]) -> Advice:
+    """`advice` (recomputed from a saved report's module) as it was checked when the report
+    was saved (`saved_checks`): checked groups with their checks, the groups checking
+    left out left out again, its notes; a group saved with neither (under the threshold
+    then) as it is.  A malformed entry raises ValueError."""
+    kept: dict[tuple[str, str], tuple[Saving, float, str, Check]] = {}
+    groups = saved.get("groups")
+    if not isinstance(groups, list):
+        raise ValueError("advice_checks.groups is not a list")
+    for e in groups:
+        if not isinstance(e, dict) or not isinstance(e.get("rule"), str) or not isinstance(
+                e.get("place"), str):
+            raise ValueError("advice_checks.groups holds an entry without rule and place")
+        share, basis = e.get("share"), e.get("basis")
+        if not isinstance(share, (int, float)) or isinstance(share, bool) or not share >= 0:
+            raise ValueError("advice_checks.groups[].share is not a number")
+        if not isinstance(basis, str):
+            raise ValueError("advice_checks.groups[].basis is not text")
+        kept[(e["rule"], e["place"])] = (Saving.from_dict(e.get("saving")), float(share),
+                                         basis, Check.from_dict(e.get("check")))
+    out_groups = saved.get("left_out_groups", [])
+    if not isinstance(out_groups, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("rule"), str)
+            and isinstance(e.get("place"), str) for e in out_groups):
+        raise ValueError("advice_checks.left_out_groups is not a list of rules and places")
+    dropped = {(e["rule"], e["place"]) for e in out_groups}
+    notes, left_out = saved.get("notes", []), saved.get("left_out", advice.quiet)
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise ValueError("advice_checks.notes is not a list of text")
+    if not isinstance(left_out, int) or isinstance(left_out, bool) or left_out < 0:
+        raise ValueError("advice_checks.left_out is not a count")
+    out: list[FindingGroup] = []
+    for g in advice.groups:
+        key = (g.rule, g.first.place)
+        e = kept.get(key)
+        if e is not None:
+            out.append(replace(g, saving=e[0], share=e[1], basis=e[2], check=e[3]))
+        elif key not in dropped:  # under the threshold when saved (lint --min-share 0)
+            out.append(g)
+    out.sort(key=lambda g: -g.share)
+    return Advice(out, advice.device, advice.optimized, max(left_out, advice.quiet),
+                  tuple(dict.fromkeys((*advice.notes, *notes))), tuple(sorted(dropped)))
+
+
+# Advice that frees memory at a cost in time (recomputation, items one at a time): not
+# worth it where the program fits with most of the device's memory to spare.
+_MEMORY_FOR_TIME = ("HS111", "HS128")
+ROOMY = 0.5  # a program needing at most this share of the device's memory fits roomily
+
+
+def with_room(advice: Advice, need: int, usable: int, device: str) -> Advice:
+    """`advice` on a target where the program needs `need` of `usable` bytes: where that
+    is at most `ROOMY` of it, the groups that trade time for memory (remat, items one at a
+    time) are left out with a note saying why (a new user's MoE layer, with 57 GiB to
+    spare on an H100, was told to checkpoint)."""
+    if usable <= 0 or need > ROOMY * usable:
+        return advice
+    from .._units import format_bytes
+
+    kept, notes, out = [], list(advice.notes), []
+    for g in advice.groups:
+        if g.rule not in _MEMORY_FOR_TIME:
+            kept.append(g)
+            continue
+        out.append((g.rule, g.first.place))
+        cost = ("a checkpoint would recompute the forward pass" if g.rule == "HS111" else
+                "running the items one at a time would take longer")
+        notes.append(f"{g.rule} {g.title}: left out: the program needs "
+                     f"{format_bytes(need)} of the {format_bytes(usable)} it may use on "
+                     f"{device}; {cost} to free memory it does not need (act on it to fit "
+                     "a larger batch or model)")
+    if not out:
+        return advice
+    return Advice(kept, advice.device, advice.optimized, advice.quiet + len(out),
+                  tuple(notes), advice.checked_out + tuple(out))
 
 
 def _optimized(module: Module) -> bool:

@@ -248,6 +248,29 @@ def _keys(g: KernelGraph, op: Callable[[str], str]
 _LAYOUT = re.compile(r"\[([^\]]*)\]\{([0-9,]*)\}")
 
 
+def _io_changes(ma: Module, mb: Module) -> list[str]:
+    """In words, where the program's arguments or results differ in shape or type between
+    the two modules (default layouts left out): the rest of a diff compares what runs, not
+    what goes in and out (a trial's FFT whose result came out transposed read 'the same
+    structure')."""
+    out = []
+    for what, sa, sb in (("arguments", [str(p.shape) for p in ma.entry.parameters],
+                          [str(p.shape) for p in mb.entry.parameters]),
+                         ("results", [str(leaf) for _, leaf in ma.entry.root.shape.leaves()],
+                          [str(leaf) for _, leaf in mb.entry.root.shape.leaves()])):
+        pa, pb = [_plain_layout(x) for x in sa], [_plain_layout(x) for x in sb]
+        if pa == pb:
+            continue
+        if len(pa) != len(pb):
+            out.append(f"the program's {what}: {len(pa)} became {len(pb)}")
+            continue
+        diffs = [(i, x, y) for i, (x, y) in enumerate(zip(pa, pb)) if x != y]
+        i, x, y = diffs[0]
+        more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
+        out.append(f"the program's {what} changed: {what[:-1]} {i} {x} -> {y}{more}")
+    return out
+
+
 def _plain_layout(shape: str) -> str:
     """`shape` with each default layout left out (``f32[4,8]{1,0}`` is ``f32[4,8]``, the
     layout XLA gives a shape written without one), so a module printed with its layouts
@@ -354,15 +377,20 @@ def _top_name(m: Module) -> str | None:
 def _without(top: str | None) -> Callable[[str], str]:
     """op_name -> the op_name without the leading `top` (everything after it kept)."""
     if top is None:
-        return lambda op_name: op_name
+        return lambda op_name: _ADDRESS.sub("0x…", op_name)
     n = len(top)
 
     def strip(op_name: str) -> str:
         if op_name.startswith(top) and (len(op_name) == n or op_name[n] == "/"):
-            return op_name[n + 1:]
-        return op_name
+            op_name = op_name[n + 1:]
+        return _ADDRESS.sub("0x…", op_name)
 
     return strip
+
+
+# A Python object's address in an op_name (`<function f at 0x14df2cb3a170>`): another run
+# prints another, so two versions are compared without it.
+_ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
 
 
 def _function_names(a: Module, b: Module) -> tuple[str, str] | None:
@@ -507,7 +535,8 @@ def diff_modules(a: Module, b: Module, *,
     modules' memory reports when already made (`Report.memory` has XLA's own figures
     beside hloscope's); else they are computed here, hloscope's figures alone."""
     names = _function_names(a, b)
-    op_a, op_b = (_without(names[0]), _without(names[1])) if names else (str, str)
+    op_a, op_b = (_without(names[0]), _without(names[1])) if names else (
+        _without(None), _without(None))
     analyses = []
     for i, m in enumerate((a, b)):
         df = analyze_dataflow(m)
@@ -603,9 +632,10 @@ def diff_modules(a: Module, b: Module, *,
         return tuple(rows)
 
     def coll_key(g: KernelGraph, op: Callable[[str], str]
-                 ) -> Counter[tuple[str, str, int, str]]:
-        return Counter((c.opcode, _plain_layout(c.shape), c.sent_per_device, op(c.op_name))
-                       for c in g.collectives)
+                 ) -> Counter[tuple[str, str, int, str, str]]:
+        # the devices each one spans too: a mesh's axes swapped changes the groups alone
+        return Counter((c.opcode, _plain_layout(c.shape), c.sent_per_device, op(c.op_name),
+                        c.replica_groups or "") for c in g.collectives)
 
     rows_removed = temp_rows(t_removed, ga, by_value_a)
     rows_added = temp_rows(t_added, gb, by_value_b)
@@ -642,10 +672,10 @@ def diff_modules(a: Module, b: Module, *,
         tuple(kept_removed), tuple(left_added),
         lra.peak_bytes, lrb.peak_bytes,
         peak_only(lra, lrb, op_a, op_b), peak_only(lrb, lra, op_b, op_a),
-        tuple({"opcode": o, "shape": shown_a.get(s, s), "sent_per_device": b, "op_name": n}
-              for o, s, b, n in c_removed),
-        tuple({"opcode": o, "shape": shown_b.get(s, s), "sent_per_device": b, "op_name": n}
-              for o, s, b, n in c_added),
+        tuple({"opcode": o, "shape": shown_a.get(s, s), "sent_per_device": b, "op_name": n,
+               "replica_groups": r} for o, s, b, n, r in c_removed),
+        tuple({"opcode": o, "shape": shown_b.get(s, s), "sent_per_device": b, "op_name": n,
+               "replica_groups": r} for o, s, b, n, r in c_added),
         tuple(sorted(Counter(m_lost).items())), tuple(sorted(Counter(m_gained).items())),
         tuple(gone), tuple(new), tuple(f_changed), _figure_rows(mem_a, mem_b), names,
         relabelled, resized, tuple(t_resized), _pairs(ga, p1 + p2 + p3 + p4 + p5))
@@ -664,11 +694,15 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     if d.function_names is not None:
         lines.append("op_names compared without the function names "
                      f"{d.function_names[0]} / {d.function_names[1]}")
+    io = _io_changes(ma, mb)
+    if d.is_empty and io:
+        return _replace_headline(d, lines + io)
     if d.is_empty:
         same_names = ma.name == mb.name and all(x == y for x, y in d.pairs)
         lines.insert(0, ("no difference" if same_names else "no difference but names")
                      + ": the same kernels, arrays, peak and collectives")
         return _replace_headline(d, lines)
+    lines.extend(io)
     a, b = d.a, d.b
     loops_a = [g for g in a.groups if g.kind == "while body"]
     loops_b = [g for g in b.groups if g.kind == "while body"]
@@ -716,8 +750,14 @@ def _with_headline(d: ModuleDiff, ma: Module, mb: Module) -> ModuleDiff:
     if d.temporaries_resized:
         ta = sum(t["bytes_a"] for t in d.temporaries_resized)
         tb = sum(t["bytes_b"] for t in d.temporaries_resized)
-        lines.append(f"{_plural(len(d.temporaries_resized), 'array')} between them resized: "
-                     f"{format_bytes(ta)} -> {format_bytes(tb)}")
+        if ta == tb:  # other shapes of the same size (a transpose, axes swapped)
+            t = d.temporaries_resized[0]
+            lines.append(f"{_plural(len(d.temporaries_resized), 'array')} between them on "
+                         f"other shapes of the same size (e.g. {t['a']}: {t['shape_a']} -> "
+                         f"{t['shape_b']})")
+        else:
+            lines.append(f"{_plural(len(d.temporaries_resized), 'array')} between them "
+                         f"resized: {format_bytes(ta)} -> {format_bytes(tb)}")
     if d.temporaries_removed:
         total = sum(e["bytes"] for e in d.temporaries_removed)
         n = len(d.temporaries_removed)

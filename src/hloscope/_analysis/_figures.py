@@ -273,10 +273,12 @@ def _explain(figs: list[Figure], ma: dict[str, int], optimized: bool) -> list[Ex
     if peak is not None and foot is not None and peak > foot:
         out.append(Explanation(("live_range_peak", "allocation"), (
             f"The peak ({_b(peak)}) is above the allocation ({_b(foot)}): the live-range peak "
-            "counts every value live at that moment at its own size, but XLA lets a result "
-            "reuse the memory of an operand that dies at the same instruction (and constants "
-            "live with the code), so the allocations hold less than the live values add up "
-            "to.")))
+            "counts every value live at that moment at its own size, but a result written in "
+            "place into an operand's buffer (a dynamic-update-slice, a custom-call's "
+            "output_to_operand_aliasing, a loop's state, an output into a donated argument) "
+            "shares that buffer, XLA lets a result reuse the memory of an operand that dies "
+            "at the same instruction, and constants live with the code, so the allocations "
+            "hold less than the live values add up to.")))
     if "peak_memory_in_bytes" in ma and peak is not None:
         out.append(_peak_memory(ma, peak, f["constants"].bytes or 0))
     est = f["temp_estimate"].bytes

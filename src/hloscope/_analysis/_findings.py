@@ -86,6 +86,23 @@ class Saving:
                 "kernels": self.kernels, "seconds": self.seconds,
                 "instructions": self.instructions}
 
+    @classmethod
+    def from_dict(cls, d: Any) -> Saving:
+        """`to_dict`'s output back (ValueError naming the field where it is not that)."""
+        if not isinstance(d, dict):
+            raise ValueError("a saving is not an object")
+        out: dict[str, Any] = {}
+        for name in ("peak_bytes", "footprint_bytes", "traffic_bytes", "link_bytes",
+                     "kernels", "instructions"):
+            v = d.get(name, 0)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"saving.{name} is not a count")
+            out[name] = v
+        sec = d.get("seconds", 0.0)
+        if not isinstance(sec, (int, float)) or isinstance(sec, bool) or not sec >= 0:
+            raise ValueError("saving.seconds is not a time")
+        return cls(seconds=float(sec), **out)
+
 
 def _duration(s: float) -> str:
     if s >= 1:
@@ -114,6 +131,8 @@ class Check:
     after: float = 0.0
     estimate: Saving = field(default_factory=Saving)
     also: tuple[tuple[str, int, int], ...] = ()  # other figures it moved (name, bytes)
+    # On a target: whether the fixed program fits in its memory, in words ("" elsewhere).
+    fit: str = ""
 
     @property
     def saved(self) -> float:
@@ -132,14 +151,47 @@ class Check:
         also = "".join(f"; {name} {format_bytes(a)} -> {format_bytes(b)}"
                        for name, a, b in self.also)
         return (f"checked: {self.figure} {self.amount(self.before)} -> "
-                f"{self.amount(self.after)}{also}" + (f" with {self.fix}" if self.fix else ""))
+                f"{self.amount(self.after)}{also}" + (f" with {self.fix}" if self.fix else "")
+                + (f"; {self.fit}" if self.fit else ""))
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Check:
+        """`to_dict`'s output back (ValueError naming the field where it is not that)."""
+        if not isinstance(d, dict) or d.get("status") not in ("checked", "estimated"):
+            raise ValueError("check.status is not 'checked' or 'estimated'")
+
+        def text(key: str) -> str:
+            v = d.get(key) or ""
+            if not isinstance(v, str):
+                raise ValueError(f"check.{key} is not text")
+            return v
+
+        def num(key: str) -> float:
+            v = d.get(key, 0.0)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v:
+                raise ValueError(f"check.{key} is not a number")
+            return float(v)
+
+        also = []
+        for a in d.get("also") or []:
+            if not isinstance(a, dict) or not isinstance(a.get("figure"), str) or not all(
+                    isinstance(a.get(k), int) for k in ("before", "after")):
+                raise ValueError("check.also is not a list of figures")
+            also.append((a["figure"], a["before"], a["after"]))
+        unit = text("unit") or "bytes"
+        if unit not in ("bytes", "seconds"):
+            raise ValueError("check.unit is not 'bytes' or 'seconds'")
+        return cls(d["status"], text("how"), text("fix"), text("figure"), unit,
+                   num("before"), num("after"), Saving.from_dict(d.get("estimate") or {}),
+                   tuple(also), text("fit"))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status, "how": self.how}
         if self.status == "checked":
             out.update(fix=self.fix, figure=self.figure, unit=self.unit, before=self.before,
                        after=self.after, saved=self.saved,
-                       also=[{"figure": n, "before": a, "after": b} for n, a, b in self.also])
+                       also=[{"figure": n, "before": a, "after": b} for n, a, b in self.also],
+                       fit=self.fit or None)
         out["estimate"] = self.estimate.to_dict()
         return out
 

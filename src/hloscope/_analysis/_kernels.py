@@ -55,6 +55,7 @@ from ._dataflow import (
     control_flow_computations,
 )
 from ._devices import Device
+from ._trips import runs_per_call
 from ._heap import ELEMENTWISE_OPCODES, classify_buffers
 from ._liverange import LiveRanges, compute_live_ranges
 from ._passthrough import passes_through
@@ -247,6 +248,12 @@ class KernelGraph:
     collectives: tuple[CollectiveTraffic, ...]
     peak_bytes: int | None
     emitter_copies: tuple[EmitterCopy, ...] = ()
+    # The values live at the peak at their allocated size (TPU tiles padded), where that
+    # is more than `peak_bytes` (XLA's live-range peak sizes them unpadded); else None.
+    peak_allocated_bytes: int | None = None
+    # Runs per call of the program of each group that runs more than once (a loop body:
+    # its trip count, as XLA knows it or its counter says, times its caller's).
+    runs: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     # The kernels of each group, filled on the first `kernels_in` (a loop per group would
     # make a module of many loops quadratic).
@@ -270,6 +277,18 @@ class KernelGraph:
                     seen[e.value] = e.bytes
         return seen
 
+    def runs_of(self, group: str) -> int:
+        """How many times the kernels of `group` run per call of the program."""
+        return self.runs.get(group, 1)
+
+    @property
+    def per_run(self) -> tuple[int, int]:
+        """(flops, bytes accessed) per call of the program: each kernel as many times as
+        its group runs (the totals of `to_dict` count each kernel once)."""
+        runs = self.runs
+        return (sum(k.flops * runs.get(k.group, 1) for k in self.kernels),
+                sum(k.bytes_accessed * runs.get(k.group, 1) for k in self.kernels))
+
     @property
     def temporaries(self) -> tuple[str, ...]:
         """Arrays one kernel writes to memory for another to read (a loop's state included)."""
@@ -292,6 +311,9 @@ class KernelGraph:
         return {"module": self.module, "file": self.file,
                 "kernel_count": len(self.kernels), "temporaries": list(self.temporaries),
                 "temporary_bytes": self.temporary_bytes, "peak_bytes": self.peak_bytes,
+                "peak_allocated_bytes": self.peak_allocated_bytes,
+                "runs": dict(sorted(self.runs.items())),
+                "flops_per_run": self.per_run[0], "bytes_accessed_per_run": self.per_run[1],
                 "flops": sum(k.flops for k in self.kernels),
                 "bytes_accessed": sum(k.bytes_accessed for k in self.kernels),
                 "kernels": [k.to_dict() for k in self.kernels],
@@ -462,9 +484,7 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
         res = inst.shape.tuple_shapes[0] if inst.shape.is_tuple and inst.shape.tuple_shapes \
             else inst.shape
         if ("gemm" in t or "matmul" in t) and len(inst.operand_names) >= 2:
-            lhs = operand(inst, 0).shape
-            k = lhs.dims[-1] if lhs.dims else 1
-            return 2 * elements(res) * k, 0
+            return 2 * elements(res) * _gemm_contracted(inst, operand(inst, 0).shape), 0
         if t.startswith("__cudnn$conv") and len(inst.operand_names) >= 2:
             # XLA:GPU's convolutions keep the forward convolution's window and dim_labels;
             # its shapes are (input, filter, output) as GpuHloCostAnalysis reads them:
@@ -477,6 +497,29 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
                                    operand(inst, 1).shape), 0
             return _conv_flops(inst, elements(res), operand(inst, 1).shape), 0
     return 0, 0
+
+
+def _gemm_contracted(inst: Instruction, lhs: Shape) -> int:
+    """The contracted size of XLA:GPU's GEMM custom-call `inst`: the product of the
+    left-hand side's contracting dimensions, as its backend config's
+    `gemm_backend_config.dot_dimension_numbers` names them (the last dimension where it
+    names none: cuBLAS's own layout; a gradient's GEMM contracts dimension 0)."""
+    config = inst.backend_config
+    dims: Any = None
+    if isinstance(config, dict):
+        gemm = config.get("gemm_backend_config")
+        numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
+        if isinstance(numbers, dict):
+            dims = numbers.get("lhs_contracting_dimensions")
+    if not isinstance(dims, list) or not dims:
+        return lhs.dims[-1] if lhs.dims else 1
+    k = 1
+    for d in dims:
+        i = int(d) if isinstance(d, int) or (isinstance(d, str) and is_ascii_digits(d)) \
+            else -1
+        if 0 <= i < len(lhs.dims):
+            k *= max(lhs.dims[i], 1)
+    return k
 
 
 def _conv_flops(inst: Instruction, out: int, kernel_shape: Shape) -> int:
@@ -642,6 +685,21 @@ def _groups(module: Module, comps: list[Computation]) -> list[Group]:
     return uniq
 
 
+# Starts whose tuple holds their operands first (aliased: the operands' own buffers), then
+# what they write: async-start ((operands), result, context), all-gather-start (operand,
+# result), collective-permute-start (operand, result, context).
+_OPERANDS_FIRST = frozenset({"async-start", "all-gather-start", "collective-permute-start"})
+
+
+def _written_by(inst: Instruction) -> int:
+    """The bytes `inst` writes: its result's arrays, less a start's operands, which its
+    tuple holds in their own buffers (an all-to-all-start of 8 GiB wrote 16 GiB before)."""
+    shape = inst.shape
+    if inst.opcode in _OPERANDS_FIRST and shape.is_tuple and len(shape.tuple_shapes) >= 2:
+        return sum(leaf_bytes(t) for t in shape.tuple_shapes[1:])
+    return leaf_bytes(shape)
+
+
 def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
     # An async-start's traffic is its collective's (the root of the computation it runs).
     inst = start
@@ -680,8 +738,12 @@ def _traffic(start: Instruction, group: str) -> CollectiveTraffic:
     else:
         sent = recv = out_bytes
     loc = start.source
-    return CollectiveTraffic(start.name, start.opcode, group, str(start.shape), out_bytes, text,
-                             groups, n, sent, recv, start.metadata.op_name,
+    # An async-start XLA printed as `all-to-all-start` is named so, with its collective's
+    # result shape (not the async tuple of operands, result and context).
+    shown = str(out_shape) if start.opcode == "async-start" and inst is not start \
+        else str(start.shape)
+    return CollectiveTraffic(start.name, start.sugar or start.opcode, group, shown, out_bytes,
+                             text, groups, n, sent, recv, start.metadata.op_name,
                              str(loc) if loc else None)
 
 
@@ -768,7 +830,7 @@ class _Builder:
                     if v.size > 0 and v.id not in seen_vals:
                         seen_vals.add(v.id)
                         edges.append(self.edge(v, inst.name))
-        out_bytes = leaf_bytes(inst.shape)
+        out_bytes = _written_by(inst)
         written = self.fused.written(inst) if inst.opcode == "fusion" else out_bytes
         md = inst.metadata
         loc = inst.source if md.source_file or md.stack_frame_id else None
@@ -829,8 +891,12 @@ class _Builder:
                     edges.append(self.edge(v, "result"))
         groups = tuple(Group(g.name, g.kind, g.caller, g.parent, self.group_inputs(g))
                        for g in _groups(self.module, comps))
+        peak = self.lr.peak_bytes
+        allocated = sum(v.size for v in self.lr.peak_values)
+        runs = {g: n for g, n in runs_per_call(self.module).items() if n > 1}
         return KernelGraph(self.module.name, self.module.filename, tuple(kernels), tuple(edges),
-                           groups, tuple(collectives), self.lr.peak_bytes, tuple(copies))
+                           groups, tuple(collectives), peak, tuple(copies),
+                           allocated if peak is not None and allocated > peak else None, runs)
 
     def sort_copies(self, inst: Instruction, comp: Computation) -> list[EmitterCopy]:
         """The copies XLA's GPU emitter runs before the sort `inst` (a fusion whose root is

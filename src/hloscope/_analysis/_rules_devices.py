@@ -341,6 +341,7 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
         return []
     out = []
     at_peak = {v.label for v in ctx.lr.peak_values}
+    by_name = {i.name: i for i in ctx.module.instructions()}
     for p in ctx.hardware.padded:
         if p.padding_bytes < PADDING_RATIO * p.logical_bytes:
             continue
@@ -357,6 +358,7 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
             f"{format_bytes(p.bytes)} (x{p.bytes / max(1, p.logical_bytes):.1f}"
             + (f", in {_SPACE.get(space, f'memory space S({space})')}" if space else "")
             + "): its minor dimensions are padded to whole tiles",
+            _CONV_FIX if _near_convolution(by_name.get(p.value.split("{")[0])) else
             "keep a short dimension out of the minor position: store f32[N, 3] as three "
             "f32[N] arrays (a structure of arrays) and gather or compute on each, or pack "
             "small trailing dimensions together so the minor one is a multiple of 128",
@@ -365,6 +367,42 @@ def tile_padding(ctx: AdviceContext) -> list[Finding]:
                        traffic=2 * p.padding_bytes),
             place_key("", p.source, p.shape)))
     return out
+
+
+# A convolution's operand or result padded: XLA lays its feature dimension in the lanes.
+_CONV_FIX = (
+    "XLA lays a convolution's feature (channel) dimension in the TPU's 128 lanes: give the "
+    "layers channel counts that are multiples of 128 (64 channels fill half of each tile); "
+    "for an input of a few channels (an RGB image), space-to-depth (2x2 patches as 12 "
+    "channels) or a first layer written as a matmul over patches uses the lanes better")
+
+
+def _near_convolution(inst: Instruction | None) -> bool:
+    """Whether `inst` computes a convolution, or a convolution reads it (through moves):
+    a conv net's feature map, whose minor dimension XLA chose, not the program's."""
+    if inst is None:
+        return False
+
+    def convolves(i: Instruction) -> bool:
+        if i.opcode == "convolution":
+            return True
+        return i.opcode == "fusion" and any(
+            x.opcode == "convolution" for c in i.called_computations for x in c.instructions)
+
+    if convolves(inst):
+        return True
+    seen, stack = set(), list(inst.users)
+    while stack:
+        u = stack.pop()
+        if id(u) in seen or len(seen) > 64:
+            continue
+        seen.add(id(u))
+        if convolves(u):
+            return True
+        if u.opcode in ("bitcast", "copy", "copy-start", "copy-done", "reshape",
+                        "get-tuple-element", "transpose"):
+            stack.extend(u.users)
+    return False
 
 
 _DIMS_RE = re.compile(r"\[([0-9,]*)\]\{([0-9,]*)")

@@ -882,7 +882,14 @@ def precision_upcast(ctx: AdviceContext) -> list[Finding]:
     dev = ctx.device
     slow = (1 / dev.peak_flops("f32") - 1 / dev.peak_flops("bf16")
             if dev.peak_flops("f32") and dev.peak_flops("bf16") else 0.0)
+    # A device without faster bf16 matmuls (a V100: no bf16 in its tensor cores) gets its
+    # bf16 matmuls computed in f32 by XLA itself, as a CPU does: keeping the operands in
+    # bf16 saves nothing there (a new user's V100 step was told to).
+    no_bf16 = ctx.platform == "gpu" and not (
+        dev.peak_flops("bf16") > 1.5 * dev.peak_flops("f32"))
     for k, ups, matmul_here, heavy_next in _upcasts(ctx):
+        if no_bf16 and all(c.operands[0].shape.element_type == "bf16" for c in ups):
+            continue
         runs = ctx.runs(k.group)
         wide = sum(c.shape.total_byte_size for c in ups)
         traffic = (wide + wide // 2) * runs if not matmul_here else 0

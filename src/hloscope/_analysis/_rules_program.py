@@ -499,7 +499,7 @@ def onehot_gather(ctx: AdviceContext) -> list[Finding]:
     by zeros, and the one-hot (or its iota) is written to memory."""
     out = []
     insts = [i for c in ctx.module.computations for i in c.instructions
-             if i.opcode in ("dot", "compare") or _matmul_convolution(i)]
+             if i.opcode in ("dot", "compare") or _matmul_convolution(i) or _gemm_call(i)]
     if not any(i.opcode == "compare" and len(i.shape.dims) >= 2
                and "direction=EQ" in i.attr_text for i in insts):
         return []  # no one-hot anywhere
@@ -555,7 +555,9 @@ def _onehot_operand(ctx: AdviceContext,
     """(operand number, classes, the array stored for it) where an operand of `dot` is a
     one-hot contracted over its classes."""
     for side, key in ((0, "lhs_contracting_dims"), (1, "rhs_contracting_dims")):
-        dims = _contracting(dot, side) if dot.opcode == "convolution" else _ints(dot.attr(key))
+        dims = (_contracting(dot, side) if dot.opcode == "convolution" else
+                _gemm_contracting(dot, side) if dot.opcode == "custom-call" else
+                _ints(dot.attr(key)))
         if len(dims) != 1 or side >= len(dot.operand_names):
             continue
         vocab = dot.operands[side].shape.dims[dims[0]]
@@ -574,6 +576,29 @@ def _onehot_operand(ctx: AdviceContext,
             continue
         return side, classes, (stored[0] if stored else None)
     return None
+
+
+def _gemm_call(inst: Instruction) -> bool:
+    """XLA:GPU's cuBLAS GEMM custom-call (``__cublas$gemm``, ``__cublas$lt$matmul``): a
+    matmul the GPU compiler gave to cuBLAS (a V100's, where no Triton fusion holds it)."""
+    t = inst.custom_call_target.lower() if inst.opcode == "custom-call" else ""
+    return t.startswith("__cublas") and ("gemm" in t or "matmul" in t)
+
+
+def _gemm_contracting(inst: Instruction, side: int) -> tuple[int, ...]:
+    """The dimensions a GEMM custom-call contracts on operand `side`, as its backend
+    config's `gemm_backend_config.dot_dimension_numbers` names them."""
+    config = inst.backend_config
+    gemm = config.get("gemm_backend_config") if isinstance(config, dict) else None
+    numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
+    if not isinstance(numbers, dict):
+        return ()
+    dims = numbers.get("lhs_contracting_dimensions" if side == 0 else
+                       "rhs_contracting_dimensions")
+    try:
+        return tuple(int(d) for d in dims) if isinstance(dims, list) else ()
+    except (TypeError, ValueError):
+        return ()
 
 
 def _matmul_convolution(inst: Instruction) -> bool:

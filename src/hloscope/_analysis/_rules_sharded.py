@@ -289,7 +289,7 @@ def _only_accumulated(body: Computation, result: Instruction) -> bool:
         if result.shape.is_tuple and leaf.opcode != "get-tuple-element":
             return False
         consumers = _through(leaf)
-        if not consumers or not all(_accumulates(c, root) for c in consumers):
+        if not consumers or not all(_accumulates(c, root, body) for c in consumers):
             return False
     return True
 
@@ -304,8 +304,11 @@ def _through(inst: Instruction) -> list[Instruction]:
     return out
 
 
-def _accumulates(inst: Instruction, root: Instruction) -> bool:
-    """`inst` adds a loop-state element and its result goes back into the state."""
+def _accumulates(inst: Instruction, root: Instruction, body: Computation) -> bool:
+    """`inst` adds a loop-state element and its result goes back into the state, and
+    nothing else in the body reads that element: an accumulator.  (A residual stream,
+    `x + all_reduce(h @ w2)` carried to the next layer, is added into the state too, but
+    the next iteration computes with it: reducing once after the loop is not the same.)"""
     if inst.opcode == "fusion":
         ops = {i.opcode for c in inst.called_computations for i in c.instructions}
         if "add" not in ops or not ops <= _ACCUMULATE:
@@ -324,4 +327,14 @@ def _accumulates(inst: Instruction, root: Instruction) -> bool:
             o = o.operands[0]
         if o.opcode == "get-tuple-element" and o.operands[0].opcode == "parameter":
             read.add(gte_index(o))
-    return bool(read & slots)
+    kept = read & slots
+    if not kept:
+        return False
+    for param in body.instructions:
+        if param.opcode != "parameter":
+            continue
+        for g in param.users:
+            if g.opcode == "get-tuple-element" and gte_index(g) in kept and any(
+                    c is not inst and c is not root for c in _through(g)):
+                return False
+    return True

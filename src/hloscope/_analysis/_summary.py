@@ -112,6 +112,9 @@ class ModuleSummary:
     torch_xla_graph: str = ""
     graph_hash: str = ""
     frames: tuple[str, ...] = ()
+    # The pointer tables of a tuple result (8 B an element on XLA's targets): XLA counts
+    # them in its output size (`memory_analysis().output_size_in_bytes`, `hloscope memory`).
+    output_table_bytes: int = 0
 
     @property
     def argument_bytes(self) -> int:
@@ -143,6 +146,7 @@ class ModuleSummary:
             "outputs": [o.to_dict() for o in self.outputs],
             "argument_bytes": self.argument_bytes,
             "output_bytes": self.output_bytes,
+            "output_table_bytes": self.output_table_bytes,
             "input_output_alias": [
                 {"output_index": o, "parameter": p, "parameter_index": pi, "kind": k}
                 for o, p, pi, k in self.input_output_alias
@@ -180,6 +184,13 @@ def _source(inst: Instruction) -> str | None:
     return str(loc) if loc is not None else None
 
 
+def _tables(shape: Shape) -> int:
+    """The bytes of the pointer tables of the tuple `shape` and of the tuples inside it."""
+    if not shape.is_tuple:
+        return 0
+    return shape.byte_size + sum(_tables(t) for t in shape.tuple_shapes)
+
+
 def _value(index: int, name: str, shape: Shape, sharding, partitioned: bool,  # type: ignore[no-untyped-def]
            source: str | None) -> ValueInfo:
     dev = shape
@@ -215,9 +226,11 @@ def summarize(module: Module) -> ModuleSummary:
     collectives: list[CollectiveInfo] = []
     wrappers = async_computations(module)
     for comp in module.computations:
+        made = comp.origin == "async"  # made by reading `X-start` as XLA does: not printed
         for inst in comp.instructions:
             op = inst.opcode
-            opcodes[op] += 1
+            if not made:  # counted as printed: all-to-all-start, not async-start
+                opcodes[inst.sugar or op] += 1
             if op == "fusion":
                 fusions[fusion_kind_detail(inst)] += 1
             elif op == "custom-call":
@@ -229,9 +242,13 @@ def summarize(module: Module) -> ModuleSummary:
             # An async collective once, as its start (XLA runs one thunk for the pair).
             if (op in COLLECTIVE_OPCODES and comp.name not in wrappers) or (
                     op == "async-start" and wraps_collective(inst)):
+                shape, groups = inst.shape, inst.attr("replica_groups")
+                if op == "async-start" and inst.called_computations:
+                    wrapped = inst.called_computations[0].root  # the collective it runs
+                    shape, groups = wrapped.shape, wrapped.attr("replica_groups")
                 collectives.append(CollectiveInfo(
-                    inst.name, op, comp.name, str(inst.shape), _moved_bytes(inst),
-                    inst.attr("replica_groups"), inst.metadata.op_name, _source(inst)))
+                    inst.name, inst.sugar or op, comp.name, str(shape), _moved_bytes(inst),
+                    groups, inst.metadata.op_name, _source(inst)))
 
     entry = module.entry
     params = tuple(
@@ -265,7 +282,7 @@ def summarize(module: Module) -> ModuleSummary:
         custom_calls=_by_count(custom),
         collectives=tuple(collectives), parameters=params, outputs=tuple(outputs),
         input_output_alias=alias, annotations=_by_count(annotations),
-        **_torch_xla_provenance(module),
+        output_table_bytes=_tables(root.shape), **_torch_xla_provenance(module),
     )
 
 

@@ -28,6 +28,18 @@ class Inputs:
         except Exception:  # noqa: BLE001  (a JAX without args_info: nothing donated)
             flags = []
         leaves, self._tree = jax.tree.flatten(args)
+        shapes_only = [i for i, x in enumerate(leaves) if isinstance(x, jax.ShapeDtypeStruct)]
+        if shapes_only:
+            from .._errors import HloscopeError
+
+            x = leaves[shapes_only[0]]
+            raise HloscopeError(
+                f"{len(shapes_only)} of the arguments' {len(leaves)} arrays are "
+                f"jax.ShapeDtypeStruct (shapes, no data: the first {x.dtype}"
+                f"{list(x.shape)}), and running the program needs arrays",
+                hint="make arrays of them (jnp.zeros(s.shape, s.dtype)), or give --arg "
+                     "SHAPE and hloscope fills them; inspect, memory and lint take shapes "
+                     "alone")
         self._donated = [i for i, f in enumerate(flags) if f and i < len(leaves)
                          and hasattr(leaves[i], "copy")]
         self._leaves = [leaves[i].copy() if i in self._donated else x

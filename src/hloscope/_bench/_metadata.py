@@ -3,7 +3,7 @@ user's parameters against the program's real shapes.
 
 Parameters follow jax-hpc-profiler's names (Function, Precision, X, Y, Z, PX,
 PY, Backend, Nodes) so its users find their table; hloscope fills each from
-the program (the first array argument's global shape, dtype and device grid)
+the program (its largest array argument's global shape, dtype and device grid)
 and, when the user gave one too, checks that the two agree.
 """
 
@@ -27,13 +27,22 @@ CANONICAL = {"function": "Function", "precision": "Precision", "x": "X", "y": "Y
 _ENV_PREFIXES = ("XLA_", "JAX_", "NCCL_", "LIBTPU_", "TPU_", "CUDA_VISIBLE_DEVICES")
 
 
-def _first_array(args: Any) -> Any:
+def _largest_array(args: Any) -> Any:
+    """The argument array with the most elements (the first of those alike): the problem a
+    benchmark is sized by, not a layer norm's gain or a scale that comes before it."""
     import jax
 
+    best, most = None, -1
     for leaf in jax.tree_util.tree_leaves(args):
-        if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and len(leaf.shape) > 0:
-            return leaf
-    return None
+        shape = getattr(leaf, "shape", None)
+        if shape is None or not hasattr(leaf, "dtype") or len(shape) == 0:
+            continue
+        n = 1
+        for d in shape:
+            n *= int(d)
+        if n > most:
+            best, most = leaf, n
+    return best
 
 
 def _grid(leaf: Any) -> list[int] | None:
@@ -52,7 +61,7 @@ def program_params(name: str, args: Any, given: dict[str, Any]) -> tuple[dict[st
     import jax
 
     given = {CANONICAL.get(k.lower(), k): v for k, v in given.items()}
-    leaf = _first_array(args)
+    leaf = _largest_array(args)
     real: dict[str, Any] = {"Function": name}
     where = ""
     if leaf is not None:
@@ -179,7 +188,7 @@ def capture_metadata(fn: Any, args: Any, report: Any) -> dict[str, Any]:
     from .. import __version__
 
     devices = jax.devices()
-    leaf = _first_array(args)
+    leaf = _largest_array(args)
     mesh = None
     sharding = getattr(leaf, "sharding", None)
     if sharding is not None and hasattr(sharding, "mesh"):

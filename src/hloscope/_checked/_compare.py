@@ -30,6 +30,7 @@ from .._analysis._advisor import Advice, advise_groups
 from .._analysis._findings import Check, FindingGroup, Saving
 from .._analysis._rules_kernels import fused_instructions
 from .._jax._progress import prefix
+from .._jax._quiet import quiet_native_stderr
 from ._fixes import ESTIMATED, plan
 from ._program import Fix, Program
 
@@ -87,11 +88,13 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
         advice = report.advice
     kept: list[FindingGroup] = []
     dropped: list[str] = []
+    places: list[tuple[str, str]] = []
     left_out = 0
     for g, worth in checked_groups(report, program, advice):
         if worth:
             kept.append(g)
             continue
+        places.append((g.rule, g.first.place))
         c = g.check
         assert c is not None
         left_out += g.count
@@ -101,7 +104,7 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
     kept.sort(key=lambda g: -g.share)
     report.timings["check"] = time.perf_counter() - t0
     return Advice(kept, advice.device, advice.optimized, advice.quiet + left_out,
-                  advice.notes + tuple(dropped))
+                  advice.notes + tuple(dropped), tuple(places))
 
 
 def checked_groups(report: Any, program: Program,
@@ -117,7 +120,8 @@ def checked_groups(report: Any, program: Program,
         label = f"checking {len(fixes)} fix{'' if len(fixes) == 1 else 'es'}: {fix.kind}"
         if len(fixes) > 1:
             label += f" ({n} of {len(fixes)})"
-        with prefix(label):
+        with prefix(label), quiet_native_stderr(logs=False):
+            # (XLA's warnings on the fixed program, not the user's: held back)
             try:
                 variant = fix.program.inspect()
             except Exception as e:  # noqa: BLE001  (the fix does not compile: say so)
@@ -163,9 +167,13 @@ def _check(fix: Fix, g: FindingGroup, report: Any, variant: Any, before: dict[st
     if key == "footprint" and "footprint" not in before:
         key = "peak"
     if key in ("footprint", "peak"):
-        name = FIGURES[key] if key == "footprint" or before.get("peak_source") else \
-            "hloscope's peak"
-        return Check("checked", "", note, name, "bytes", before[key], after[key], g.saving)
+        peak = FIGURES["peak"] if before.get("peak_source") else "hloscope's peak"
+        name = FIGURES[key] if key == "footprint" else peak
+        # What the device must hold is the footprint; the peak it moved is said beside.
+        moved = ((peak, int(before["peak"]), int(after["peak"])),) if key == "footprint" \
+            and fix.kind == "remat" else ()
+        return Check("checked", "", note, name, "bytes", before[key], after[key], g.saving,
+                     moved, _fits(report, variant))
     # A fix for time may cost memory (XLA's flags hold two iterations' data): said too.
     peak = FIGURES["peak"] if before.get("peak_source") else "hloscope's peak"
     also = ((peak, int(before["peak"]), int(after["peak"])),)
@@ -175,6 +183,18 @@ def _check(fix: Fix, g: FindingGroup, report: Any, variant: Any, before: dict[st
                      _exposed(variant, places), g.saving, also)
     return Check("checked", "", note, FIGURES[key], "seconds", _seconds(ctx),
                  _seconds(_context(variant)), g.saving, also)
+
+
+def _fits(report: Any, variant: Any) -> str:
+    """On a target where the program does not fit: whether the fixed one does, in words."""
+    was, now = getattr(report, "fit", None), getattr(variant, "fit", None)
+    if was is None or now is None or was.fits:
+        return ""
+    from .._units import format_bytes
+
+    verdict = "fits" if now.fits else "does NOT fit either"
+    return (f"the fixed program {verdict} on {now.device}: it needs "
+            f"{format_bytes(now.need_bytes)} of {format_bytes(now.usable_bytes)}")
 
 
 def _seconds(ctx: AdviceContext) -> float:

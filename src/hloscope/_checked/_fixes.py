@@ -82,6 +82,7 @@ def plan(groups: list[FindingGroup], report: Any,
 
 _ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:$|[\[.])")
 _NUMBERS = re.compile(r"parameters? ((?:\d+(?:, )?)+)")
+_ADVISED = re.compile(r"donate_argnames=\(([^)]*)\)")
 
 
 def _positional(fn: Any) -> list[str]:
@@ -109,6 +110,16 @@ def _donation(groups: list[FindingGroup], report: Any, program: Program) -> Fix 
     positional = _positional(program.fn)
     nums: set[int] = set()
     names: set[str] = set()
+    # The arguments the advice tells the user to donate, all of them (its message numbers
+    # only the first parameters, its evidence a few): the fix compiled is the one advised.
+    for g in groups:
+        for f in g.findings:
+            for listed in _ADVISED.findall(f.suggestion):
+                for name in re.findall(r"'([^']+)'", listed):
+                    if name in program.kwargs:
+                        names.add(name)
+                    elif name in positional and positional.index(name) < len(program.args):
+                        nums.add(positional.index(name))
     unresolved = []
     for e in dict.fromkeys(evidence):
         m = _ARG.match(e[1] or "")
@@ -197,7 +208,7 @@ def _remat(groups: list[FindingGroup], report: Any, program: Program) -> Fix | s
 
     return Fix("remat", ("HS111",),
                f"jax.checkpoint(body, policy=jax.checkpoint_policies.{policy}) on each "
-               "lax.scan body", program.with_fn(rejit(program, checkpointed)), "peak",
+               "lax.scan body", program.with_fn(rejit(program, checkpointed)), "footprint",
                lambda: bool(reached))
 
 

@@ -261,6 +261,20 @@ def kernels(
     echo(text)
 
 
+def _saved_checks(advice: Any, entry: Any) -> Any:
+    """`advice` as checked when its saved report was written (`apply_saved_checks`): the
+    savings XLA's compiles of the fixes gave, not the estimates again."""
+    if entry.advice_checks is None:
+        return advice
+    from .._analysis._advisor import apply_saved_checks
+
+    try:
+        return apply_saved_checks(advice, entry.advice_checks)
+    except ValueError as e:
+        raise _errors.HloSourceError(f"field {e}", path=entry.file,
+                                     hint="re-create it with hloscope inspect --save") from None
+
+
 def _advice_device(dev: Any, target: dict[str, Any] | None) -> dict[str, Any]:
     """What the advisor weighs findings for: the device given (--device), else a saved
     inspect report's target device, as `inspect` itself does (one figure, not two)."""
@@ -358,12 +372,13 @@ def lint(
         try:
             kw = _advice_device(dev, entry.target)
             if times is None:
-                advice = advise_groups(m, min_share=min_share, **kw)
+                advice = _saved_checks(advise_groups(m, min_share=min_share, **kw), entry)
             else:
                 from .._profile._rank import rank_measured
 
-                advice = rank_measured(advise_groups(m, min_share=0, **kw), times,
-                                       min_share=0.01 if min_share is None else min_share)
+                advice = rank_measured(
+                    _saved_checks(advise_groups(m, min_share=0, **kw), entry), times,
+                    min_share=0.01 if min_share is None else min_share)
         except _errors.HloscopeError as e:
             fail(e)
     if json_out:
@@ -492,9 +507,9 @@ def report(
             dev = find_device(device) if device else None
             profile = profile_of(path, profile)
             times = read_measured(profile, m) if profile is not None else None
-            advice = advise_groups(m, graph=graph_, df=df, lr=lr,
-                                   min_share=None if times is None else 0,
-                                   **_advice_device(dev, entry.target))
+            advice = _saved_checks(advise_groups(m, graph=graph_, df=df, lr=lr,
+                                                 min_share=None if times is None else 0,
+                                                 **_advice_device(dev, entry.target)), entry)
             if times is not None:
                 from .._profile._rank import rank_measured
 

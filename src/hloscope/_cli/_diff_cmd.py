@@ -12,7 +12,7 @@ import typer
 from .. import _errors
 from .._render._text import format_bytes, render_json
 from .._write import write_text
-from ._common import (INPUT_HELP, MODULE_HELP, command, echo, fail, fail_user, pick_module,
+from ._common import (INPUT_HELP, MODULE_HELP, command, echo, fail, fail_user, pick,
                       text_width)
 from ._functions import prepare_call
 from ._options import FUNCTION_OPT, MESH_OPT, SHARD_OPT, WIDE_OPT
@@ -83,9 +83,15 @@ def diff(
                                             "--mesh and --shard are for two functions; A and "
                                             "B are files",
                                             hint="give FILE.py:FUNCTION for A and B")
-            ma, mb = pick_module(Path(a), module, function), pick_module(Path(b), module,
-                                                                          function)
-            result = diff_modules(ma, mb)
+            from .._analysis._memory import analyze_memory
+
+            (_, ea), (_, eb) = pick(Path(a), module, function), pick(Path(b), module, function)
+            ma, mb = ea.module, eb.module
+            # XLA's own figures where a side carries them (a saved report's
+            # memory_analysis(), a dump's buffer assignment), as `memory` gives them
+            result = diff_modules(ma, mb, memory=tuple(  # type: ignore[arg-type]
+                analyze_memory(e.module, xla=e.xla, memory_analysis=e.memory_analysis, top=0)
+                for e in (ea, eb)))
         if profile:
             if len(profile) != 2:
                 raise _errors.HloscopeError("--profile goes twice (A and B being two HLO "

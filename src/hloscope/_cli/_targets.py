@@ -208,6 +208,17 @@ def static_kwargs(items: list[str], flag: str = "--static") -> dict[str, Any]:
         if not sep or not name:
             raise HloscopeError(f"{flag} {item!r}: give NAME=VALUE")
         out[name] = _literal(value)
+        if isinstance(out[name], str) and out[name] == value:
+            import difflib
+
+            near = difflib.get_close_matches(value, ("True", "False", "None"), n=1,
+                                             cutoff=0.6)
+            if near or value.lower() in ("true", "false", "none"):
+                meant = near[0] if near else value.capitalize()
+                raise HloscopeError(
+                    f"{flag} {item!r}: {value!r} is no Python literal, so it would pass the "
+                    f"string {value!r}; did you mean {meant}?",
+                    hint=f"write {name}={meant}, or {name}='{value}' for the string")
     return out
 
 

@@ -293,13 +293,22 @@ class Grammar:
         self.fail(f"expects {what}")
 
     # -- values kept as raw text -------------------------------------------------------
-    def skip_value(self) -> None:
-        """Step over one attribute value: tokens and bracketed groups that touch."""
+    def skip_value(self, key: str = "") -> None:
+        """Step over one attribute value: tokens and bracketed groups that touch (a
+        custom-call's `literal=s32[] 1`: a shape, a space, and the literal)."""
         lx = self.lx
         t = lx.tok
         if t[0] == Tok.IDENT and t[3] in ("mesh", "maximal_mesh") and lx.peek()[0] == Tok.LSQUARE:
             self._skip_mesh_value()
             return
+        self._skip_touching()
+        if key == "literal" and lx.tok[0] not in (Tok.COMMA, Tok.RBRACE, Tok.RPAREN,
+                                                  Tok.RSQUARE, Tok.EOF):
+            self._skip_touching()
+
+    def _skip_touching(self) -> None:
+        """Step over tokens and bracketed groups that touch each other."""
+        lx = self.lx
         first = True
         while True:
             t = lx.tok
@@ -625,7 +634,7 @@ class Grammar:
                 self.checker.attribute(self, opcode, key, key_tok, header=header,
                                        computation=computation, body=body)
             else:
-                self.skip_value()
+                self.skip_value(key)
             out.append((key, clean_span(self.text, start, lx.prev_end)))
         if self.checker is not None and not header and not computation:
             self.checker.end_attributes(self, opcode, seen, body, first)
@@ -738,7 +747,10 @@ class Grammar:
         wrapped_attrs = ", ".join(f"{k}={v}" for k, v in attrs
                                   if k not in ("async_execution_thread",
                                                "output_to_operand_aliasing"))
-        op = Instruction("async_op", shape.tuple_shapes[1], wrapped, tuple(names), wrapped_attrs,
+        # Named after the start (`a2a.wrapped`): its value is what memory tables list, and
+        # a name the text never printed (async_op) could not be found in it.
+        op_name = scope.unique(f"{inst.name}.wrapped", scope.instruction_taken)
+        op = Instruction(op_name, shape.tuple_shapes[1], wrapped, tuple(names), wrapped_attrs,
                          True, inst.line)
         wbody.instructions.append(op)
         wbody.by_name[op.name] = op

@@ -150,6 +150,13 @@ class Report:
             check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
             if check is not None:
                 advice = check(advice)
+            fit = self.fit
+            if fit is not None:  # memory traded for time is not worth it with room to spare
+                from .._analysis._advisor import with_room
+
+                advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
+            if check is not None:
+                self._cache["checked"] = advice  # saved with the report
             if times is not None:
                 from .._profile._rank import rank_measured
 
@@ -251,6 +258,11 @@ class Report:
         for name in self.__dataclass_fields__:
             if name != "_cache":
                 out[name] = getattr(self, name)
+        checked = self._cache.get("checked")
+        if checked is not None:  # what compiling the fixes found, kept with the report
+            from .._analysis._advisor import saved_checks
+
+            out["advice_checks"] = saved_checks(checked)
         times = self.measured
         if times is not None:  # the profile's figures and what it said of its runs
             notes = self.profile.notes if self.profile is not None else times.notes
@@ -317,12 +329,24 @@ class Report:
         each = " per device" if m.figures.per_device else ""
         t = self.timings
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
-        over = (" (more than allocated: an output written into a donated argument and that "
-                "argument share one buffer, and each counts in XLA's live-range peak)"
-                if head.bytes is not None and (m.peak_bytes or 0) > head.bytes
-                and dict(head.parts).get("aliased", 0) else "")
+        peak, again = m.peak_bytes or 0, m.peak_counted_again
+        tmax = m.timeline_max[0]
+        if again:
+            held = max(peak, sum(v.bytes for v in m.peak_values)) - again
+            live = (f"{format_bytes(peak)} live at once by XLA's count, "
+                    f"{format_bytes(held)} of buffers (it counts values written in place "
+                    "twice)")
+        elif tmax > 1.01 * max(peak, sum(v.bytes for v in m.peak_values)):
+            live = (f"{format_bytes(peak)} live at once at XLA's peak moment (the timeline "
+                    f"goes up to {format_bytes(tmax)})")
+        else:
+            over = (" (more than allocated: an output written into a donated argument and "
+                    "that argument share one buffer, and each counts in XLA's live-range "
+                    "peak)" if head.bytes is not None and peak > head.bytes
+                    and dict(head.parts).get("aliased", 0) else "")
+            live = f"at most {format_bytes(peak)} live at once{over}"
         parts = [f"{self.name}: needs {format_bytes(head.bytes or 0)}{each} (what XLA "
-                 f"allocates), at most {format_bytes(m.peak_bytes or 0)} live at once{over}",
+                 f"allocates), {live}",
                  f"{nk} kernel{'' if nk == 1 else 's'}",
                  f"{nt} array{'' if nt == 1 else 's'} between kernels"]
         if "compile" in t:
@@ -429,6 +453,22 @@ def load(path: str) -> Report:
 
     d = load_json(path, what="report")
     report = Report(**report_fields(d, path))
+    if isinstance(d, dict) and d.get("advice_checks") is not None:  # its checked advice
+        from .._analysis._advisor import apply_saved_checks
+        from .._errors import HloSourceError
+
+        saved = d["advice_checks"]
+        if not isinstance(saved, dict):
+            raise HloSourceError("field 'advice_checks' is not an object", path=path)
+
+        from .._analysis._advisor import Advice
+
+        try:  # checked now, at load time, as every other field
+            apply_saved_checks(Advice([], None, True, 0), saved)
+        except ValueError as e:
+            raise HloSourceError(f"field {e}", path=path,
+                                 hint="re-create it with hloscope inspect --save") from None
+        report._cache["check"] = lambda advice: apply_saved_checks(advice, saved)
     if isinstance(d, dict) and d.get("measured") is not None:  # a profiled report
         from .._profile._times import MeasuredTimes
 

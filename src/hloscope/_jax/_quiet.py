@@ -30,11 +30,18 @@ _NOISE = re.compile(
     r"|Failed to find host bounds|^\s*$")
 
 
+# XLA's own warnings and notes (glog's W and I lines): `quiet_native_stderr(logs=False)`
+# holds them back too, for compiles hloscope makes of its own (a fix it checks), whose
+# warnings are about a program the user did not write.
+_LOG_LINE = re.compile(r"^[WI][0-9]{4} [0-9:.]+\s+[0-9]+ \S+:[0-9]+\]")
+
+
 @contextmanager
-def quiet_native_stderr(replay: bool = True) -> Iterator[list[str]]:
+def quiet_native_stderr(replay: bool = True, logs: bool = True) -> Iterator[list[str]]:
     """Capture what native code writes to file descriptor 2; on exit write back the
-    lines that are not the known noise of plugins without hardware (when `replay`).
-    The captured text is put in the yielded list."""
+    lines that are not the known noise of plugins without hardware (when `replay`; XLA's
+    warnings and notes left out too where `logs` is False).  The captured text is put in
+    the yielded list."""
     got: list[str] = []
     try:
         sys.stderr.flush()
@@ -57,7 +64,8 @@ def quiet_native_stderr(replay: bool = True) -> Iterator[list[str]]:
             text = tmp.read().decode("utf-8", "replace")
             got.append(text)
             if replay:
-                keep = [line for line in text.splitlines() if not _NOISE.search(line)]
+                keep = [line for line in text.splitlines() if not _NOISE.search(line)
+                        and (logs or not _LOG_LINE.match(line))]
                 if keep:
                     sys.stderr.write("\n".join(keep) + "\n")
 

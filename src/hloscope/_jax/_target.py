@@ -216,6 +216,9 @@ def parse_mesh(text: str | Mapping[str, int] | None, devices: int) -> dict[str, 
             if len(sizes) != len(parts) or not all(s.isdigit() for s in sizes):
                 raise HloscopeError(f"--mesh {text!r}: give SIZESxSIZES:NAME,NAME such as "
                                     "2x4:data,model, with one name per size")
+            if len(set(parts)) != len(parts):
+                raise HloscopeError(f"--mesh {text!r}: an axis is named twice",
+                                    hint="name each axis once, such as 2x4:data,model")
             axes = dict(zip(parts, (int(s) for s in sizes)))
         else:
             for item in t.split(","):
@@ -223,6 +226,10 @@ def parse_mesh(text: str | Mapping[str, int] | None, devices: int) -> dict[str, 
                 if not eq or not size.strip().isdigit() or not name.strip():
                     raise HloscopeError(f"--mesh {text!r}: give NAME=SIZE[,NAME=SIZE] such "
                                         "as data=2,model=4")
+                if name.strip() in axes:
+                    raise HloscopeError(f"--mesh {text!r}: the axis {name.strip()!r} is "
+                                        "given twice", hint="name each axis once, such as "
+                                                            "data=2,model=4")
                 axes[name.strip()] = int(size)
     if any(not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a) for a in axes):
         raise HloscopeError(f"mesh {text!r}: axis names are identifiers such as data")
@@ -251,6 +258,15 @@ def parse_spec(text: Any) -> Any:
     if isinstance(text, (tuple, list)):
         return P(*text)
     entries: list[Any] = []
+    depth = 0
+    for ch in str(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0 or depth > 1:
+            break
+    if depth != 0:
+        raise HloscopeError(f"partition spec {str(text)!r}: its parentheses do not pair up",
+                            hint="group the axes of one dimension in one pair, such as "
+                                 "(data,model),None")
     for item in re.findall(r"\([^)]*\)|[^,]+", str(text)):
         item = item.strip()
         if item.startswith("("):
@@ -319,9 +335,11 @@ def abstract_args(args: Sequence[Any], mesh: Any,
     out = []
     sharded: list[int] = []
     for i, arg in enumerate(args):
-        def leaf(x: Any, i: int = i) -> Any:
+        def leaf(path: Any, x: Any, i: int = i) -> Any:
             if not (hasattr(x, "shape") and hasattr(x, "dtype")):
                 return x
+            # a leaf of a pytree argument by its path: argument 1['step']
+            where = f"argument {i}" + (jax.tree_util.keystr(path) if path else "")
             spec = specs.get(i)
             if spec is None:
                 own = getattr(x, "sharding", None)
@@ -341,8 +359,13 @@ def abstract_args(args: Sequence[Any], mesh: Any,
                     hint="name the mesh axes with --mesh (mesh= in Python), such as "
                          "--mesh data=8")
             if len(spec) > len(x.shape):
-                raise HloscopeError(f"argument {i} has {len(x.shape)} dimension(s) but its "
-                                    f"partition spec {tuple(spec)} names {len(spec)}")
+                raise HloscopeError(
+                    f"{where} has {len(x.shape)} dimension(s) but its partition spec "
+                    f"{tuple(spec)} names {len(spec)}",
+                    hint="--shard gives every array of a pytree argument the same spec; "
+                         "shard its leaves one by one in make_inputs "
+                         "(jax.ShapeDtypeStruct(shape, dtype, sharding=...))" if path else
+                    "give one entry per dimension, or fewer")
             for d, e in enumerate(spec):
                 names = (e,) if isinstance(e, str) else (e or ())
                 parts = 1
@@ -350,14 +373,14 @@ def abstract_args(args: Sequence[Any], mesh: Any,
                     parts *= mesh.shape[n]
                 if parts > 1 and x.shape[d] % parts:
                     raise HloscopeError(
-                        f"argument {i}: dimension {d} of size {x.shape[d]} does not split "
+                        f"{where}: dimension {d} of size {x.shape[d]} does not split "
                         f"into {parts} equal parts over {', '.join(names)}",
                         hint="choose sizes the mesh axes divide, or another partition spec")
             if any(e is not None and e != () for e in spec):
                 sharded.append(i)
             return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=NamedSharding(mesh, spec))
 
-        out.append(jax.tree_util.tree_map(leaf, arg))
+        out.append(jax.tree_util.tree_map_with_path(leaf, arg))
     if mesh.size > 1 and args and not sharded:
         notes.append(f"no argument is sharded over the target's {mesh.size} devices: unless "
                      "the function shards its values itself, every device holds every "

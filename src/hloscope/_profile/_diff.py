@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._analysis._kernels import KernelGraph
+from .._bench._stats import median_ci
 from ._times import MeasuredTimes
 
 __all__ = ["CONTROL_MOVED", "CONTROL_SHARE", "TimeDiff", "time_diff"]
@@ -89,6 +90,21 @@ class TimeDiff:
         return statistics.median(self.runs_a), statistics.median(self.runs_b)
 
     @property
+    def ratio_interval(self) -> tuple[float, float] | None:
+        """Where B's median run over A's lies at 95%: the ratio of the sides' median
+        intervals (order statistics of their runs, `median_ci`), each taken at its far
+        end; None with fewer than 4 runs a side.  Runs of one profile are not independent
+        (a round's runs share the machine's state), so this is the least the ratio is
+        unsure by."""
+        if self.medians is None:
+            return None
+        la, ha = median_ci(list(self.runs_a))
+        lb, hb = median_ci(list(self.runs_b))
+        if la <= 0 or ha <= 0:
+            return None
+        return lb / ha, hb / la
+
+    @property
     def within_spread(self) -> bool | None:
         """Whether the middle halves of the two sides' runs overlap: the change of the
         step is then within what the runs of one side vary by (None: too few runs)."""
@@ -103,6 +119,8 @@ class TimeDiff:
         return {"step_seconds": [self.step_a, self.step_b],
                 "run_quartiles_seconds": None if q is None else [list(q[0]), list(q[1])],
                 "within_spread": self.within_spread,
+                "median_ratio": None if (m := self.medians) is None or m[0] <= 0 else
+                {"value": m[1] / m[0], "ci95": list(self.ratio_interval or ())},
                 "notes": [list(self.notes_a), list(self.notes_b)],
                 "unchanged_kernels": {"count": self.control[0],
                                       "seconds": [self.control[1], self.control[2]],

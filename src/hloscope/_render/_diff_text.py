@@ -127,7 +127,9 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
         rows_r = d.temporaries_resized
         out.append("")
         ta, tb = (sum(r[k] for r in rows_r) for k in ("bytes_a", "bytes_b"))
-        out.append(f"Arrays between kernels resized ({format_bytes(ta)} -> {format_bytes(tb)})")
+        out.append("Arrays between kernels on other shapes"
+                   + (f" ({format_bytes(ta)} each side)" if ta == tb else
+                      f", resized ({format_bytes(ta)} -> {format_bytes(tb)})"))
         out.append(table(["array A", "array B", "shape A", "shape B", "bytes A", "bytes B"],
                          [[r["a"], r["b"], r["shape_a"], r["shape_b"], format_bytes(r["bytes_a"]),
                            format_bytes(r["bytes_b"])] for r in rows_r],
@@ -142,13 +144,18 @@ def render_diff(d: ModuleDiff, *, width: int | None = None) -> str:
                               for r in rows], right=(3,), width=width))
     out.append("")
     out.extend(memory_lines(d, width))
+    # Where a gone and a new collective look alike, what tells them apart: their devices.
+    alike = {(r["opcode"], r["shape"], r["sent_per_device"]) for r in d.collectives_removed} \
+        & {(r["opcode"], r["shape"], r["sent_per_device"]) for r in d.collectives_added}
     for title, rows in (("Collectives gone", d.collectives_removed),
                         ("Collectives new", d.collectives_added)):
         if rows:
             out.append(f"{title}: " + ", ".join(
                 f"{safe(r['opcode'])} {safe(r['shape'])} "
-                f"({format_bytes(r['sent_per_device'])} per device)"
-                for r in rows))
+                f"({format_bytes(r['sent_per_device'])} per device"
+                + (f", over {safe(r.get('replica_groups') or 'every device')}"
+                   if (r["opcode"], r["shape"], r["sent_per_device"]) in alike else "")
+                + ")" for r in rows))
     fa, fb = d.flops
     ba, bb = d.bytes_accessed
     out.append(f"Flops: {format_count(fa)} -> {format_count(fb)}; bytes accessed: "

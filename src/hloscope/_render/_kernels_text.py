@@ -53,13 +53,23 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         out.append("  " + optimized_note(False))
         out.append("  below, every operation counts as a kernel, as if the module ran as written")
     temps = g.temporaries
-    out.append(f"  {_n(len(g.kernels), 'kernel')}, {_n(len(temps), 'array')} passed between kernels "
-               f"({format_bytes(g.temporary_bytes)})"
-               + (f", memory peak {format_bytes(g.peak_bytes)}" if g.peak_bytes is not None else ""))
+    peak = ""
+    if g.peak_allocated_bytes is not None:  # as `hloscope memory`'s headline sizes it
+        peak = (f", memory peak {format_bytes(g.peak_allocated_bytes)} (tiles padded; "
+                f"unpadded {format_bytes(g.peak_bytes)})")
+    elif g.peak_bytes is not None:
+        peak = f", memory peak {format_bytes(g.peak_bytes)}"
+    out.append(f"  {_n(len(g.kernels), 'kernel')}, {_n(len(temps), 'array')} passed between "
+               f"kernels ({format_bytes(g.temporary_bytes)}){peak}")
     flops = sum(k.flops for k in g.kernels)
     moved = sum(k.bytes_accessed for k in g.kernels)
     out.append(f"  {format_count(flops)} flops, {format_bytes(moved)} accessed"
                + (f", intensity {ratio(flops, moved):.2f} flop/byte" if moved else ""))
+    looped = any(g.runs_of(k.group) > 1 for k in g.kernels)
+    if looped:
+        f_run, b_run = g.per_run
+        out.append(f"  (each kernel once; a loop's kernels run as often as the loop: "
+                   f"{format_count(f_run)} flops, {format_bytes(b_run)} accessed per run)")
     if g.emitter_copies:
         each = ", ".join(f"{safe(c.value)} into {safe(c.kernel)} ({format_bytes(c.bytes)})"
                          for c in g.emitter_copies[:3])
@@ -70,6 +80,9 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
     if top is None and len(g.kernels) > MAX_ROWS:
         top = MAX_ROWS
     headers = ["kernel", "kind", "fused / target", "inputs", "output", "bytes", "flops"]
+    per_run = looped and sort != "order"  # ranked per run: a loop's kernel times its runs
+    if per_run:
+        headers.insert(1, "runs")
     if device is not None:
         headers += [f"{device.name} time" + (" (estimated)" if measured is not None else ""),
                     "bound"]
@@ -79,6 +92,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         headers.append("measured")
     headers.append("source")
     right = (5, 6, 7) if device is not None else (5, 6)
+    if per_run:
+        right = (1,) + tuple(i + 1 for i in right)
     if measured is not None:
         right += (len(headers) - 2,)
     # A collective's time is its transfer at the link bandwidth, as the advisor prices it.
@@ -103,6 +118,8 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
         ins = list(itertools.islice(inputs.get(k.name, {}), 4))
         cells = [k.name, kind, _fused(k), ", ".join(ins[:3]) + (" ..." if len(ins) > 3 else "")
                  or "-", k.shape, format_bytes(k.bytes_out), format_count(k.flops)]
+        if per_run:
+            cells.insert(1, f"x{g.runs_of(k.group)}")
         if device is not None:
             et = k.element_type
             t = k.roofline_seconds(device, et)
@@ -130,11 +147,12 @@ def render_kernels(g: KernelGraph, *, device: Device | None = None, scheduled: b
             key = seconds
         else:
             key = (lambda k: k.bytes_out) if sort == "bytes" else (lambda k: k.flops)
-        kernels.sort(key=key, reverse=True)
+        kernels.sort(key=lambda k: key(k) * g.runs_of(k.group), reverse=True)
         shown = kernels[:top] if top is not None else kernels
         read_by(shown)
         what = {"time": "longest estimated time", "bytes": "most bytes written",
-                "flops": "most flops"}[sort]
+                "flops": "most flops"}[sort] + (" per run (a loop's kernels times its runs)"
+                                                if per_run else "")
         listed(f"Kernels with the {what}: {len(shown)} of {len(kernels)}"
                + (f" ({device.name} estimates)" if sort == "time" and device else ""), shown)
     else:

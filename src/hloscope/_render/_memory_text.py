@@ -7,7 +7,7 @@ import textwrap
 from collections.abc import Sequence
 
 from .._analysis._figures import MemoryFigures, optimized_note, pct
-from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures
+from .._analysis._memory import BufferInfo, MemoryReport, XlaFigures, shared_again
 from .._sources._spmd_log import SpmdMemoryLog
 from .._sources._xla_dumps import BufferAssignmentDump, MemoryUsageReport
 from ._term import fit, safe
@@ -73,12 +73,15 @@ _SOURCE = {"memory_analysis()": "XLA's memory_analysis()",
 
 
 def render_headline(figs: MemoryFigures, live: int | None = None,
-                    padded: int | None = None) -> list[str]:
+                    padded: int | None = None, again: int = 0) -> list[str]:
     """The one figure a memory question is answered with, what the device must hold, and
     beside it the most that is live at once and where (`live`: how many values; `padded`:
     their allocated size, TPU tiles padded, where it is more than XLA's live-range
-    figure, which sizes them without the padding)."""
+    figure, which sizes them without the padding; `again`: the bytes of values there in
+    the buffer of another one there, which XLA's live-range peak counts twice).  Where the
+    timeline goes higher than XLA's peak moment, the peak is not called the most."""
     head, peak = figs.headline, figs.get("live_range_peak")
+    tmax = figs.get("timeline_max")
     out: list[str] = []
     if head is not None and head.bytes is not None:
         terms = [(k, b) for k, b in head.parts if k != "aliased"]
@@ -97,8 +100,26 @@ def render_headline(figs: MemoryFigures, live: int | None = None,
         if padded is not None and padded > peak.bytes:
             most = (f"{_exact(padded)} (tiles padded; XLA's live-range peak, unpadded: "
                     f"{format_bytes(peak.bytes)})")
-        out.append(f"  at most {most} live at once{where}, at {safe(peak.at)}{values}")
-        if (head is not None and head.bytes is not None and peak.bytes > head.bytes
+        # (a timeline a hundredth above the peak, a tuple's pointer table: Details say so)
+        above = tmax is not None and tmax.bytes is not None and tmax.bytes > 1.01 * max(
+            peak.bytes, padded or 0)
+        if above:
+            assert tmax is not None and tmax.bytes is not None
+            out.append(f"  {most} live at once{where} at XLA's peak moment, {safe(peak.at)}"
+                       f"{values}; the timeline goes up to {format_bytes(tmax.bytes)}, at "
+                       f"{safe(tmax.at)} (Details below say why)")
+        elif again:
+            out.append(f"  {most} live at once by XLA's live-range peak{where}, at "
+                       f"{safe(peak.at)}{values}")
+        else:
+            out.append(f"  at most {most} live at once{where}, at {safe(peak.at)}{values}")
+        if again:
+            held = max(peak.bytes, padded or 0) - again
+            out.append(f"  held in {format_bytes(held)} of buffers: {format_bytes(again)} of it "
+                       "are values written in place into the buffer of another value live "
+                       "there (an in-place update, a loop's state, an output into a donated "
+                       "argument), which XLA's live-range peak counts again")
+        elif (head is not None and head.bytes is not None and peak.bytes > head.bytes
                 and dict(head.parts).get("aliased", 0)):
             out.append("  (more than allocated: an output written into a donated argument "
                        "and that argument share one buffer, and each counts in XLA's "
@@ -162,7 +183,7 @@ def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -
     if not r.optimized:
         out[2:2] = ["  " + optimized_note(False)]
     padded = sum(v.bytes for v in r.peak_values)
-    out.extend(render_headline(r.figures, len(r.peak_values), padded))
+    out.extend(render_headline(r.figures, len(r.peak_values), padded, r.peak_counted_again))
     out.append("")
     total = _exact(r.peak_bytes)
     if r.peak_bytes is not None and padded > r.peak_bytes:
@@ -176,6 +197,11 @@ def render_memory(r: MemoryReport, *, top: int = 10, width: int | None = None) -
         rest = r.peak_values[top:]
         out.append(f"  ... and {len(rest)} more ({format_bytes(sum(b.bytes for b in rest))}; "
                    "--top N shows more)")
+    again = shared_again(r.peak_values)
+    for b in shown:
+        if b.label in again:
+            out.append(f"  {safe(b.label)} is in the buffer of {safe(again[b.label])} "
+                       "(written in place): counted twice above, held once")
     lines = by_source(r.peak_values, top)
     if lines:
         out.append("")

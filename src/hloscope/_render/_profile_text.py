@@ -182,8 +182,12 @@ def spread_line(d: TimeDiff) -> str:
                    "part of the step's change is the machine's")
                 + f" ({halves}); profile both again, one right after the other, on a quiet "
                 "machine")
-    said = (f"B's median run is {ratio:.3g}x {'faster' if faster else 'slower'} than A's, "
-            f"beyond the runs' spread: {halves}")
+    interval = ""
+    if (ri := d.ratio_interval) is not None:
+        lo, hi = (1 / ri[1], 1 / ri[0]) if faster else ri
+        interval = f" (95% interval {lo:.3g}x to {hi:.3g}x)"
+    said = (f"B's median run is {ratio:.3g}x {'faster' if faster else 'slower'} than "
+            f"A's{interval}, beyond the runs' spread: {halves}")
     if c is not None:
         said += f"; the {n} kernels the change left alone kept their time ({c:.3g}x)"
     return said

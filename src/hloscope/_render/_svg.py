@@ -19,7 +19,7 @@ from .._analysis._kernels import KernelGraph
 from .._errors import HloscopeError
 from .._hlo._module import Module
 from .._write import atomic_path, write_text
-from ._graph_layout import Picture
+from ._graph_layout import Picture, curves
 
 __all__ = ["FILLS", "Drawing", "draw", "render_svg", "write_picture"]
 
@@ -59,20 +59,21 @@ def render_svg(pic: Picture, fills: dict[str, str] | None = None) -> str:
                    f'<text x="{f.x + 8:.1f}" y="{f.y + 15:.1f}" fill="#555555">'
                    f'{escape(f.title)}</text></g>')
     for a in pic.arrows:
-        x1, y1, x2, y2 = a.points
         kind = "peak" if a.at_peak else a.kind
         color = "#c0392b" if a.at_peak else _STROKES.get(a.kind, "#555555")
         width = 2.6 if a.at_peak else 1.3
         dash = _DASH.get(a.kind, "")
-        dy = max(20.0, abs(y2 - y1) / 2)
-        path = (f"M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + dy:.1f} {x2:.1f},{y2 - dy:.1f} "
-                f"{x2:.1f},{y2:.1f}")
+        segments = curves(a.path())
+        path = f"M{segments[0][0]:.1f},{segments[0][1]:.1f}" + "".join(
+            f" C{ax:.1f},{ay:.1f} {bx:.1f},{by:.1f} {x1:.1f},{y1:.1f}"
+            for _x0, _y0, ax, ay, bx, by, x1, y1 in segments)
+        lx, ly = a.label_at
         out.append(f'<g class="array {a.kind}"><title>{escape(a.label)} ({a.kind}'
                    f'{", live at the peak" if a.at_peak else ""})</title>'
                    f'<path d="{path}" fill="none" stroke="{color}" stroke-width="{width}"'
                    + (f' stroke-dasharray="{dash}"' if dash else "")
                    + f' marker-end="url(#arrow-{kind})"/>'
-                   f'<text x="{(x1 + x2) / 2 + 4:.1f}" y="{(y1 + y2) / 2:.1f}" font-size="10" '
+                   f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="10" '
                    f'fill="{color}">{escape(a.label)}</text></g>')
     for b in pic.boxes:
         fill = fills.get(b.id) or FILLS.get(b.kind, "#eeeeee")
@@ -102,6 +103,7 @@ def write_picture(pic: Picture, path: str) -> str:
 
     plt = _pyplot()
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+    from matplotlib.path import Path as MplPath
 
     dpi = 100
     fig = plt.figure(figsize=(max(pic.width, 50) / dpi, max(pic.height, 50) / dpi), dpi=dpi)
@@ -117,12 +119,14 @@ def write_picture(pic: Picture, path: str) -> str:
             ax.text(fr.x + 8, fr.y + 14, fr.title, fontsize=8, color="#555555",
                     family="monospace")
         for a in pic.arrows:
-            x1, y1, x2, y2 = a.points
             color = "#c0392b" if a.at_peak else _STROKES.get(a.kind, "#555555")
-            ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), arrowstyle="-|>", mutation_scale=10,
-                                         color=color, lw=2.4 if a.at_peak else 1.1,
-                                         connectionstyle="arc3,rad=0.0"))
-            ax.text((x1 + x2) / 2 + 4, (y1 + y2) / 2, a.label, fontsize=7, color=color,
+            segments = curves(a.path())
+            verts = [segments[0][:2]] + [(c[i], c[i + 1]) for c in segments for i in (2, 4, 6)]
+            codes = [MplPath.MOVETO] + [MplPath.CURVE4] * (3 * len(segments))
+            ax.add_patch(FancyArrowPatch(path=MplPath(verts, codes), arrowstyle="-|>",
+                                         mutation_scale=10, color=color,
+                                         lw=2.4 if a.at_peak else 1.1))
+            ax.text(a.label_at[0], a.label_at[1], a.label, fontsize=7, color=color,
                     family="monospace")
         for b in pic.boxes:
             ax.add_patch(FancyBboxPatch((b.x, b.y), b.w, b.h, boxstyle="round,pad=0",

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._analysis._fit import HbmFit
 from .._analysis._hardware import HardwareView
+from .._analysis._memory import shared_again
 from .._units import format_bytes
 from ._memory_text import sparkline
 from ._term import safe
@@ -66,10 +67,13 @@ def render_fit(fit: HbmFit) -> str:
                      f"{format_bytes(fit.autotune_bytes)} (seen on an H100)")
     if not fit.fits and fit.largest:
         lines.append("  the largest values at the peak:")
+        again = shared_again(fit.largest)
         for b in fit.largest:
             where = b.source or b.op_name or "-"
+            same = (f"  (in the buffer of {safe(again[b.label])}: held once)"
+                    if b.label in again else "")
             lines.append(f"    {format_bytes(b.bytes):>10}  {safe(b.label)}  {safe(b.shape)}  "
-                         f"{safe(where)}")
+                         f"{safe(where)}{same}")
     return "\n".join(lines)
 
 

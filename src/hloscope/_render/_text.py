@@ -163,8 +163,10 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
                f"entry {s.entry}")
     out.append("")
 
-    def values(title: str, vals: Sequence[Any], total: int) -> None:
-        out.append(f"{title} ({len(vals)}, {format_bytes(total)})")
+    def values(title: str, vals: Sequence[Any], total: int, tables: int = 0) -> None:
+        # XLA counts a tuple's pointer table in its output size, as `memory` does
+        table_note = f" + the tuple's {format_bytes(tables)} pointer table" if tables else ""
+        out.append(f"{title} ({len(vals)}, {format_bytes(total)}{table_note})")
         if not vals:
             out.append("  none")
             out.append("")
@@ -184,7 +186,7 @@ def render_summary(s: ModuleSummary, *, top_opcodes: int = 12, width: int | None
         out.append("")
 
     values("Parameters", s.parameters, s.argument_bytes)
-    values("Outputs", s.outputs, s.output_bytes)
+    values("Outputs", s.outputs, s.output_bytes, s.output_table_bytes)
     if s.input_output_alias:
         out.append("Aliased (output reuses a parameter's buffer)")
         out.append(table(["output", "parameter", "index", "kind"],

@@ -51,6 +51,7 @@ from ._xla_dumps import (
     read_dump_dir,
     xla_file_kind,
 )
+from ._xla_dumps import _DUMP_RE as _DUMP_NAME_RE
 
 __all__ = ["Inputs", "ModuleEntry", "is_jax_helper", "read_file_text", "read_inputs",
            "read_xla_file", "sniff_kind"]
@@ -78,6 +79,8 @@ def is_jax_helper(name: str) -> bool:
     if m is None:
         return False
     fn = m.group(1)
+    if fn in ("_lambda_", "_unnamed_wrapped_function_"):  # a user's lambda or partial
+        return False
     return fn.startswith("_") or fn in _JAX_PRIMITIVES
 
 
@@ -99,6 +102,9 @@ class ModuleEntry:
     memory_analysis: dict[str, float] | None = None
     # The compile target of an inspect report (`Report.target`), None for other inputs.
     target: dict[str, Any] | None = None
+    # What compiling the advisor's fixes found when the report was saved
+    # (`saved_checks`), as saved; None for other inputs.
+    advice_checks: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -291,10 +297,30 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
         out.dumps.append((p, XlaMemoryFiles((os.path.basename(p),), ba, lr, mu)))
         return out
     hf = read(p)
-    _add_unique(out, [(m, _phase_from_name(p) or _optimized_guess(m), None, p, k, "")
+    beside = _files_beside(p, out) if len(hf.modules) == 1 else None
+    _add_unique(out, [(m, _phase_from_name(p) or _optimized_guess(m), beside, p, k, "")
                       for k, m in enumerate(hf.modules)])
     out.skipped.extend(f"a damaged module: {e.one_line()}" for e in hf.damaged)
     return out
+
+
+def _files_beside(p: str, out: Inputs) -> XlaMemoryFiles | None:
+    """For a module file of an XLA dump folder passed alone (``module_0004.jit_f.
+    cpu_after_optimizations.txt``), XLA's memory files of the same module beside it (its
+    buffer assignment, live ranges): read as the folder would be (a trial's `memory` of
+    the file alone gave hloscope's estimate where the folder gave XLA's temp)."""
+    m = _DUMP_NAME_RE.match(os.path.basename(p))
+    if m is None or not m.group(3).endswith("after_optimizations"):
+        return None
+    try:
+        found = read_dump_dir(os.path.dirname(p) or ".")
+    except HloSourceError:
+        return None
+    same = os.path.abspath(p)
+    for dm in found:
+        if dm.after and os.path.abspath(dm.after) == same:
+            return _dump_figures(dm, out)
+    return None
 
 
 def _read_saved(p: str, out: Inputs) -> None:
@@ -307,7 +333,8 @@ def _read_saved(p: str, out: Inputs) -> None:
                           ) if fields["live_range"] else None
     names = tuple(n for n, v in (("buffer-assignment", ba), ("live-range", lr)) if v)
     entry = ModuleEntry(m, 0, "optimized", XlaMemoryFiles(names, ba, lr) if names else None,
-                        p, memory_analysis=fields["memory_analysis"], target=fields["target"])
+                        p, memory_analysis=fields["memory_analysis"], target=fields["target"],
+                        advice_checks=fields.get("advice_checks"))
     out.modules.append(entry)
 
 

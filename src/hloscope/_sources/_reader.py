@@ -34,6 +34,9 @@ _GLOG_RE = re.compile(
     r"[IWEF][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+\s+[0-9]+\s+[^\s\]]+:[0-9]+\] ?")
 _FENCE_RE = re.compile(r"\s*(```+|~~~+)\s*([\w+\-]*)")
 _HEADER_START_RE = re.compile(r"\s*HloModule\s+\S")
+# A header after other text on its line (a test's log: ``tests/x.py HLO graph f HloModule
+# pjit_f, is_scheduled=true, ...``): the name, then its attributes or the line's end.
+_HEADER_INSIDE_RE = re.compile(r"\S\s+(HloModule\s+[\w.\-]+\s*(?:,\s*\w+=|$))")
 _INSTRUCTION_LIKE_RE = re.compile(r"\s*(?:ROOT\s+)?%?[^\W\d][\w.\-]*\s*=\s*\S")
 _COMMENT_LINE_RE = re.compile(r"\s*(?://|/\*.*\*/\s*$)")
 # Signs, anywhere in a text, that it may hold HLO without a header line.
@@ -215,6 +218,9 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
         if hits:
             lines, offsets, fmt = stripped, offs, "glog"
 
+    if not plain and " HloModule " in text:
+        lines, offsets, fmt = _headers_inside(lines, offsets, fmt)
+
     ranges: list[tuple[int, int]]
     provenance: list[dict[str, object]] = []
     blocks = graph_blocks(lines) if not plain and hashes and "## BEGIN_GRAPH" in text else []
@@ -286,6 +292,31 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
     for m in modules:
         m.format = src.format
     return HloFile(filename, src.format, modules, damaged)
+
+
+def _headers_inside(lines: list[str], offsets: list[int] | None, fmt: str
+                    ) -> tuple[list[str], list[int] | None, str]:
+    """`lines` with the text before an ``HloModule`` header on its line cut off, as a log
+    line's prefix is (the offsets kept for located errors), where the next line with text
+    starts a computation or the header carries attributes; else as they were."""
+    cut: dict[int, int] = {}
+    for i, ln in enumerate(lines):
+        if "HloModule" not in ln or _HEADER_START_RE.match(ln):
+            continue
+        m = _HEADER_INSIDE_RE.search(ln)
+        if m is None:
+            continue
+        if "=" not in m.group(1):  # a bare name: HLO must follow
+            nxt = next((x for x in lines[i + 1:i + 4] if x.strip()), "")
+            if not (COMPUTATION_START_RE.match(nxt) or nxt.lstrip().startswith("ENTRY")):
+                continue
+        cut[i] = m.start(1)
+    if not cut:
+        return lines, offsets, fmt
+    base = offsets or [0] * len(lines)
+    new_lines = [ln[cut[i]:] if i in cut else ln for i, ln in enumerate(lines)]
+    new_offsets = [base[i] + cut.get(i, 0) for i in range(len(lines))]
+    return new_lines, new_offsets, "glog" if fmt == "glog" else "notebook"
 
 
 def _split_input_file(lines: list[str], ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -399,6 +430,11 @@ def _no_module_hint(text: str, filename: str = "<string>") -> str:
                 "hloscope inspect, lint, bench or profile (they compile it and read its HLO)")
     if "## BEGIN_GRAPH" in head or ("IR {" in head and ("aten::" in head or "xla::" in head)):
         return TORCH_IR_HINT
+    if re.search(r"^[ \t]*(?:hlo_module[ \t]*\{|computations[ \t]*\{|"
+                 r"entry_computation_name:)", head, re.M):
+        return ("this is an HloModuleProto in protobuf text format (hlo_module { ... }), not "
+                "HLO text: print the text with compiled.as_text(), or convert it with "
+                "XLA's tools (hlo-opt, or HloModule::ToString on the proto)")
     if "module @" in head or "func.func" in head or "stablehlo." in head:
         return ("this looks like StableHLO/MLIR, not HLO text: print HLO with "
                 "jax.jit(f).lower(x).as_text(dialect='hlo') or compile(...).as_text()")

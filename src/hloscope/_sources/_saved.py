@@ -254,15 +254,24 @@ def saved_report(path: str) -> dict[str, Any]:
     benchmark result carries.  Anything else is refused saying what the file is."""
     d = load_json(path, what="saved report")
     schema = d.get("schema") if isinstance(d, dict) else None
-    if schema == INSPECT_SCHEMA:
-        return report_fields(d, path)
     if schema == BENCH_SCHEMA:
         if not d.get("report"):
             raise HloSourceError("a benchmark result without the program's report (it was "
                                  "read from a CSV or measured elsewhere)", path=path,
                                  hint="hloscope plot reads it; hloscope bench -o writes "
                                       "results that carry their report")
-        return report_fields(d["report"], path)
+        d = d["report"]
+        if not isinstance(d, dict):
+            raise HloSourceError("field 'report' is not an object", path=path)
+        schema = INSPECT_SCHEMA  # report_fields refuses any other
+    if schema == INSPECT_SCHEMA:
+        fields = report_fields(d, path)
+        checks = d.get("advice_checks")
+        if checks is not None and not isinstance(checks, dict):
+            raise HloSourceError("field 'advice_checks' is not an object", path=path,
+                                 hint="re-create it with hloscope inspect --save")
+        fields["advice_checks"] = checks
+        return fields
     what = f"schema {schema!r}" if isinstance(schema, str) else "no hloscope schema"
     raise HloSourceError(f"a JSON file with {what}: not a report hloscope can read a "
                          "module from", path=path,
