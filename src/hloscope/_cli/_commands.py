@@ -415,6 +415,11 @@ def _lint_function(target: str, arg: list[str], inputs: str | None, static: list
 
             program = rep._cache["program"]  # noqa: SLF001
             advice = check_advice(rep, program, advice)
+        fit = rep.fit
+        if fit is not None and min_share is None:  # as inspect's (--min-share 0 lists all)
+            from .._analysis._advisor import with_room
+
+            advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
         return advice, rep.module
     except _errors.HloscopeError as e:
         fail(e)

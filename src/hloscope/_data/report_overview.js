@@ -37,7 +37,9 @@ BUILD.overview = function (box) {
 };
 
 function fusedCard(c) {
-  el("h2", {}, "What XLA made: " + K.length + " kernel" + (K.length === 1 ? "" : "s"), c);
+  var asWritten = D.optimized === false;  // a module before XLA's passes: nothing fused yet
+  el("h2", {}, (asWritten ? "As written (not optimized by XLA): " : "What XLA made: ") +
+     K.length + (asWritten ? " operation" : " kernel") + (K.length === 1 ? "" : "s"), c);
   if (!K.length) { el("p", {"class": "muted"}, "no module in this input: XLA's memory files only", c); return; }
   var cats = byKey(K, function (k) { return k.category + (k.fusion_kind ? " " + k.fusion_kind : ""); },
                    function (k) { return k.bytes_accessed; });
@@ -50,8 +52,13 @@ function fusedCard(c) {
   });
   var breaks = K.filter(function (k) { return k.category !== "fusion"; });
   var fusedOps = 0; K.forEach(function (k) { if (k.category === "fusion") fusedOps++; });
-  el("p", {}, fusedOps + " fusions; fusion stops at " + breaks.length + " other kernels " +
-     "(library calls, collectives, copies, loops: each reads and writes memory).", c);
+  if (asWritten)
+    el("p", {}, "XLA has not fused these yet: each operation counts as a kernel here; the " +
+       "optimized module (compiled.as_text(), or a dump's after_optimizations file) shows " +
+       "what runs.", c);
+  else
+    el("p", {}, fusedOps + " fusions; fusion stops at " + breaks.length + " other kernels " +
+       "(library calls, collectives, copies, loops: each reads and writes memory).", c);
   var tm = D.profile ? function (k) { return k.measured || 0; } : function (k) { return k.time; };
   el("h3", {}, D.profile ? "Longest kernels (measured, " + D.profile.runs + " runs; step " + seconds(D.profile.step) + ")"
                          : "Longest kernels (estimated: roofline on " + (D.roofline ? D.roofline.device : "?") + ")", c);
@@ -71,7 +78,8 @@ function fusedCard(c) {
 function peakCard(c) {
   el("h2", {}, "Alive at the peak: " + bytes(M.peak), c);
   var at = M.peak_instruction ? "at step " + M.peak_step + " (" + M.peak_instruction + ")" : M.peak_step !== null ? "at step " + M.peak_step : "";
-  el("p", {"class": "muted"}, at + (M.peak_values.length ? "; " + M.peak_values.length + " values live" : ""), c);
+  var live = M.peak_count || M.peak_values.length;  // every value live, not the ones the page keeps
+  el("p", {"class": "muted"}, at + (live ? "; " + live + " values live" : ""), c);
   if (M.timeline && M.timeline.length) miniTimeline(c);
   var lines = byKey(M.peak_values, function (v) { return v[6] || "(no source line)"; }, function (v) { return v[2]; });
   lines.sort(function (a, b) { return b.v - a.v; });

@@ -304,6 +304,7 @@ def _report_data(module: Module, summary: ModuleSummary, graph: KernelGraph,
             "peak_values": [[b.label, b.shape, b.bytes, b.kind, b.instruction, b.op_name,
                              b.source or ("" if b.where.startswith("(") else b.where)]
                             for b in peak_values],
+            "peak_count": len(memory.peak_values),  # all of them (the page keeps the largest)
             "timeline": _timeline(memory, sampled), "values": live_values,
             "stacks": _stacks(memory, sampled),
         },
