@@ -26,7 +26,6 @@ from ._heap import classify_buffers
 from ._kernels import Edge, Kernel, KernelGraph
 from ._liverange import LiveRanges
 from ._sharing import compiled_for_gpu, compiled_for_tpu
-from ._trips import runs_per_call
 from ._trips import trip_count as trip_count  # where the rules import it from
 
 __all__ = ["AdviceContext", "Rule", "ev_inst", "ev_kernel"]
@@ -215,11 +214,12 @@ class AdviceContext:
         return self.buffer_kinds[self.df.buffer_of[value.id].id]
 
     # -- how often each computation runs ------------------------------------------------
-    @cached_property
+    @property
     def repeats(self) -> dict[str, int]:
-        """Runs per call of the program of each computation that holds kernels: a loop
-        body's known trip count times its caller's (1 where XLA does not know it)."""
-        return runs_per_call(self.module)
+        """Runs per call of the program of each computation that runs more than once: a
+        loop body's known trip count times its caller's (absent: once).  The kernel graph
+        counted them (`runs_per_call`); not again here."""
+        return self.graph.runs
 
     def runs(self, group: str) -> int:
         return self.repeats.get(group, 1)

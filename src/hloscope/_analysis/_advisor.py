@@ -187,7 +187,8 @@ def apply_saved_checks(advice: Advice, saved: dict[str, object]) -> Advice:
             out.append(g)
     out.sort(key=lambda g: -g.share)
     return Advice(out, advice.device, advice.optimized, max(left_out, advice.quiet),
-                  tuple(dict.fromkeys((*advice.notes, *notes))), tuple(sorted(dropped)))
+                  tuple(dict.fromkeys((*advice.notes, *notes))),
+                  tuple(sorted(dropped | set(advice.checked_out))))
 
 
 # Advice that frees memory at a cost in time (recomputation, items one at a time): not

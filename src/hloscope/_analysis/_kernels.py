@@ -68,14 +68,15 @@ from .._hlo._window import Window, read_window
 from .._hlo._shape import Shape
 
 __all__ = [
-    "KERNELS_SCHEMA",
-    "NOT_KERNELS",
     "CollectiveTraffic",
     "Edge",
     "EmitterCopy",
     "Group",
+    "KERNELS_SCHEMA",
     "Kernel",
     "KernelGraph",
+    "NOT_KERNELS",
+    "gemm_contracting",
     "kernel_count",
     "kernel_graph",
     "launches_work",
@@ -499,24 +500,33 @@ def _op_flops(inst: Instruction) -> tuple[int, int]:
     return 0, 0
 
 
-def _gemm_contracted(inst: Instruction, lhs: Shape) -> int:
-    """The contracted size of XLA:GPU's GEMM custom-call `inst`: the product of the
-    left-hand side's contracting dimensions, as its backend config's
-    `gemm_backend_config.dot_dimension_numbers` names them (the last dimension where it
-    names none: cuBLAS's own layout; a gradient's GEMM contracts dimension 0)."""
+def gemm_contracting(inst: Instruction, side: int) -> tuple[int, ...] | None:
+    """The dimensions XLA:GPU's GEMM custom-call `inst` contracts on operand `side`, as its
+    backend config's `gemm_backend_config.dot_dimension_numbers` names them; None where
+    it names none."""
     config = inst.backend_config
-    dims: Any = None
-    if isinstance(config, dict):
-        gemm = config.get("gemm_backend_config")
-        numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
-        if isinstance(numbers, dict):
-            dims = numbers.get("lhs_contracting_dimensions")
+    gemm = config.get("gemm_backend_config") if isinstance(config, dict) else None
+    numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
+    dims = numbers.get("lhs_contracting_dimensions" if side == 0 else
+                       "rhs_contracting_dimensions") if isinstance(numbers, dict) else None
     if not isinstance(dims, list) or not dims:
+        return None
+    out = []
+    for d in dims:
+        if isinstance(d, int) or (isinstance(d, str) and is_ascii_digits(d)):
+            out.append(int(d))
+    return tuple(out)
+
+
+def _gemm_contracted(inst: Instruction, lhs: Shape) -> int:
+    """The contracted size of a GEMM custom-call: the product of the left-hand side's
+    contracting dimensions (`gemm_contracting`; the last dimension where the config names
+    none: cuBLAS's own layout; a gradient's GEMM contracts dimension 0)."""
+    dims = gemm_contracting(inst, 0)
+    if dims is None:
         return lhs.dims[-1] if lhs.dims else 1
     k = 1
-    for d in dims:
-        i = int(d) if isinstance(d, int) or (isinstance(d, str) and is_ascii_digits(d)) \
-            else -1
+    for i in dims:
         if 0 <= i < len(lhs.dims):
             k *= max(lhs.dims[i], 1)
     return k

@@ -17,7 +17,7 @@ from .._units import format_bytes
 from ._advice_context import LAUNCH_SECONDS, AdviceContext, ev_inst, ev_kernel
 from ._dataflow import control_flow_computations
 from ._findings import Finding, FindingGroup, place_key
-from ._kernels import Kernel
+from ._kernels import Kernel, gemm_contracting
 from ._shapes import elements
 
 __all__ = ["by_structure", "constant_rebuilt", "host_transfer", "onehot_gather",
@@ -556,7 +556,7 @@ def _onehot_operand(ctx: AdviceContext,
     one-hot contracted over its classes."""
     for side, key in ((0, "lhs_contracting_dims"), (1, "rhs_contracting_dims")):
         dims = (_contracting(dot, side) if dot.opcode == "convolution" else
-                _gemm_contracting(dot, side) if dot.opcode == "custom-call" else
+                gemm_contracting(dot, side) or () if dot.opcode == "custom-call" else
                 _ints(dot.attr(key)))
         if len(dims) != 1 or side >= len(dot.operand_names):
             continue
@@ -583,22 +583,6 @@ def _gemm_call(inst: Instruction) -> bool:
     matmul the GPU compiler gave to cuBLAS (a V100's, where no Triton fusion holds it)."""
     t = inst.custom_call_target.lower() if inst.opcode == "custom-call" else ""
     return t.startswith("__cublas") and ("gemm" in t or "matmul" in t)
-
-
-def _gemm_contracting(inst: Instruction, side: int) -> tuple[int, ...]:
-    """The dimensions a GEMM custom-call contracts on operand `side`, as its backend
-    config's `gemm_backend_config.dot_dimension_numbers` names them."""
-    config = inst.backend_config
-    gemm = config.get("gemm_backend_config") if isinstance(config, dict) else None
-    numbers = gemm.get("dot_dimension_numbers") if isinstance(gemm, dict) else None
-    if not isinstance(numbers, dict):
-        return ()
-    dims = numbers.get("lhs_contracting_dimensions" if side == 0 else
-                       "rhs_contracting_dimensions")
-    try:
-        return tuple(int(d) for d in dims) if isinstance(dims, list) else ()
-    except (TypeError, ValueError):
-        return ()
 
 
 def _matmul_convolution(inst: Instruction) -> bool:

@@ -104,7 +104,7 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
     kept.sort(key=lambda g: -g.share)
     report.timings["check"] = time.perf_counter() - t0
     return Advice(kept, advice.device, advice.optimized, advice.quiet + left_out,
-                  advice.notes + tuple(dropped), tuple(places))
+                  advice.notes + tuple(dropped), advice.checked_out + tuple(places))
 
 
 def checked_groups(report: Any, program: Program,

@@ -403,23 +403,21 @@ def _lint_function(target: str, arg: list[str], inputs: str | None, static: list
         rep = compile_function("lint", target, arg, inputs, static, devices, hw, mesh,
                                 shard, False)
         if dev is None and min_share is None:
-            advice = rep.advice
+            advice = rep.advice  # with `with_room` applied, as inspect's
         else:
-            from .._analysis._advisor import advise_groups
+            from .._analysis._advisor import advise_groups, with_room
 
             df, lr = rep._flow()  # noqa: SLF001
             advice = advise_groups(rep.module, graph=rep.kernels, df=df, lr=lr,
                                    device=dev or rep.roofline_device(), min_share=min_share)
+            fit = rep.fit
+            if fit is not None and min_share is None:  # --min-share 0 lists all
+                advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
         if check:
             from .._checked._compare import check_advice
 
             program = rep._cache["program"]  # noqa: SLF001
             advice = check_advice(rep, program, advice)
-        fit = rep.fit
-        if fit is not None and min_share is None:  # as inspect's (--min-share 0 lists all)
-            from .._analysis._advisor import with_room
-
-            advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
         return advice, rep.module
     except _errors.HloscopeError as e:
         fail(e)

@@ -147,15 +147,14 @@ class Report:
                 device_label=target_label(self.target, dev) if dev else None,
                 min_share=None if times is None else 0)
             advice = self._unrolled(advice)
+            fit = self.fit
+            if fit is not None:  # memory traded for time is not worth it with room to spare
+                from .._analysis._advisor import with_room  # (so its fix is not compiled)
+
+                advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
             check = self._cache.get("check")  # hloscope.inspect(check=True): the fixes
             if check is not None:
                 advice = check(advice)
-            fit = self.fit
-            if fit is not None:  # memory traded for time is not worth it with room to spare
-                from .._analysis._advisor import with_room
-
-                advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)
-            if check is not None:
                 self._cache["checked"] = advice  # saved with the report
             if times is not None:
                 from .._profile._rank import rank_measured
@@ -331,12 +330,13 @@ class Report:
         nk, nt = len(self.kernels.kernels), len(self.kernels.temporaries)
         peak, again = m.peak_bytes or 0, m.peak_counted_again
         tmax = m.timeline_max[0]
+        allocated = max(peak, sum(v.bytes for v in m.peak_values))  # TPU tiles padded
         if again:
-            held = max(peak, sum(v.bytes for v in m.peak_values)) - again
+            held = allocated - again
             live = (f"{format_bytes(peak)} live at once by XLA's count, "
                     f"{format_bytes(held)} of buffers (it counts values written in place "
                     "twice)")
-        elif tmax > 1.01 * max(peak, sum(v.bytes for v in m.peak_values)):
+        elif tmax > 1.01 * allocated:
             live = (f"{format_bytes(peak)} live at once at XLA's peak moment (the timeline "
                     f"goes up to {format_bytes(tmax)})")
         else:
