@@ -279,3 +279,39 @@ def test_no_remat_advice_where_the_program_fits_with_room_to_spare():
     assert "HS111" not in {g.rule for g in r.advice.groups}
     assert any(n.startswith("HS111") and "memory it does not need" in n for n in r.advice.notes)
     assert "HS111" in {g.rule for g in hloscope.advise_groups(r.module).groups}
+
+
+def test_remat_on_an_unrolled_long_context_model_counts_its_attention_scores():
+    """A blind trial's causal Transformer (layers in a Python loop, naive attention): the
+    [batch, heads, T, T] scores and probabilities each layer saves have no forward value
+    of half their size crossing them, so they were taken for layer inputs ("which any
+    checkpoint keeps") and HS111 said nothing where they held most of the peak."""
+    import jax
+    import jax.numpy as jnp
+
+    import hloscope
+
+    layers, d, heads, t = 3, 128, 8, 512
+
+    def attention(x, w):
+        b, s, _ = x.shape
+        q, k, v = jnp.split(x @ w, 3, axis=-1)
+        q, k, v = (a.reshape(b, s, heads, d // heads) for a in (q, k, v))
+        sc = jnp.einsum("bqhd,bkhd->bhqk", q, k) * 0.125
+        sc = jnp.where(jnp.tril(jnp.ones((s, s), bool)), sc, -1e30)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(sc, -1), v).reshape(b, s, d)
+
+    def loss(ws, x):
+        for w in ws:
+            x = x + attention(x, w)
+        return (x ** 2).mean()
+
+    ws = [jax.ShapeDtypeStruct((d, 3 * d), jnp.float32)] * layers
+    x = jax.ShapeDtypeStruct((2, t, d), jnp.float32)
+    r = hloscope.inspect(jax.jit(jax.grad(loss)), ws, x, check=False)
+    [g] = [g for g in hloscope.advise_groups(r.module).groups if g.rule == "HS111"]
+    f = g.first
+    assert "layer function" in f.suggestion
+    # The scores (8 MiB each) are dropped by a checkpoint; the layer inputs (512 KiB) kept.
+    assert f.saving.peak_bytes >= 0.5 * r.memory.peak_bytes
+    assert any("[2,8,512,512]" in e.shape for e in f.evidence)

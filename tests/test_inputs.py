@@ -108,6 +108,31 @@ def test_check_command(tmp_path):
     assert run_cli("summary", str(bad)).returncode == 0
 
 
+def test_check_reads_every_module_of_a_file(tmp_path):
+    """A file of several modules: each is checked (check read the first and stopped at its
+    end, exit 0, whatever the others held), and each refused one is shown, located."""
+    p = tmp_path / "four.hlo"
+    p.write_text("HloModule a\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n\n"
+                 "HloModule b\nENTRY e {\n  ROOT p = f32[] paramter(0)\n}\n\n"
+                 "HloModule c\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n\n"
+                 "HloModule d\nENTRY e {\n  ROOT p = f33[] parameter(0)\n}\n")
+    r = run_cli("check", str(p))
+    assert r.returncode == 2, r.stdout
+    assert "four.hlo:1: module a: ok" in r.stdout and "four.hlo:11: module c: ok" in r.stdout
+    assert ":8:18: expects opcode but sees: paramter" in r.stderr
+    assert ":18:12: expects opcode but sees: f33" in r.stderr
+    assert "2 of 4 modules XLA's parser would refuse" in r.stderr
+    data = json.loads(run_cli("check", "--json", str(p)).stdout)
+    assert data["ok"] is False and [m["module"] for m in data["modules"]] == ["a", "c"]
+    assert [(e["line"], e["column"]) for e in data["errors"]] == [(8, 18), (18, 12)]
+    assert (data["error"]["line"], data["error"]["column"]) == (8, 18)
+    good = tmp_path / "two.hlo"
+    good.write_text(p.read_text().split("HloModule b")[0] + "HloModule c" +
+                    p.read_text().split("HloModule c")[1].split("HloModule d")[0])
+    r = run_cli("check", str(good))
+    assert r.returncode == 0 and r.stdout.count(": ok (") == 2, (r.stdout, r.stderr)
+
+
 def test_list_and_check_json_are_documented(tmp_path):
     from conftest import ROOT
 

@@ -42,7 +42,8 @@ def test_memory_json_is_stable_and_documented():
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["schema"] == "hloscope.memory/1"
-    assert list(data) == ["schema", "file", "modules", "xla_dumps", "spmd_logs"]
+    assert list(data) == ["schema", "file", "modules", "xla_dumps", "spmd_logs",
+                          "oom_reports"]
     m = data["modules"][0]
     assert list(m) == MODULE_KEYS
     assert list(m["peak_values"][0]) == VALUE_KEYS

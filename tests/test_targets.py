@@ -244,6 +244,65 @@ def test_gpu_fsdp_scan_step_from_the_readme():
 
 
 @needs_gpu
+def test_an_all_to_all_the_partitioner_put_on_a_loops_critical_path():
+    """A MoE's experts sharded over 8 H100s in a scan over layers: XLA's partitioner
+    inserts the tokens' all-to-all, and each layer waits for it.  HS113 says no unrolling
+    hides it (it said "unroll the loop by 2") and that a sharding constraint removes a
+    resharding not meant; lint's header names the target as inspect does, with
+    --min-share too."""
+    out = run_cli("lint", str(ROOT / "tests" / "data" / "programs" / "moe_scan.py") + ":step",
+                  "--inputs", "make_inputs()", "--target", "h100x8", "--shard",
+                  "1=None,data,None,None", "--shard", "2=None,data,None,None", "--shard",
+                  "3=data,None,None", "--min-share", "0", "--no-check", "--json")
+    groups = [g for m in json.loads(out.stdout)["modules"] for g in m["groups"]
+              if g["rule"] == "HS113"]
+    a2a = [f for g in groups for f in g["findings"] if f["message"].startswith("all-to-all")]
+    assert a2a, [f["message"] for g in groups for f in g["findings"]]
+    for f in a2a:
+        assert "unrolling the loop hides nothing" in f["suggestion"]
+        assert "with_sharding_constraint" in f["suggestion"]
+        assert "unroll=2" not in f["suggestion"]
+    text = run_cli("lint", str(ROOT / "tests" / "data" / "programs" / "moe_scan.py") + ":step",
+                   "--inputs", "make_inputs()", "--target", "h100x8", "--shard",
+                   "1=None,data,None,None", "--shard", "2=None,data,None,None", "--shard",
+                   "3=data,None,None", "--min-share", "0", "--no-check").stdout
+    assert "times estimated for h100 (h100x8)" in text
+
+
+@needs_gpu
+def test_weights_stacked_and_sharded_on_the_scanned_axis_are_advised_another_spec():
+    """The README's step with its stacked weights sharded on the layer axis (P('data')
+    where FSDP shards a weight's own dimension): each iteration gathers every layer to
+    use one.  HS109 said "hoist it out of the loop", which holds every layer at once; it
+    now says to shard another dimension, and by how much each iteration's gather
+    shrinks."""
+    out = run_cli("lint", "examples/train_step.py:train_step", "--arg", "bf16[8,1024,1024]",
+                  "--arg", "bf16[256,1024]", "--target", "h100x8", "--shard", "0=data,None,None",
+                  "--shard", "1=data", "--no-check", "--json")
+    found = [f for m in json.loads(out.stdout)["modules"] for g in m["groups"]
+             for f in g["findings"] if f["rule"] == "HS109"]
+    assert found, out.stdout[-2000:]
+    for f in found:
+        assert "gathers all 8 slices of a stacked array" in f["message"]
+        assert "14.00 MiB sent per device per iteration, where gathering only the slice it " \
+            "uses would send 1.75 MiB" in f["message"]
+        assert "P(None, 'data')" in f["suggestion"] and "hoist it out" not in f["suggestion"]
+
+
+@needs_gpu
+def test_inputs_made_on_a_mesh_of_virtual_devices_for_a_target():
+    """--inputs code that builds a mesh of 8 devices: on one CPU the hint says --devices 8
+    (tests/test_user_errors.py), and --devices 8 with --target works (it was refused: "give
+    one of them"), the arrays' specs laid on the target's mesh."""
+    prog = str(ROOT / "tests" / "data" / "programs" / "mesh_inputs.py") + ":step"
+    r = run_cli("inspect", prog, "--inputs", "make_inputs()", "--target", "h100x8",
+                "--devices", "8")
+    assert r.returncode == 0, r.stderr
+    flat = " ".join(r.stdout.split())
+    assert "mesh data=8" in flat and "fits, using" in flat and "8 x NVIDIA H100" in flat
+
+
+@needs_gpu
 def test_a_function_jitted_for_real_devices_works_unchanged():
     """Written for the 8 devices at hand (here: virtual CPUs), with in_shardings, a donated
     argument and a bare PartitionSpec constraint: compiled for 8 H100s as it is, its
@@ -669,3 +728,47 @@ def test_at_most_live_at_once_is_of_hbm_alone_on_a_tpu_module():
     assert not any("S(1)" in v.shape for v in m.peak_values)
     assert "at most 800.00 KiB (819,200 B) live at once in HBM" in render_headline(m.figures)[1]
     assert m.figures.get("all_spaces_peak").bytes == 1_327_104
+
+
+def test_an_error_inside_xlas_compiler_is_said_as_xlas_with_what_to_try():
+    """A blind trial's ViT on an H100 target: XLA's Triton emitter failed ("Couldn't find
+    output tile sizes"), shown as the user's code's error with literal \\t escapes."""
+    from hloscope._jax._inspect import _xla_failed
+
+    e = RuntimeError("INTERNAL: Couldn't find output tile sizes that satisfy hlo: %dot.455 = "
+                     "f32[75648,768]{1,0} dot(%a, %b)\\n\\tSymbolic tile with\\n\\toffset_map")
+    err = _xla_failed(e, "train_step", "h100")
+    assert str(err.message).startswith("XLA's compiler for h100 failed on train_step: "
+                                       "Couldn't find output tile sizes")
+    assert "\\t" not in err.message
+    assert "--xla_gpu_enable_triton_gemm=false" in err.hint
+    other = _xla_failed(RuntimeError("INTERNAL: something else"), "f", "b200")
+    assert "not in your code" in other.hint
+
+
+def test_a_fit_xla_reaches_by_recomputing_values_says_so():
+    """XLA's rematerialization pass clones what it recomputes (``NAME.remat``): a blind
+    trial's long-context model "fits with 854 MiB to spare" on an H100 only because XLA
+    recomputes 8 matmuls' results (129.8 GiB as written, on a B200)."""
+    import dataclasses
+
+    import hloscope
+    from hloscope._analysis._fit import HbmFit, recomputed
+    from hloscope._render._target_text import render_fit
+
+    m = hloscope.parse("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                       "  a = f32[4] exponential(p)\n  a.remat = f32[4] exponential(p)\n"
+                       "  b.remat2 = f32[4] negate(a.remat)\n"
+                       "  ROOT r = f32[4] add(a, b.remat2)\n}\n")
+    assert recomputed(m) == ("a.remat", "b.remat2")
+    fit = HbmFit("NVIDIA H100 80GB HBM3", 80 << 30, 58 << 30, "xla", (("temp", 58 << 30),), (),
+                 59 << 30, "75% of the H100's memory", recomputed=recomputed(m))
+    text = render_fit(fit)
+    assert "fits with 1.00 GiB to spare" in text
+    assert "to fit, XLA recomputes 2 values instead of holding them (its rematerialization: " \
+           "a.remat, b.remat2)" in text
+    assert fit.to_dict()["recomputed"] == ["a.remat", "b.remat2"]
+    assert "recomputes" not in render_fit(HbmFit("d", 1 << 30, 1, "xla", (), ()))
+    over = dataclasses.replace(fit, need_bytes=60 << 30)
+    assert "XLA recomputes 2 values instead of holding them to fit (its rematerialization: " \
+           "a.remat, b.remat2), and it still does not" in render_fit(over)

@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._hlo._module import Module
 from .._repr import brief_repr
 from ._kernels import Kernel
 from ._memory import BufferInfo, MemoryReport
 
-__all__ = ["HbmFit", "cublas_workspace", "hbm_fit"]
+__all__ = ["HbmFit", "cublas_workspace", "hbm_fit", "recomputed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,9 @@ class HbmFit:
     limit: str = ""
     aliased_bytes: int = 0
     autotune_bytes: int = 0  # a GPU compiled for without one: see `cublas_workspace`
+    # The instructions XLA's rematerialization pass cloned to recompute values instead of
+    # holding them (`recomputed`): the program fits this limit only by recomputing them.
+    recomputed: tuple[str, ...] = ()
 
     @property
     def usable_bytes(self) -> int:
@@ -68,6 +72,7 @@ class HbmFit:
                 "need_bytes": self.need_bytes, "basis": self.basis, "fits": self.fits,
                 "spare_bytes": self.spare_bytes, "parts": dict(self.parts),
                 "aliased_bytes": self.aliased_bytes, "autotune_bytes": self.autotune_bytes,
+                "recomputed": list(self.recomputed),
                 "largest": [b.to_dict() for b in self.largest]}
 
 
@@ -94,8 +99,23 @@ def cublas_workspace(kernels: Sequence[Kernel], chip: str) -> int:
     return (4 if chip.lower().startswith(_BEFORE_HOPPER) else 32) << 20
 
 
+# XLA's rematerialization pass names each clone it makes after the instruction it
+# recomputes: ``gemm_fusion_dot.309.remat``, ``.remat2`` for a second one.
+_REMAT = re.compile(r"\.remat[0-9]*$")
+
+
+def recomputed(module: Module) -> tuple[str, ...]:
+    """The instructions XLA's rematerialization pass added to `module` to fit a memory
+    limit: values recomputed before a later use instead of held from their first (on a
+    GPU target, the limit is the device's; a new user's long-context model needed 58.5 GiB
+    on an H100 and 129.8 GiB on a B200, as written)."""
+    return tuple(i.name for c in module.computations for i in c.instructions
+                 if _REMAT.search(i.name))
+
+
 def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
-            limit_bytes: int = 0, limit: str = "", autotune_bytes: int = 0) -> HbmFit:
+            limit_bytes: int = 0, limit: str = "", autotune_bytes: int = 0,
+            recomputed: tuple[str, ...] = ()) -> HbmFit:
     """The fit of one device's program (an SPMD module is one device's program): what it
     must hold (`MemoryFigures.headline`, XLA's allocation) against `limit_bytes`, the
     memory it may use (`limit`: where that figure comes from; default all of
@@ -111,7 +131,7 @@ def hbm_fit(memory: MemoryReport, hbm_bytes: int, device: str, top: int = 5, *,
     in_hbm = [b for b in memory.peak_values if not _other_space(b.shape)]
     largest = tuple(sorted(in_hbm, key=lambda b: (-b.bytes, b.label))[:top])
     return HbmFit(device, int(hbm_bytes), int(need), basis, parts, largest,
-                  int(limit_bytes), limit, int(aliased), int(autotune_bytes))
+                  int(limit_bytes), limit, int(aliased), int(autotune_bytes), recomputed)
 
 
 _SPACE = re.compile(r"S\(([0-9]+)\)")

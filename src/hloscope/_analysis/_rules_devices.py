@@ -48,6 +48,26 @@ def loop_collective(ctx: AdviceContext) -> list[Finding]:
         caller = ctx.module.computation(g.parent).by_name.get(g.caller)
         n = trip_count(caller) if caller is not None else 1
         moved = c.sent_per_device or c.bytes
+        layers = _stacked_axis_gathered(inst)
+        if layers:
+            # Hoisting would hold every layer's weights at once: the spec is the fix.
+            each = moved // layers
+            out.append(Finding(
+                "HS109", "a collective in a loop moves the same data every iteration",
+                f"{c.name} gathers all {layers} slices of a stacked array along its "
+                f"dimension 0 (the axis the loop steps through, the one its spec shards) in "
+                "each of the loop's " + (f"{n} iterations" if n > 1 else "iterations")
+                + f" to use one: {format_bytes(moved)} sent per device per iteration, where "
+                f"gathering only the slice it uses would send {format_bytes(each)}",
+                "shard another dimension of the stacked array, not the one the scan steps "
+                "through: for weights stacked [layers, ...], a spec such as P(None, 'data') "
+                "(FSDP) instead of P('data'), so each iteration gathers only its own layer "
+                "(and XLA can start the next one's during this one); hoisting the gather out "
+                "of the loop would hold every layer's full weights at once",
+                (ev_inst(inst, "collective"),),
+                ctx.saving(link_bytes=(moved - each) * max(1, n) * ctx.runs(g.parent)),
+                place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
+            continue
         out.append(Finding(
             "HS109", "a collective in a loop moves the same data every iteration",
             f"{c.name} ({c.opcode}, {format_bytes(moved)} sent per device) runs on loop "
@@ -61,6 +81,24 @@ def loop_collective(ctx: AdviceContext) -> list[Finding]:
             ctx.saving(link_bytes=moved * max(1, n - 1) * ctx.runs(g.parent)),
             place_key(inst.metadata.op_name, str(inst.source or ""), str(inst.shape))))
     return out
+
+
+def _stacked_axis_gathered(inst: Instruction) -> int:
+    """For an all-gather in a loop body whose result the body only dynamic-slices along
+    the gathered dimension 0 (a scan's stacked weights, sharded on the axis the scan
+    steps through): how many slices it gathers (0 where it is not such a gather)."""
+    if inst.opcode not in ("all-gather", "all-gather-start") or inst.dimensions != (0,):
+        return 0
+    result = done_of(inst) if inst.opcode == "all-gather-start" else inst
+    if result is None or not result.shape.dims or result.shape.dims[0] < 2:
+        return 0
+    readers = _through(result.users, users=True)
+    if not readers or not all("dynamic-slice" in _fused_ops(r) for r in readers):
+        return 0
+    for r in readers:
+        if r.shape.is_tuple or not r.shape.dims or r.shape.dims[0] >= result.shape.dims[0]:
+            return 0
+    return result.shape.dims[0]
 
 
 def _param_index(inst: Instruction) -> int | None:
@@ -163,7 +201,15 @@ def _gpu_fix(ctx: AdviceContext, comp: Computation, inst: Instruction,
     scheduler already overlaps what it can and the flags change nothing.  Other
     platforms and collectives: ``other`` (the generic advice)."""
     if what not in _PIPELINED or ctx.platform not in ("gpu", "tpu"):
-        return "other", None
+        # A loop's collective on the path from the state one iteration reads to the state
+        # the next computes with (a MoE layer's all-to-all in a scan over layers): every
+        # kernel of the next iteration waits for it, and unrolling gives XLA nothing to
+        # overlap.  What the partitioner inserted to change a sharding can go (a sharding
+        # that agrees); one the user wrote stays.
+        critical = in_loop and _carried_through(comp, inst, done)
+        if _partitioner_made(inst):
+            return ("reshard-critical" if critical else "reshard"), None
+        return (None if critical else "other"), None
     if ctx.platform == "tpu":
         # In a loop, a reduction the loop does not write into a slice of its output is
         # the loop's own use of it (a microbatch's gradient accumulated, a metric):
@@ -300,6 +346,80 @@ def _pipelinable(comp: Computation, inst: Instruction, done: Instruction | None,
                                  users=True))
 
 
+# The primitives of JAX's collectives, as the last part of an op_name names them: a
+# collective whose op_name ends in another primitive (``dot_general``, ``transpose``) is
+# one XLA's partitioner inserted to change a value's sharding.
+_COLLECTIVE_PRIMITIVES = ("all_to_all", "ragged_all_to_all", "psum", "pmax", "pmin",
+                          "all_gather", "reduce_scatter", "psum_scatter", "ppermute",
+                          "pshuffle", "pswapaxes", "pbroadcast", "all_reduce")
+
+
+def _partitioner_made(inst: Instruction) -> bool:
+    """Whether JAX's op_name says no collective primitive of the user's made `inst`: XLA's
+    SPMD partitioner inserted it between two operations sharded differently."""
+    name = inst.metadata.op_name
+    if not name.startswith(("jit(", "pjit(")):
+        return False  # not JAX's (torch_xla, TensorFlow): who made it is not said
+    return not name.rsplit("/", 1)[-1].startswith(_COLLECTIVE_PRIMITIVES)
+
+
+def _carried_through(body: Computation, inst: Instruction, done: Instruction | None) -> bool:
+    """Whether the loop body's collective reads loop state that changes every iteration
+    and its result goes back into state that the body computes with (not only a buffer a
+    dynamic-update-slice writes each iteration's slice into, a scan's stacked output):
+    the next iteration's kernels all wait for it."""
+    root = body.root
+    if root.opcode != "tuple":
+        return False
+    invariant = _loop_invariant_indices(body)
+    computed: set[int] = set()  # state elements the body computes with
+    for i in body.instructions:
+        k = _param_index(i)
+        if k is None or k in invariant:
+            continue
+        if any(u is not root and not _buffer_only(u, i) for u in i.users):
+            computed.add(k)
+    if not computed:
+        return False
+    seen: set[int] = set()
+    stack = list(inst.operands)
+    reads = False
+    while stack and not reads:
+        i = stack.pop()
+        if id(i) in seen:
+            continue
+        seen.add(id(i))
+        k = _param_index(i)
+        if k is not None:  # an element of the state: changed every iteration, or not
+            reads = k in computed
+        elif i.opcode == "parameter":  # the whole state, read as one
+            reads = True
+        else:
+            stack.extend(i.operands)
+    if not reads:
+        return False
+    slots = {id(root.operands[k]) for k in computed if k < len(root.operands)}
+    seen.clear()
+    stack = [done if done is not None else inst]
+    while stack:
+        i = stack.pop()
+        if id(i) in slots:
+            return True
+        if id(i) not in seen:
+            seen.add(id(i))
+            stack.extend(i.users)
+    return False
+
+
+def _buffer_only(user: Instruction, value: Instruction) -> bool:
+    """Whether `user` only writes a slice into `value` (a dynamic-update-slice's buffer,
+    or a fusion of one taking it as its buffer): no computation reads it."""
+    if user.opcode == "dynamic-update-slice":
+        return user.operands[0] is value and value not in user.operands[1:]
+    return (user.opcode == "fusion" and "dynamic-update-slice" in _fused_ops(user)
+            and user.operands.count(value) == 1)
+
+
 def _body_compute(ctx: AdviceContext, comp: Computation) -> float:
     """One iteration's kernels' time on the roofline: what can hide a transfer."""
     return sum(k.roofline_seconds(ctx.device, k.element_type)
@@ -319,6 +439,17 @@ def _overlap_fix(ctx: AdviceContext, what: str, in_loop: bool, fix: str) -> str:
                 "hid 57% of the all-gathers and raised the peak by 42%); or unroll the scan "
                 "by 2 (lax.scan(..., unroll=2)) so one layer's compute can hide the next "
                 "one's transfer")
+    if fix.startswith("reshard"):
+        return (("each iteration needs its result before it goes on, so unrolling the loop "
+                 "hides nothing; " if fix == "reshard-critical" else "")
+                + f"XLA's partitioner inserted this {what} to change a value's sharding "
+                "between the operation that makes it and the one that reads it (no "
+                f"{what.replace('-', '_')} in the code): where the change is not one you "
+                "meant, pin the value's sharding with jax.lax.with_sharding_constraint where "
+                f"it is made (or give both operations' operands the same spec), and the "
+                f"{what} goes; where it is the exchange the algorithm needs (expert "
+                "parallelism's token dispatch), split the batch into chunks so one chunk's "
+                f"{what} overlaps another's compute")
     if fix == "matmul":
         return (f"overlap the {what} with the matmul beside it (a collective matmul): "
                 f"split the matmul into chunks along the sharded axis and run each "

@@ -617,7 +617,7 @@ def remat(ctx: AdviceContext) -> list[Finding]:
             "instead of one per step",
             evidence(residuals), ctx.saving(peak=total), "residuals")]
     cuts = _Cuts(ctx)
-    inputs = [v for v in residuals if _layer_input(ctx, v, cuts)]
+    inputs = _inputs_of_layers([v for v in residuals if _layer_input(ctx, v, cuts)])
     kept = sum(v.size for v in inputs)
     dropped = [v for v in residuals if v not in inputs]
     saved = total - kept
@@ -703,6 +703,21 @@ def _stacks_carry(loop: Instruction, i: int) -> bool:
     # The state that changes from step to step: the carry (not a loop-invariant input).
     return not (nxt.opcode == "get-tuple-element" and gte_index(nxt) == j
                 and nxt.operands and nxt.operands[0].opcode == "parameter")
+
+
+def _inputs_of_layers(found: list[Value]) -> list[Value]:
+    """Of the residuals `_layer_input` found, those that are the layers' inputs: not more
+    than twice the smallest of them (of those at least a hundredth of the largest).  A
+    layer's largest temporary (attention's [batch, heads, T, T] scores, 64 times its
+    [batch, T, d] input at T=2048) has no forward value of half its size crossing it, so
+    it looks like a cut; what every layer goes through is the smaller residual stream
+    (a new user's unrolled long-context model was told nothing: 93% of its residuals were
+    counted as inputs)."""
+    if not found:
+        return found
+    top = max(v.size for v in found)
+    floor = min(v.size for v in found if v.size * 100 >= top)
+    return [v for v in found if v.size <= 2 * floor]
 
 
 def _forward_cut(ctx: AdviceContext, v: Value, cuts: _Cuts) -> bool:

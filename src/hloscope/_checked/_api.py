@@ -38,7 +38,8 @@ def _checked(report: Any, program: Program, advice: Any) -> Any:
 
         return Advice(advice.groups, advice.device, advice.optimized, advice.quiet,
                       advice.notes + (f"the savings could not be checked ({type(e).__name__}: "
-                                      f"{str(e)[:160]}): they are estimated",))
+                                      f"{str(e)[:160]}): they are estimated",),
+                      advice.checked_out, explained=advice.explained)
 
 
 inspect.__doc__ = (_base.inspect.__doc__ or "") + """

@@ -89,8 +89,18 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
     kept: list[FindingGroup] = []
     dropped: list[str] = []
     places: list[tuple[str, str]] = []
-    left_out = 0
-    for g, worth in checked_groups(report, program, advice):
+    left_out = promoted = 0  # findings dropped here (each with its note); raised
+    # The groups left out under the threshold whose check may find more (`RECHECKED`) are
+    # checked too: kept where it does (no longer left out), silent where it does not.
+    was = list(advice.groups) + list(advice.pending)
+    both = Advice(was, advice.device, advice.optimized, advice.quiet, advice.notes,
+                  advice.checked_out)
+    for k, (g, worth) in enumerate(checked_groups(report, program, both)):
+        if k >= len(advice.groups):  # one of `pending`
+            if worth and g.check is not None and g.check.status == "checked":
+                kept.append(g)
+                promoted += g.count
+            continue
         if worth:
             kept.append(g)
             continue
@@ -103,8 +113,9 @@ def check_advice(report: Any, program: Program, advice: Advice | None = None) ->
                        f"(estimated {c.estimate.describe(advice.device)})")
     kept.sort(key=lambda g: -g.share)
     report.timings["check"] = time.perf_counter() - t0
-    return Advice(kept, advice.device, advice.optimized, advice.quiet + left_out,
-                  advice.notes + tuple(dropped), advice.checked_out + tuple(places))
+    return Advice(kept, advice.device, advice.optimized, advice.quiet + left_out - promoted,
+                  advice.notes + tuple(dropped), advice.checked_out + tuple(places),
+                  explained=advice.explained + left_out)
 
 
 def checked_groups(report: Any, program: Program,

@@ -21,7 +21,7 @@ from .._render._text import render_json, render_module_list, render_summary
 from .._units import format_bytes
 from .._write import write_text
 from ._common import (INPUT_HELP, command, echo, fail, fail_user, load_inputs, pick,
-                      pick_module, text_width)
+                      pick_module, report_error, text_width)
 from ._functions import compile_function
 from ._help import at_least
 from ._options import (ARG_OPT, DEVICES_OPT, FUNCTION_OPT, HW_OPT, INPUTS_OPT, MESH_OPT,
@@ -78,33 +78,48 @@ def check(
 ) -> None:
     """Check HLO text strictly, the way XLA's own parser does.
 
-    Exit 0 when XLA would accept every module; 2 with the first problem
-    (file:line:column, the line and a caret) on the line XLA names.  The other
-    commands are tolerant; this one is strict.
+    Exit 0 when XLA would accept every module; 2 with each problem (file:line:column,
+    the line and a caret) on the line XLA names: a file of several modules is checked
+    module by module.  The other commands are tolerant; this one is strict.
     """
     from .._sources._reader import check as check_file
 
+    def as_json(e: _errors.HloParseError) -> dict[str, Any]:
+        return {"file": e.filename, "line": e.line, "column": e.column, "message": e.reason,
+                "line_text": e.line_text, "hint": e.hint}
+
     try:
-        hf = check_file(path)
+        hf = check_file(path, keep_going=True)
     except _errors.HloParseError as e:
         if json_out:
             sys.stdout.write(render_json({
                 "schema": "hloscope.check/1", "file": str(path), "ok": False, "modules": [],
-                "error": {"file": e.filename, "line": e.line, "column": e.column,
-                          "message": e.reason, "line_text": e.line_text, "hint": e.hint}}))
+                "error": as_json(e), "errors": [as_json(e)]}))
             raise typer.Exit(2) from None
         fail(e)
     except _errors.HloscopeError as e:
         fail(e)
     mods = [{"module": m.name, "computations": len([c for c in m.computations if not c.origin]),
              "instructions": m.instruction_count, "line": m.first_line} for m in hf.modules]
+    bad = [e for e in hf.damaged if isinstance(e, _errors.HloParseError)]
     if json_out:
         sys.stdout.write(render_json({"schema": "hloscope.check/1", "file": str(path),
-                                      "ok": True, "modules": mods, "error": None}))
+                                      "ok": not bad, "modules": mods,
+                                      "error": as_json(bad[0]) if bad else None,
+                                      "errors": [as_json(e) for e in bad]}))
+        if bad:
+            raise typer.Exit(2)
         return
     echo("".join(f"{path}:{m['line']}: module {m['module']}: ok ({m['computations']} "
                  f"computations, {m['instructions']} instructions)\n" for m in mods),
          text_width(wide))
+    for e in bad:
+        report_error(e)
+    if bad:
+        n = len(mods) + len(bad)
+        fail(_errors.HloSourceError(
+            f"{len(bad)} of {n} modules XLA's parser would refuse", path=str(path),
+            hint="each one's problem is above, on the line XLA would name"))
 
 
 @command()
@@ -129,7 +144,9 @@ def memory(
     them.
     """
     from .._analysis._memory import MEMORY_SCHEMA, analyze_memory, xla_figures
+    from .._analysis._oom import oom_summary
     from .._render._memory_text import render_memory, render_spmd_log, render_xla_dump
+    from .._render._oom_text import render_oom
 
     inputs = load_inputs(path)
     reports = []
@@ -157,7 +174,8 @@ def memory(
         data = {"schema": MEMORY_SCHEMA, "file": str(path),
                 "modules": [r.to_dict() for r in reports],
                 "xla_dumps": [{"file": name, **figs.to_dict()} for name, _f, figs in dumps],
-                "spmd_logs": [_spmd_dict(log) for log in inputs.spmd_logs]}
+                "spmd_logs": [_spmd_dict(log) for log in inputs.spmd_logs],
+                "oom_reports": [oom_summary(o).to_dict() for o in inputs.oom_reports]}
         sys.stdout.write(render_json(data))
         return
     width = text_width(wide)
@@ -165,6 +183,7 @@ def memory(
     parts += [render_xla_dump(name, files.buffer_assignment, figs, top=max(top, 20),
                               width=width) for name, files, figs in dumps]
     parts += [render_spmd_log(log, top=top, width=width) for log in inputs.spmd_logs]
+    parts += [render_oom(oom_summary(o), top=top, width=width) for o in inputs.oom_reports]
     parts += [f"wrote {p}\n" for p in plotted]
     echo("\n".join(parts), width)
 
@@ -406,10 +425,15 @@ def _lint_function(target: str, arg: list[str], inputs: str | None, static: list
             advice = rep.advice  # with `with_room` applied, as inspect's
         else:
             from .._analysis._advisor import advise_groups, with_room
+            from .._analysis._devices import target_label
 
             df, lr = rep._flow()  # noqa: SLF001
+            tdev = rep.roofline_device()
+            # (as inspect labels its own advice: "h100 (h100x8)")
+            label = target_label(rep.target, tdev) if dev is None and tdev else None
             advice = advise_groups(rep.module, graph=rep.kernels, df=df, lr=lr,
-                                   device=dev or rep.roofline_device(), min_share=min_share)
+                                   device=dev or tdev, device_label=label,
+                                   min_share=min_share)
             fit = rep.fit
             if fit is not None and min_share is None:  # --min-share 0 lists all
                 advice = with_room(advice, fit.need_bytes, fit.usable_bytes, fit.device)

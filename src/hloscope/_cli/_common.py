@@ -115,9 +115,15 @@ def echo(text: str, width: int | None = None) -> None:
 
 
 def fail(err: _errors.HloscopeError) -> NoReturn:
-    """Print `err` as one located message (with the line and a caret for parse errors)
-    and leave with status 2.  Text from the input in it (names, the quoted line, paths)
-    is shown `safe`: escaped, never acted on by the terminal; lines are not wrapped."""
+    """Print `err` (`report_error`) and leave with status 2."""
+    report_error(err)
+    raise typer.Exit(EXIT_INPUT)
+
+
+def report_error(err: _errors.HloscopeError) -> None:
+    """Print `err` as one located message (with the line and a caret for parse errors).
+    Text from the input in it (names, the quoted line, paths) is shown `safe`: escaped,
+    never acted on by the terminal; lines are not wrapped."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -137,7 +143,6 @@ def fail(err: _errors.HloscopeError) -> NoReturn:
             console.print(f"read before the damage: {shown(before)}")
     if err.hint:
         console.print(f"[bold]hint:[/] {shown(err.hint)}")
-    raise typer.Exit(EXIT_INPUT)
 
 
 def fail_user(error: Exception, hint: str = "") -> NoReturn:

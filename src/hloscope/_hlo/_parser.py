@@ -369,7 +369,9 @@ class _ModuleReader:
         """Where to go on after a statement the token grammar read."""
         t = g.lx.tok
         if t[0] == Tok.EOF:
-            return self.stop, None
+            # The end of the text the grammar sees: the next module's header where it
+            # stops there (the module may go on past it: `_body` widens it and reads on).
+            return min(self.limit, self.stop), None
         i, col = self.locate(t[1])
         line = self.lines[i]
         if not line[:col].strip():

@@ -204,9 +204,12 @@ class Report:
                 got = device_limit(str(t["chip"]))
                 limit, what = got.bytes, got.what
                 autotune = cublas_workspace(self.kernels.kernels, str(t["chip"]))
+            from .._analysis._fit import recomputed
+
             self._cache["fit"] = hbm_fit(
                 self.memory, t["hbm_bytes"], str(t.get("device_kind") or t.get("name")),
-                limit_bytes=int(limit or 0), limit=str(what or ""), autotune_bytes=autotune)
+                limit_bytes=int(limit or 0), limit=str(what or ""), autotune_bytes=autotune,
+                recomputed=recomputed(self.module))
         return self._cache["fit"]
 
     @property
@@ -604,6 +607,8 @@ def inspect(fn: Any, *args: Any, static_argnums: int | tuple[int, ...] = (),
                     hint="shard it over more devices (a larger topology, with --shard), "
                          "donate arguments (donate_argnums), or rematerialize "
                          "(jax.checkpoint)") from None
+            if prepared is not None and "INTERNAL:" in str(e):
+                raise _xla_failed(e, name, prepared.target.name) from None
             raise
         timings.setdefault("compile", time.perf_counter() - t0)
 
@@ -686,6 +691,22 @@ def _describe_lowered(lowered: Any) -> str:
         text = lowered.as_text(dialect="hlo")
     return describe_lowered(read_text(text,
                                       filename="<lowered>").module)
+
+
+def _xla_failed(e: Exception, name: str, target: str) -> HloscopeError:
+    """XLA's compiler for a target failed inside itself (``INTERNAL:``): not the user's
+    code's error; said as XLA's, its escaped tabs as spaces, with what to try."""
+    text = str(e).replace("\\t", "  ").strip()
+    first = text.splitlines()[0].replace("INTERNAL: ", "")
+    hint = ("this is an error inside XLA's compiler, not in your code: try another version "
+            "of jax and jaxlib, or report it to XLA with the module XLA_FLAGS=--xla_dump_to=DIR "
+            "writes")
+    if "tile sizes" in first or "triton" in first.lower():
+        hint = ("XLA's Triton matmul emitter could not tile a matmul (without a GPU it "
+                "cannot autotune): with XLA_FLAGS=--xla_gpu_enable_triton_gemm=false XLA "
+                "gives the matmuls to cuBLAS, as a GPU's autotuner often does")
+    return HloscopeError(f"XLA's compiler for {target} failed on {name}: "
+                         f"{first[:300]}", hint=hint)
 
 
 def _estimate(lowered: Any, prepared: Any) -> str:

@@ -50,4 +50,5 @@ def rank_measured(advice: Advice, times: MeasuredTimes, *, min_share: float = 0.
     runs = f"{times.runs} run{'' if times.runs == 1 else 's'}"
     read = (f"ranked by the measured time of {times.source} ({runs}, step "
             f"{format_seconds(step)})")
-    return Advice(kept, advice.device, advice.optimized, quiet, advice.notes + (read,))
+    return Advice(kept, advice.device, advice.optimized, quiet, advice.notes + (read,),
+                  advice.checked_out, explained=advice.explained)

@@ -215,8 +215,9 @@ def render_advice(module: str, advice: Advice, *, top: int | None = 10,
         out.append(f"  times estimated for {safe(advice.device)}")
     for note in advice.notes:
         out.append(f"  note: {safe(note)}")
-    if advice.quiet:
-        out.append(f"  {_n(advice.quiet, 'more place')} where a rule fired would save under 1% "
+    below = advice.quiet - advice.explained  # (the others' notes say why they are out)
+    if below > 0:
+        out.append(f"  {_n(below, 'more place')} where a rule fired would save under 1% "
                    "of the program's peak or time: left out (--min-share 0 lists them)")
     for rank, g in enumerate(shown, 1):
         f = g.first

@@ -61,6 +61,17 @@ def render_fit(fit: HbmFit) -> str:
     lines = [head + verdict,
              f"  needs: {_BASIS.get(fit.basis, fit.basis)}: {terms}",
              f"  of: {safe(fit.limit) if fit.limit else 'the device HBM'}"]
+    if fit.recomputed:
+        n = len(fit.recomputed)
+        shown = ", ".join(safe(x) for x in fit.recomputed[:3]) + (", ..." if n > 3 else "")
+        values = f"{n} value{'s' if n > 1 else ''}"
+        them = "them" if n > 1 else "it"
+        lines.append(f"  to fit, XLA recomputes {values} instead of holding {them} (its "
+                     f"rematerialization: {shown}): the program as written needs more, and "
+                     "runs slower by the recompute (jax.checkpoint chooses what to recompute; "
+                     "more memory or devices need none)" if fit.fits else
+                     f"  XLA recomputes {values} instead of holding {them} to fit (its "
+                     f"rematerialization: {shown}), and it still does not")
     if fit.autotune_bytes:
         lines.append(f"  on the GPU: XLA's autotuner, which runs only there, may give the "
                      f"matmuls to cuBLAS, whose workspace adds up to "

@@ -37,6 +37,7 @@ from .._errors import HloscopeError, HloSourceError
 from .._repr import brief_repr
 from .._hlo._module import Module
 from ._reader import read, read_text
+from ._oom import OomReport, is_oom_report, parse_oom_reports
 from ._saved import is_saved_json, saved_report
 from ._spmd_log import SpmdMemoryLog, is_spmd_log, parse_spmd_log
 from ._torch_xla import user_frame
@@ -122,6 +123,8 @@ class Inputs:
     modules: list[ModuleEntry] = field(default_factory=list)
     dumps: list[tuple[str, XlaMemoryFiles]] = field(default_factory=list)
     spmd_logs: list[SpmdMemoryLog] = field(default_factory=list)
+    # XLA's out-of-memory reports in a log or an error message (`_oom`).
+    oom_reports: list[OomReport] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
     def listing(self) -> list[dict[str, object]]:
@@ -215,6 +218,8 @@ class Inputs:
     def _no_module_hint(self) -> str:
         if self.dumps:
             return "it holds XLA's memory files only: hloscope memory reads those"
+        if self.oom_reports:
+            return "it holds XLA's out-of-memory report: hloscope memory reads it"
         if self.skipped:
             return "files skipped: " + "; ".join(self.skipped[:3])
         return "pass HLO text, an XLA dump folder or a file that holds a module"
@@ -243,7 +248,8 @@ def read_xla_file(path: str, kind: str) -> tuple[BufferAssignmentDump | None, Li
 
 def sniff_kind(path: str) -> str | None:
     """What a file holds when it is not HLO text: ``buffer-assignment``, ``live-range``,
-    ``memory-usage-report``, ``spmd-log``, ``saved-json``; None for anything else."""
+    ``memory-usage-report``, ``spmd-log``, ``oom-report``, ``saved-json``; None for anything
+    else."""
     kind = xla_file_kind(path)
     if kind is not None:
         return kind
@@ -262,6 +268,8 @@ def sniff_kind(path: str) -> str | None:
         return "memory-usage-report"
     if is_spmd_log(head) and "HloModule" not in head:
         return "spmd-log"
+    if is_oom_report(head) and "HloModule" not in head:
+        return "oom-report"
     if is_saved_json(head):
         return "saved-json"
     return None
@@ -289,6 +297,9 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
     if kind == "spmd-log":
         out.spmd_logs.append(parse_spmd_log(read_file_text(p), path=p))
         return out
+    if kind == "oom-report":
+        out.oom_reports.extend(parse_oom_reports(read_file_text(p), path=p))
+        return out
     if kind == "saved-json":
         _read_saved(p, out)
         return out
@@ -296,7 +307,14 @@ def read_inputs(path: str | os.PathLike[str]) -> Inputs:
         ba, lr, mu = read_xla_file(p, kind)
         out.dumps.append((p, XlaMemoryFiles((os.path.basename(p),), ba, lr, mu)))
         return out
-    hf = read(p)
+    try:
+        hf = read(p)
+    except HloSourceError:  # no module: a log or an error message with XLA's OOM report?
+        text = read_file_text(p) if os.path.isfile(p) else ""
+        if not is_oom_report(text):
+            raise
+        out.oom_reports.extend(parse_oom_reports(text, path=p))
+        return out
     beside = _files_beside(p, out) if len(hf.modules) == 1 else None
     _add_unique(out, [(m, _phase_from_name(p) or _optimized_guess(m), beside, p, k, "")
                       for k, m in enumerate(hf.modules)])

@@ -1,4 +1,5 @@
-"""What `hloscope memory` can read: HLO text, an XLA dump folder, XLA's memory files, SPMD logs.
+"""What `hloscope memory` can read: HLO text, an XLA dump folder, XLA's memory files, SPMD
+logs, XLA's out-of-memory reports.
 
 `read_memory_inputs(path)` sorts out what `path` is and returns the modules
 to analyse (each with XLA's figures for it when the dump has them), the XLA
@@ -18,6 +19,7 @@ from .._errors import HloscopeError, HloSourceError
 from .._repr import brief_repr
 from .._hlo._module import Module
 from ._inputs import read_file_text, read_xla_file, sniff_kind
+from ._oom import OomReport, parse_oom_reports
 from ._reader import read
 from ._spmd_log import SpmdMemoryLog, parse_spmd_log
 from ._xla_dumps import (
@@ -40,6 +42,7 @@ class MemoryInputs:
     modules: list[tuple[Module, XlaMemoryFiles | None]] = field(default_factory=list)
     dumps: list[tuple[str, XlaMemoryFiles]] = field(default_factory=list)
     spmd_logs: list[SpmdMemoryLog] = field(default_factory=list)
+    oom_reports: list[OomReport] = field(default_factory=list)
     # Files of a dump folder that could not be read, each with the reason; they hide
     # nothing else.
     skipped: list[str] = field(default_factory=list)
@@ -88,6 +91,9 @@ def read_memory_inputs(path: str | os.PathLike[str]) -> MemoryInputs:
         kind = None  # read as text below, which says what it is (`hloscope memory` reads it)
     if kind == "spmd-log":
         out.spmd_logs.append(parse_spmd_log(read_file_text(p), path=p))
+        return out
+    if kind == "oom-report":
+        out.oom_reports.extend(parse_oom_reports(read_file_text(p), path=p))
         return out
     if kind is not None:
         ba, lr, mu = read_xla_file(p, kind)

@@ -74,7 +74,7 @@ class HloFile:
 
 
 def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
-         strict: bool = False) -> HloFile:
+         strict: bool = False, keep_going: bool = False) -> HloFile:
     """Read every HLO module in the file at `path` (or in the ``--xla_dump_to`` folder).
 
     Raises `HloSourceError` for a file that is missing, empty, binary, too
@@ -83,7 +83,7 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
     p = os.fspath(path)
     try:
         if os.path.isdir(p):
-            return _read_dump_folder(p, max_bytes, strict)
+            return _read_dump_folder(p, max_bytes, strict, keep_going)
         size = os.path.getsize(p)
         with open(p, "rb") as f:
             head = f.read(_SNIFF)
@@ -107,10 +107,11 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
                     "hloscope inspect, lint, bench or profile")
         raise HloSourceError(f"cannot read the file: {e.strerror or e}", path=p,
                              hint=hint) from None
-    return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict)
+    return read_text(data.decode("utf-8", errors="replace"), filename=p, strict=strict,
+                     keep_going=keep_going)
 
 
-def _read_dump_folder(path: str, max_bytes: int, strict: bool) -> HloFile:
+def _read_dump_folder(path: str, max_bytes: int, strict: bool, keep_going: bool) -> HloFile:
     """The modules of an ``--xla_dump_to`` folder, as the commands read it: each module's
     optimized file, or its file before optimizations when that is all the dump holds."""
     try:
@@ -126,16 +127,16 @@ def _read_dump_folder(path: str, max_bytes: int, strict: bool) -> HloFile:
         if file is None:
             continue  # only XLA's memory figures for this module
         try:
-            hf = read(file, max_bytes=max_bytes, strict=strict)
+            hf = read(file, max_bytes=max_bytes, strict=strict, keep_going=keep_going)
         except HloParseError as e:
-            if strict:
+            if strict and not keep_going:
                 raise
             out.damaged.append(e)
             continue
         out.modules.extend(hf.modules)
         out.damaged.extend(hf.damaged)
     if not out.modules:
-        if out.damaged:
+        if out.damaged and not keep_going:
             raise out.damaged[0]
         raise HloSourceError("no HLO module in this dump folder (only XLA's memory files)",
                              path=path, hint="dump with XLA_FLAGS=--xla_dump_to=DIR and pass DIR")
@@ -169,23 +170,26 @@ def _mostly_binary(head: bytes) -> bool:
     return bad > len(text) // 10
 
 
-def read_text(text: str, *, filename: str = "<string>", strict: bool = False) -> HloFile:
+def read_text(text: str, *, filename: str = "<string>", strict: bool = False,
+              keep_going: bool = False) -> HloFile:
     """Every HLO module in `text` (plain, Markdown, glog or notebook text).
 
     `strict` reads each module with XLA's own rules (what ``hloscope check``
-    does): anything XLA's parser would refuse raises a located `HloParseError`.
+    does): anything XLA's parser would refuse raises a located `HloParseError`; with
+    `keep_going` too, each module XLA's parser would refuse is in `damaged` instead, and
+    the others are read (what ``hloscope check`` of several modules reports).
     """
     with paused_gc():
-        return _read_text(text, filename, strict)
+        return _read_text(text, filename, strict, keep_going)
 
 
-def _read_text(text: str, filename: str, strict: bool) -> HloFile:
+def _read_text(text: str, filename: str, strict: bool, keep_going: bool = False) -> HloFile:
     if not text or text.isspace():
         raise HloSourceError("the text is empty", path=None if filename == "<string>" else filename)
     if "\x00" in text[:_SNIFF]:
         raise HloSourceError("the text is binary, not HLO", path=filename)
     if "HloModule" not in text and is_stablehlo(text):
-        return _read_stablehlo(text, filename, strict)
+        return _read_stablehlo(text, filename, strict, keep_going)
     if "HloModule" not in text and _HEADERLESS_HINT_RE.search(text) is None:
         # Fail fast, before splitting a huge text into lines.
         raise _no_module_error(text, filename)
@@ -274,7 +278,7 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
             except HloParseError as e:
                 # One damaged module among several (a truncated paste in an issue, a bad
                 # block of a report) does not hide the others; alone, it is the error.
-                if strict or (len(starts) == 1 and len(ranges) == 1):
+                if (strict and not keep_going) or (len(starts) == 1 and len(ranges) == 1):
                     raise
                 damaged.append(e)
                 done = limit
@@ -286,9 +290,10 @@ def _read_text(text: str, filename: str, strict: bool) -> HloFile:
                 module.provenance.update(provenance[r])
             modules.append(module)
     if not modules:
-        if damaged:
+        if damaged and not keep_going:
             raise damaged[0]
-        raise _no_module_error(text, filename)
+        if not damaged:
+            raise _no_module_error(text, filename)
     for m in modules:
         m.format = src.format
     return HloFile(filename, src.format, modules, damaged)
@@ -334,10 +339,11 @@ def _split_input_file(lines: list[str], ranges: list[tuple[int, int]]) -> list[t
     return [(lo, hi) for lo, hi in out if any(ln.strip() for ln in lines[lo:hi])]
 
 
-def _read_stablehlo(text: str, filename: str, strict: bool) -> HloFile:
+def _read_stablehlo(text: str, filename: str, strict: bool, keep_going: bool) -> HloFile:
     """A StableHLO module, read as the HLO text XLA converts it to (its lines are those of
     the converted text, not of the file)."""
-    hf = _read_text(stablehlo_to_hlo_text(text, filename=filename), filename, strict)
+    hf = _read_text(stablehlo_to_hlo_text(text, filename=filename), filename, strict,
+                    keep_going)
     hf.format = "stablehlo"
     for m in hf.modules:
         m.format = "stablehlo"
@@ -463,16 +469,19 @@ def parse(text: str, *, filename: str = "<string>") -> Module:
     return f.module
 
 
-def check(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> HloFile:
+def check(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES,
+          keep_going: bool = False) -> HloFile:
     """Read the file at `path` with XLA's own rules, as ``hloscope check`` does.
 
     Returns the modules when XLA's parser would accept every one of them;
     raises a located `HloParseError` naming the first problem XLA's parser
     would name, on the line it would name.  (The other readers are tolerant:
     they read text newer XLA versions print and keep what they do not know.)
+    With `keep_going`, a file of several modules is checked module by module: the
+    problem of each module XLA's parser would refuse is in the result's `damaged`.
     """
     try:
-        return read(path, max_bytes=max_bytes, strict=True)
+        return read(path, max_bytes=max_bytes, strict=True, keep_going=keep_going)
     except HloSourceError as e:
         if os.path.isfile(os.fspath(path)):
             raise _located(e, os.fspath(path)) from None
