@@ -11,6 +11,7 @@ the dimensions it pads (a minor dimension padded to the 128 lanes of a tile).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from .._hlo._shape import ShapeSyntaxError, parse_shape
 from .._repr import brief_repr
 from .._sources._oom import OomBuffer, OomReport
 
-__all__ = ["OomPlace", "OomSummary", "oom_summary"]
+__all__ = ["OomPlace", "OomSummary", "operation", "oom_summary"]
 
 # The GPU report's totals, under the names the rest of hloscope uses.
 _GPU_PARTS = (("parameter allocation", "arguments"), ("maybe_live_out allocation", "outputs"),
@@ -70,7 +71,7 @@ class OomSummary:
                 "padded": [{"rank": b.rank, "what": what} for b, what in self.padded]}
 
 
-def _operation(op_name: str) -> str:
+def operation(op_name: str) -> str:
     """``jit(dot)/jit(main)/dot_general[dimension_numbers=...]`` -> ``dot_general``; the
     first of several names XLA joined with ``;``."""
     last = op_name.split(";", 1)[0].split("[", 1)[0].rstrip("/").rsplit("/", 1)[-1]
@@ -83,7 +84,7 @@ def _places(buffers: tuple[OomBuffer, ...]) -> tuple[OomPlace, ...]:
         if b.parameter:
             key = ("", "arguments (entry parameters)", True)
         else:
-            key = (b.source, _operation(b.op_name) if b.op_name else
+            key = (b.source, operation(b.op_name) if b.op_name else
                    b.label.split(" ", 1)[0].lstrip("%"), False)
         sizes[key].append(b.size)
     out = [OomPlace(src, what, sum(v), len(v), param) for (src, what, param), v in sizes.items()]
@@ -100,7 +101,7 @@ def _padded_dims(shape_text: str) -> str:
         return ""
     if shape.is_tuple:  # a fusion's several results: the largest tiled one
         arrays = [s for s in shape.tuple_shapes if s.layout is not None and s.layout.tiles]
-        shape = max(arrays, key=lambda s: _elements(s.dims), default=shape)
+        shape = max(arrays, key=lambda s: math.prod(s.dims), default=shape)
     layout = shape.layout
     if layout is None or not layout.tiles or not layout.minor_to_major:
         return ""
@@ -120,13 +121,6 @@ def _padded_dims(shape_text: str) -> str:
     if len(said) > 1:
         first += f", the next one ({said[1][0]}) to {said[1][1]}"
     return first
-
-
-def _elements(dims: tuple[int, ...]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def oom_summary(report: OomReport) -> OomSummary:

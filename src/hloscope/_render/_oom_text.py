@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._analysis._oom import OomSummary
+from .._analysis._oom import OomSummary, operation
 from ._term import fit, safe
 from ._text import format_bytes, table
 
@@ -63,8 +63,7 @@ def render_oom(s: OomSummary, *, top: int = 10, width: int | None = None) -> str
         out.append(f"The TPU's tiles pad {len(s.padded)} of them: {format_bytes(s.padding)} "
                    "of padding")
         for b, dims in s.padded[:top]:
-            what = (b.op_name.rsplit("/", 1)[-1] if b.op_name else
-                    b.label.split(" ", 1)[0].lstrip("%"))
+            what = operation(b.op_name) if b.op_name else b.label.split(" ", 1)[0].lstrip("%")
             out.append(f"  {format_bytes(b.padding)} in {safe(what)} "
                        f"{safe(b.shape.split('{', 1)[0])} ({b.expansion:g}x its elements"
                        + (f": {dims}" if dims else "") + ")")
@@ -75,9 +74,7 @@ def render_oom(s: OomSummary, *, top: int = 10, width: int | None = None) -> str
     out.append("Each buffer, as XLA lists it")
     rows = []
     for b in r.buffers[:top]:
-        what = ("argument" if b.parameter else
-                (b.op_name.split(";", 1)[0].split("[", 1)[0].rsplit("/", 1)[-1]
-                 if b.op_name else "-"))
+        what = "argument" if b.parameter else operation(b.op_name) if b.op_name else "-"
         rows.append([str(b.rank), format_bytes(b.size), b.shape.split("{", 1)[0],
                      b.label.split(" ", 1)[0] if r.kind == "gpu" else b.allocation,
                      what, b.source or "-"])
