@@ -209,3 +209,21 @@ def test_a_stopped_supervisor_stops_its_rank_and_continued_continues_it(tmp_path
         p.kill()
     assert stopped in "Tt" and continued not in "Tt", (stopped, continued)
     assert code_ == 0, text
+
+
+def test_rank_0_stopped_is_told_from_its_pulse_and_the_store_together():
+    """Rank 0's pulse last rose up to a beat before the store last answered, so when
+    rank 0 is stopped its pulse is past the timeout first (the CI run of 2026-11-27 said
+    "rank 0 stopped answering" there): a store that went quiet too names the service."""
+    from hloscope._bench._ranks import _SERVICE_STOPPED, _quiet
+
+    now = 100.0
+    stopped = {-1: ("", now - 5.7), 0: ("41", now - 6.2)}  # rank 0 stopped 6.2 s ago
+    assert _quiet(stopped, now, 6.0) == _SERVICE_STOPPED
+    stuck = {-1: ("", now - 0.3), 0: ("41", now - 6.2)}  # its service still answers
+    assert _quiet(stuck, now, 6.0) == "rank 0 stopped answering"
+    gone = {-1: ("", now - 6.5), 0: ("41", now - 6.9), 2: ("9", now - 0.1)}
+    assert _quiet(gone, now, 6.0) == _SERVICE_STOPPED
+    rank_1 = {-1: ("", now - 0.2), 0: ("41", now - 0.4), 1: ("7", now - 6.1)}
+    assert _quiet(rank_1, now, 6.0) == "rank 1 stopped answering"
+    assert _quiet({-1: ("", now - 0.2), 1: ("7", now - 0.4)}, now, 6.0) == ""

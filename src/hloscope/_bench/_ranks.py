@@ -91,6 +91,22 @@ _SERVICE_GONE = "the coordination service is gone (rank 0, which hosts it, died)
 _SERVICE_STOPPED = "rank 0, which hosts the coordination service, stopped answering"
 
 
+def _quiet(pulses: dict[int, tuple[str, float]], now: float, limit: float) -> str:
+    """Who gave no sign of life for `limit` seconds at time `now` ("" when everyone did).
+
+    `pulses` holds each other rank's last pulse and when it changed, and under -1 when
+    the store (hosted by rank 0) last answered."""
+    store = now - pulses[-1][1]  # the store answers every beat while rank 0 runs
+    if store > limit:
+        return _SERVICE_STOPPED
+    ranks = [r for r, (_, t) in list(pulses.items()) if r >= 0 and now - t > limit]
+    if 0 in ranks and store > 2 * _BEAT + 0.5:
+        # rank 0's pulse last rose up to a beat before the store last answered, so it
+        # goes quiet first: a store quiet as well means rank 0 itself stopped
+        return _SERVICE_STOPPED
+    return f"{_ranks(ranks)} stopped answering" if ranks else ""
+
+
 class Ranks:
     """The processes of this run; a single process when `jax.distributed` is not set up."""
 
@@ -246,13 +262,6 @@ class Ranks:
                             pulses[r] = (value, now)
                 done.wait(_BEAT)
 
-        def quiet(now: float, limit: float) -> str:
-            """Who gave no sign of life for `limit` seconds ("" when everyone did)."""
-            if now - pulses[-1][1] > limit:
-                return _SERVICE_STOPPED
-            ranks = [r for r, (_, t) in list(pulses.items()) if r >= 0 and now - t > limit]
-            return f"{_ranks(ranks)} stopped answering" if ranks else ""
-
         def run() -> None:
             start = time.monotonic()
             seen, since, lost_at = len(progress), start, start
@@ -262,7 +271,7 @@ class Ranks:
                     if now - lost_at > _GRACE:  # the run in flight does not end: stuck
                         leave(*lost)
                     continue
-                gone = quiet(now, timeout)
+                gone = _quiet(pulses, now, timeout)
                 if gone:
                     lost_at = now
                     lost[:] = [f"{who}: {gone} during the {phase} (no sign of life for "
@@ -273,7 +282,8 @@ class Ranks:
                 elif len(progress) != seen:
                     seen, since = len(progress), now
                 elif now - since > timeout:
-                    silent = quiet(now, 2 * _BEAT + 0.5) or "another process stopped answering"
+                    silent = (_quiet(pulses, now, 2 * _BEAT + 0.5)
+                              or "another process stopped answering")
                     leave(f"{who}: no run finished for {timeout:g} s during the {phase}: "
                           f"{silent}, and the program's collectives wait for it "
                           "(hloscope ends this process: nothing can interrupt them)",
