@@ -653,6 +653,11 @@ def tpu_tp_mlp():
 
 # name -> (revised expect, why the blind label was wrong): the advisor was right.
 REVISED: dict[str, tuple[tuple[str, ...], str]] = {
+    "gpu_attention_upcast_scores": (("HS112", "HS130"), "HS130 (attention scores written to "
+                                    "memory) came after the set was labelled: the f32 scores "
+                                    "and bf16 probabilities [8, 1024, 1024] (32 + 16 MiB) "
+                                    "pass between the score matmul, the softmax and the P·V "
+                                    "matmul, which a fused attention kernel keeps on chip"),
     "gpu_dp_step": ((), "revised after the second blind set (issue 28): HS113 was expected "
                     "on the gradients' combined all-reduce after the backward pass, which "
                     "nothing follows but the update that needs it; the second blind set's "
@@ -684,10 +689,12 @@ REVISED: dict[str, tuple[tuple[str, ...], str]] = {
                                            "the blocks' recomputed forwards held together: "
                                            "the checkpoint does not take, which is what "
                                            "HS111 says"),
-    "gpu_transformer_block_bf16": ((), "HS103: the three q/k/v transposes (4 MiB each) are "
-                                   "XLA's batched-gemm order; the (b, h, s, k) projection "
-                                   "compiled for the H100 keeps all three, so no einsum order "
-                                   "saves them"),
+    "gpu_transformer_block_bf16": (("HS130",), "HS103: the three q/k/v transposes (4 MiB "
+                                   "each) are XLA's batched-gemm order; the (b, h, s, k) "
+                                   "projection compiled for the H100 keeps all three, so no "
+                                   "einsum order saves them.  HS130 came after the set was "
+                                   "labelled: the block's attention over 512 tokens writes "
+                                   "its [64, 512, 512] scores and probabilities to memory"),
     "lstm_grad_step_remat": (("HS111",), "the carries the backward pass reads (12 MiB, 49% of "
                              "the peak) can be cut, and by far more than 1%: checkpointing "
                              "8 segments of 8 steps (nested scans) lowers the peak from "

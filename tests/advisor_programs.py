@@ -2312,3 +2312,163 @@ def ab3_history_shifted_in_scan():
 @case((), "the same three tendencies in a ring indexed by step % 3")
 def ab3_history_ring_in_scan():
     return _ab3_scan(True)
+
+
+def _attention(t: int, *, causal: bool = True, grad: bool = False, keys: int | None = None,
+               target: str = "h100", layers: int = 0):  # type: ignore[no-untyped-def]
+    # Attention written by hand over [batch, heads, tokens, head_dim] (2 x 8 x t x 64, bf16,
+    # the layout the batched GEMMs read: no transposes): the scores are [2, 8, t, keys]
+    # (128 MiB in bf16 at 2048 tokens).
+    jax, jnp, np = _np()
+    s_len = keys or t
+
+    def attend(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) * 0.125
+        if causal:
+            s = jnp.where(jnp.arange(t)[:, None] >= jnp.arange(s_len)[None, :], s, -1e9)
+        p = jax.nn.softmax(s.astype(jnp.float32), axis=-1).astype(q.dtype)
+        return jnp.einsum("bhqk,bhkd->bhqd", p, v)
+
+    q = jnp.ones((2, 8, t, 64), jnp.bfloat16)
+    kv = jnp.ones((2, 8, s_len, 64), jnp.bfloat16)
+    if layers:
+        def loss(ws, x):
+            def layer(h, w):
+                return h + attend(h * w, h, h), None
+            return jnp.mean(jax.lax.scan(layer, x, ws)[0].astype(jnp.float32) ** 2)
+        return _compiled(jax.grad(loss), jnp.ones((layers, 1, 1, 1, 64), jnp.bfloat16), q,
+                         target=target)
+    if grad:
+        def loss(q, k, v):
+            return jnp.mean(attend(q, k, v).astype(jnp.float32) ** 2)
+        return _compiled(jax.grad(loss, argnums=(0, 1, 2)), q, kv, kv, target=target)
+    return _compiled(attend, q, kv, kv, target=target)
+
+
+@case(("HS130",), "causal self-attention over 2,048 tokens written as einsum, mask, softmax, "
+      "einsum on an H100, with its gradient: the scores, probabilities and their gradients "
+      "[2, 8, 2048, 2048] pass through memory (the eleventh blind set's q1, smaller)",
+      target="gpu")
+def attention_scores_gpu():
+    return _attention(2048, grad=True)
+
+
+@case(("HS130", "HS111"), "the same attention in a scan over 4 layers: the probabilities of "
+      "every layer are stacked for the backward pass (the eleventh blind set's q4, smaller); "
+      "a fused kernel never writes them, a checkpoint on the layer keeps one layer's: both "
+      "fixes are an expert's", target="gpu")
+def attention_scores_scanned_gpu():
+    return _attention(1024, layers=4)
+
+
+@case(("HS130", "HS115"), "the same attention on a TPU v5e, forward only: XLA's online "
+      "softmax computes the probabilities and P·V in one kernel, but the scores still pass "
+      "through memory; a head dimension of 64 is padded to 128 lanes", target="tpu")
+def attention_scores_tpu():
+    return _attention(2048, target="tpu-v5e")
+
+
+@case((), "cross-attention of 2,048 queries to 77 text tokens: the scores are smaller than "
+      "q, k and v together, nothing for a fused kernel to save (the eleventh blind set's q5)",
+      target="gpu")
+def cross_attention_short_keys_gpu():
+    return _attention(2048, causal=False, keys=77)
+
+
+def _contrastive(n: int):  # type: ignore[no-untyped-def]
+    jax, jnp, np = _np()
+
+    def loss(a, b):
+        logits = (a @ b.T) * 10.0
+        labels = jnp.arange(n)
+        lp = jax.nn.log_softmax(logits, axis=-1)
+        return -jnp.mean(lp[labels, labels])
+    x = jnp.ones((n, 512), jnp.bfloat16)
+    return _compiled(jax.grad(loss), x, x, target="h100")
+
+
+@case((), "a CLIP-style contrastive loss over a 4096 x 4096 similarity matrix: a softmax "
+      "over a matmul's result that no second matmul contracts, not attention (the eleventh "
+      "blind set's q8)", target="gpu")
+def contrastive_softmax_gpu():
+    return _contrastive(4096)
+
+
+def _decode_step(donate: bool):  # type: ignore[no-untyped-def]
+    # One token of grouped-query decoding (32 query heads over 8 key/value heads) with a
+    # KV cache [batch, slots, kv heads, head_dim] written in place: XLA:GPU transposes each
+    # cache for the attention's matmul, writes the new token into the transposed copy and
+    # transposes it back (the eleventh blind set's q7, smaller).
+    jax, jnp, np = _np()
+    b, s, kv, d, g = 8, 4096, 8, 128, 4
+
+    def step(x, k_cache, v_cache, pos, wq, wk, wv):
+        q = (x @ wq).reshape(b, kv, g, d)
+        k_cache = jax.lax.dynamic_update_slice(k_cache, (x @ wk).reshape(b, 1, kv, d),
+                                               (0, pos, 0, 0))
+        v_cache = jax.lax.dynamic_update_slice(v_cache, (x @ wv).reshape(b, 1, kv, d),
+                                               (0, pos, 0, 0))
+        sc = jnp.einsum("bkgd,bskd->bkgs", q, k_cache).astype(jnp.float32)
+        sc = jnp.where(jnp.arange(s) <= pos, sc, -jnp.inf)
+        p = jax.nn.softmax(sc, axis=-1).astype(x.dtype)
+        return jnp.einsum("bkgs,bskd->bkgd", p, v_cache).reshape(b, -1), k_cache, v_cache
+    bf = jnp.bfloat16
+    cache = jnp.zeros((b, s, kv, d), bf)
+    fn = jax.jit(step, donate_argnums=(1, 2) if donate else ())
+    return _compiled(fn, jnp.zeros((b, 4096), bf), cache, cache, jnp.int32(100),
+                     jnp.zeros((4096, kv * g * d), bf), jnp.zeros((4096, kv * d), bf),
+                     jnp.zeros((4096, kv * d), bf), target="h100")
+
+
+@case(("HS110",), "a decoding step's KV caches updated in place and returned, not donated, "
+      "where XLA reaches each cache through a transpose and back: still the cache updated "
+      "(the eleventh blind set's q7)", target="gpu")
+def kv_cache_transposed_not_donated_gpu():
+    return _decode_step(False)
+
+
+@case((), "the same decoding step with both caches donated", target="gpu")
+def kv_cache_transposed_donated_gpu():
+    return _decode_step(True)
+
+
+def _cache_in_loop(how: str, donate: bool = True):  # type: ignore[no-untyped-def]
+    # 512 steps of a loop that writes row t of a [4096, 1024] f32 cache (16 MiB), donated.
+    jax, jnp, np = _np()
+    rows = 4096
+
+    def f(cache, x):
+        def body(t, c):
+            new = jnp.tanh(x * t)
+            if how == "where":
+                return jnp.where((jnp.arange(rows) == t)[:, None], new[None, :], c)
+            if how == "onehot":
+                m = (jnp.arange(rows) == t).astype(c.dtype)[:, None]
+                return c * (1 - m) + new[None, :] * m
+            return jax.lax.dynamic_update_slice(c, new[None, :], (t, 0))
+        return jax.lax.fori_loop(0, 512, body, cache)
+    return _compiled(jax.jit(f, donate_argnums=(0,) if donate else ()),
+                     jnp.zeros((rows, 1024)), jnp.ones((1024,)))
+
+
+@case(("HS131",), "a cache row written each step by jnp.where(arange(n) == t, new, cache): "
+      "the whole 16 MiB cache read and written 512 times to change one row (blind trial "
+      "10's KV cache, P5)")
+def cache_row_where_in_loop():
+    return _cache_in_loop("where")
+
+
+@case(("HS131",), "the same row written through a one-hot mask, cache * (1 - m) + new * m")
+def cache_row_onehot_in_loop():
+    return _cache_in_loop("onehot")
+
+
+@case((), "the same row written in place with lax.dynamic_update_slice")
+def cache_row_updated_in_place():
+    return _cache_in_loop("dus")
+
+
+@case(("HS110",), "the same cache, written in place by the loop and returned, not donated: "
+      "XLA copies the argument into the loop's buffer (the twelfth blind set's r2)")
+def cache_through_loop_not_donated():
+    return _cache_in_loop("dus", donate=False)

@@ -315,3 +315,41 @@ def test_remat_on_an_unrolled_long_context_model_counts_its_attention_scores():
     # The scores (8 MiB each) are dropped by a checkpoint; the layer inputs (512 KiB) kept.
     assert f.saving.peak_bytes >= 0.5 * r.memory.peak_bytes
     assert any("[2,8,512,512]" in e.shape for e in f.evidence)
+
+
+def test_attention_written_out_names_the_fused_kernel_and_what_it_saves():
+    """HS130 on an H100: hand-written causal attention with its gradient, the same in a
+    scan (its probabilities stacked for the backward pass), and jax.nn.dot_product_attention
+    left to its default (XLA's) implementation, in f32."""
+    pytest.importorskip("jax")
+    if not HAVE_CUDA_PLUGIN:
+        pytest.skip("needs the GPU target extra (jax-cuda12-plugin)")
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    import jax
+    import jax.numpy as jnp
+
+    by_name = {c.name: c for c in CASES}
+    (g,) = [g for g in hloscope.advise_groups(by_name["attention_scores_gpu"].build()).groups
+            if g.rule == "HS130"]
+    f = g.first
+    assert "attention over 2,048 keys" in f.message and "the mask is causal" in f.message
+    assert "implementation='cudnn'" in f.suggestion and "is_causal=True" in f.suggestion
+    assert "recomputes the scores" in f.suggestion  # it has a backward pass
+    assert "cast them" not in f.suggestion  # bf16 already
+    # scores, probabilities and the scores' gradient: 128 MiB each, three at the peak
+    assert g.saving.peak_bytes == 3 * 128 * 2**20 and g.saving.traffic_bytes > 0
+    assert g.kind == "attention"
+
+    scanned = hloscope.advise_groups(by_name["attention_scores_scanned_gpu"].build())
+    (g,) = [g for g in scanned.groups if g.rule == "HS130"]
+    assert "a loop stacks them for the backward pass" in g.first.message
+
+    def attend(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+    q = jnp.ones((2, 2048, 8, 64), jnp.float32)
+    module = hloscope.inspect(attend, q, q, q, target="h100", check=False).module
+    (g,) = [g for g in hloscope.advise_groups(module).groups if g.rule == "HS130"]
+    assert g.first.suggestion.startswith(
+        "jax.nn.dot_product_attention without implementation= runs its XLA implementation")
+    assert "cast them" in g.first.suggestion  # cuDNN's kernel takes bf16 or f16
+    assert 0.01 <= g.share <= 1.0

@@ -25,11 +25,12 @@ from ._findings import Check, Evidence, Finding, FindingGroup, Saving, group_fin
 from ._kernels import KernelGraph, kernel_graph
 from ._liverange import LiveRanges, compute_live_ranges
 from ._rules_algorithms import inverse_instead_of_solve, sort_for_top_k
+from ._rules_attention import attention_scores
 from ._rules_batching import vmapped_side_by_side
 from ._rules_devices import exposed_collective, loop_collective, repeated_collective, tile_padding
 from ._rules_kernels import large_constant, layout_copy, recompute, reduction_split
 from ._rules_loops import (loop_state, reduction_in_blocks, reduction_in_pieces, rotated_carry,
-                          shifted_state)
+                          selected_state, shifted_state)
 from ._rules_program import (by_structure, constant_rebuilt, host_transfer, onehot_gather,
                              small_kernels, unrolled_loop)
 from ._rules_sharded import accumulated_collective, gathered_weights
@@ -101,10 +102,14 @@ RULES: tuple[Rule, ...] = (
          reduction_in_blocks),
     Rule("HS127", "loop-state", "a loop shifts its state to add a piece of it",
          shifted_state),
+    # (before HS128, which leaves attention's scores to it)
+    Rule("HS130", "attention", "attention scores are written to memory", attention_scores),
     Rule("HS128", "side-by-side", "jax.vmap holds every item's intermediates at once",
          vmapped_side_by_side),
     Rule("HS129", "reduction-split", "one reduction is computed in pieces",
          reduction_in_pieces),
+    Rule("HS131", "loop-state", "a loop writes one slice of its state by choosing over all "
+         "of it", selected_state),
 )
 
 

@@ -33,11 +33,15 @@ def vmapped_side_by_side(ctx: AdviceContext) -> list[Finding]:
     of the peak or more, one item's share 4 MiB or more: ``lax.map`` keeps one item's."""
     if not ctx.module.is_scheduled or not ctx.peak:
         return []
+    # Attention's scores are HS130's (jax.nn.dot_product_attention vmaps its own core
+    # over the query groups: not the user's vmap, and a fused kernel is the fix).
+    scores = {e.name for f in ctx.found.get("HS130", ()) for e in f.evidence}
     vmapped = []
     for v in ctx.lr.peak_values:
         meta = v.inst.metadata
         name = meta.op_name if meta is not None else ""
         if ("vmap(" not in name or "jvp(" in name or "transpose(" in name
+                or v.label in scores
                 or ctx.value_kind(v) != "temporary" or not v.shape.is_array
                 or len(v.shape.dims) < 2 or v.shape.dims[0] < 2):
             continue

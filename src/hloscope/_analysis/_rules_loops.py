@@ -6,12 +6,15 @@ unroll it), a reduction written as a loop over blocks of an array (HS126: one re
 over the whole array is one kernel), a carry rotated every iteration (HS125: XLA copies
 it; compute as many steps per iteration as the rotation is long) and a window shifted
 by rewriting the whole state to add a piece (HS127: a ring buffer writes the piece
-only).
+only), and one position of the state written by choosing over all of it (HS131: a
+`dynamic_update_slice` writes the slice in place).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .._hlo._module import Instruction
 from .._units import format_bytes
@@ -21,7 +24,7 @@ from ._rules_kernels import _is_library, fused_instructions
 from ._walk import gte_index, operand
 
 __all__ = ["loop_state", "reduction_in_blocks", "reduction_in_pieces", "rotated_carry",
-           "shifted_state"]
+           "selected_state", "shifted_state"]
 
 # HS105: loops longer than this, or whose body runs library calls, are not unrolled.
 SHORT_LOOP = 16
@@ -400,14 +403,11 @@ def rotated_carry(ctx: AdviceContext) -> list[Finding]:
     return out
 
 
-# -- HS127 -----------------------------------------------------------------------------
-
-def shifted_state(ctx: AdviceContext) -> list[Finding]:
-    """A loop whose body writes an element of its state whole as a concatenation of a
-    slice of that element and a small new piece (`concatenate([buf[1:], x])`: a window
-    shifted by one step): each iteration rewrites the whole element to add the piece,
-    where a ring buffer (`dynamic_update_slice` at `i % n`) writes only the piece."""
-    out = []
+def _body_results(ctx: AdviceContext, through: tuple[str, ...]
+                  ) -> Iterator[tuple[Any, int, Instruction, list[Instruction]]]:
+    """Each while body's results: (its kernel group, the element's index in the state,
+    the instruction that computes it, XLA's copies of it on the way to the root), seen
+    through the opcodes `through` (copies among them are counted)."""
     for g in ctx.graph.groups:
         if g.kind != "while body":
             continue
@@ -421,31 +421,44 @@ def shifted_state(ctx: AdviceContext) -> list[Finding]:
         for j, name in enumerate(root.operand_names):
             new = body.by_name[name]
             copies = []
-            while new.opcode == "copy":
-                copies.append(new)
+            while new.opcode in through and new.operands:
+                if new.opcode == "copy":
+                    copies.append(new)
                 new = operand(new, 0)
-            piece = _shifted_piece(new, j)
-            if piece is None:
-                continue
-            size = new.shape.total_byte_size
-            caller = _caller(ctx, g)
-            n = trip_count(caller) if caller is not None else 1
-            runs = ctx.runs(g.name)
-            moved = size - piece + sum(c.shape.total_byte_size for c in copies)
-            out.append(Finding(
-                "HS127", "a loop shifts its state to add a piece of it",
-                f"the body of {g.caller} writes element {j} of its state "
-                f"({new.shape}, {format_bytes(size)}) whole, as a slice of itself and a new "
-                f"piece of {format_bytes(piece)}"
-                + (f" (and XLA copies it: {len(copies)} cop{'y' if len(copies) == 1 else 'ies'})"
-                   if copies else "") + (f", in each of {n} iterations" if n > 1 else ""),
-                "keep the window as a ring buffer: write the new piece with "
-                "lax.dynamic_update_slice at i % n and read the window at indices from "
-                "(i - k) % n, so each iteration writes the piece only",
-                tuple([ev_inst(new, "state rewritten whole")]
-                      + [ev_inst(c, "copy of the state") for c in copies]),
-                ctx.saving(traffic=2 * moved * runs, kernels=len(copies) * runs),
-                place_key(new.metadata.op_name, str(new.source or ""), str(new.shape))))
+            yield g, j, new, copies
+
+
+# -- HS127 -----------------------------------------------------------------------------
+
+def shifted_state(ctx: AdviceContext) -> list[Finding]:
+    """A loop whose body writes an element of its state whole as a concatenation of a
+    slice of that element and a small new piece (`concatenate([buf[1:], x])`: a window
+    shifted by one step): each iteration rewrites the whole element to add the piece,
+    where a ring buffer (`dynamic_update_slice` at `i % n`) writes only the piece."""
+    out = []
+    for g, j, new, copies in _body_results(ctx, through=("copy",)):
+        piece = _shifted_piece(new, j)
+        if piece is None:
+            continue
+        size = new.shape.total_byte_size
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        runs = ctx.runs(g.name)
+        moved = size - piece + sum(c.shape.total_byte_size for c in copies)
+        out.append(Finding(
+            "HS127", "a loop shifts its state to add a piece of it",
+            f"the body of {g.caller} writes element {j} of its state "
+            f"({new.shape}, {format_bytes(size)}) whole, as a slice of itself and a new "
+            f"piece of {format_bytes(piece)}"
+            + (f" (and XLA copies it: {len(copies)} cop{'y' if len(copies) == 1 else 'ies'})"
+               if copies else "") + (f", in each of {n} iterations" if n > 1 else ""),
+            "keep the window as a ring buffer: write the new piece with "
+            "lax.dynamic_update_slice at i % n and read the window at indices from "
+            "(i - k) % n, so each iteration writes the piece only",
+            tuple([ev_inst(new, "state rewritten whole")]
+                  + [ev_inst(c, "copy of the state") for c in copies]),
+            ctx.saving(traffic=2 * moved * runs, kernels=len(copies) * runs),
+            place_key(new.metadata.op_name, str(new.source or ""), str(new.shape))))
     return out
 
 
@@ -481,6 +494,193 @@ def _shifted_piece(inst: Instruction, j: int) -> int | None:
     if not kept or not piece or piece > kept:
         return None
     return piece
+
+
+# -- HS131 -----------------------------------------------------------------------------
+
+def selected_state(ctx: AdviceContext) -> list[Finding]:
+    """A loop whose body writes one position of an element of its state by choosing over
+    all of it: ``jnp.where(positions == t, new, cache)``, or a one-hot mask multiplied in
+    (``cache * (1 - onehot) + new * onehot``, ``cache + onehot * new``): each iteration
+    reads and writes the whole element to change one slice of it, where
+    ``lax.dynamic_update_slice`` (``cache.at[:, t].set(new)``) writes the slice in place."""
+    out = []
+    for g, j, new, copies in _body_results(ctx, through=("copy", "bitcast")):
+        positions = _selected_positions(new, j)
+        if positions is None:
+            continue
+        size = new.shape.total_byte_size
+        piece = size // positions
+        caller = _caller(ctx, g)
+        n = trip_count(caller) if caller is not None else 1
+        runs = ctx.runs(g.name)
+        moved = size - piece + sum(c.shape.total_byte_size for c in copies)
+        out.append(Finding(
+            "HS131", "a loop writes one slice of its state by choosing over all of it",
+            f"the body of {g.caller} writes element {j} of its state ({new.shape}, "
+            f"{format_bytes(size)}) whole to change one of its {positions:,} positions: "
+            "it chooses between the new value and the old one at every element (a mask "
+            "of one position, from comparing an iota with the step), reading and "
+            "writing all of it" + (f" in each of {n} iterations" if n > 1 else ""),
+            "write the slice in place: lax.dynamic_update_slice(state, new[None], "
+            "(t, 0, ...)), or state.at[t].set(new) (on the axis of the mask), which XLA "
+            "updates in place in the loop, writing only the slice",
+            tuple([ev_inst(new, "state rewritten whole")]
+                  + [ev_inst(c, "copy of the state") for c in copies]),
+            ctx.saving(traffic=2 * moved * runs, kernels=len(copies) * runs),
+            place_key(new.metadata.op_name, str(new.source or ""), str(new.shape))))
+    return out
+
+
+def _selected_positions(inst: Instruction, j: int) -> int | None:
+    """How many positions element `j` of a loop body's state has along the axis where
+    `inst` (that element's new value) keeps all but one of them from the state and takes
+    one from elsewhere, by a select or a one-hot product whose mask compares an iota
+    along that axis with one position; None where it does not."""
+    root: Instruction | None
+    if inst.opcode == "get-tuple-element" and inst.operands \
+            and inst.operands[0].opcode == "fusion":  # one result of a multi-output fusion
+        fusion = inst.operands[0]
+        froot = fusion.called_computations[0].root if fusion.called_computations else None
+        idx = gte_index(inst)
+        if froot is None or froot.opcode != "tuple" or not 0 <= idx < len(froot.operands):
+            return None
+        root, params = froot.operands[idx], fusion.operands
+    elif inst.opcode == "fusion" and inst.called_computations:
+        root, params = inst.called_computations[0].root, inst.operands
+    else:
+        root, params = inst, None
+    if root is None:
+        return None
+
+    def is_state(x: Instruction) -> bool:
+        while x.opcode in ("bitcast", "reshape", "copy", "convert") and x.operands:
+            x = operand(x, 0)
+        if params is not None:
+            n = x.parameter_number if x.opcode == "parameter" else None
+            if n is None or not 0 <= n < len(params):
+                return False
+            x = params[n]
+            while x.opcode == "bitcast" and x.operands:
+                x = operand(x, 0)
+        return _state_index(x) == j
+
+    while root.opcode in ("bitcast", "reshape", "convert") and root.operands:
+        root = operand(root, 0)
+    if root.shape.dims != inst.shape.dims and \
+            math.prod(root.shape.dims) != math.prod(inst.shape.dims):
+        return None
+    if root.opcode == "select" and len(root.operands) == 3:
+        kept = [o for o in root.operands[1:] if is_state(o)]
+        if len(kept) != 1:
+            return None
+        return _one_position(root.operands[0], root.shape.dims)
+    if root.opcode == "add" and len(root.operands) == 2:
+        # cache * (1 - onehot) + new * onehot, or cache + onehot * new
+        a, b = root.operands
+        for state, other in ((a, b), (b, a)):
+            if is_state(state) and other.opcode == "multiply":
+                masks = [_one_position(o, root.shape.dims) for o in other.operands]
+            elif state.opcode == "multiply" and any(is_state(o) for o in state.operands) \
+                    and other.opcode == "multiply":
+                masks = [_one_position(o, root.shape.dims)
+                         for o in (*state.operands, *other.operands) if not is_state(o)]
+            else:
+                continue
+            found = [m for m in masks if m is not None]
+            if found:
+                return found[0]
+    return None
+
+
+def _one_position(mask: Instruction, dims: tuple[int, ...]) -> int | None:
+    """The length of the axis along which `mask` (of an array of `dims`) picks one
+    position: a comparison for equality of an iota along it with anything not from an
+    iota (through broadcasts, converts and ``1 - m``); None for any other mask."""
+    for _ in range(12):
+        mask = _across_fusions(mask)
+        if mask.opcode in ("broadcast", "convert", "bitcast", "reshape") and mask.operands:
+            mask = operand(mask, 0)
+        elif mask.opcode == "subtract" and len(mask.operands) == 2 \
+                and mask.operands[0].opcode in ("constant", "broadcast"):
+            mask = mask.operands[1]
+        else:
+            break
+    if mask.opcode != "compare" or mask.attr("direction") not in ("EQ", "NE") \
+            or len(mask.operands) != 2:
+        return None
+    iotas = [_iota_of(o) for o in mask.operands]
+    if sum(i is not None for i in iotas) != 1:
+        return None
+    iota = next(i for i in iotas if i is not None)
+    length = iota.shape.dims[_iota_axis(iota)] if iota.shape.dims else 0
+    return length if length >= 2 and length in dims else None
+
+
+def _iota_of(x: Instruction) -> Instruction | None:
+    for _ in range(8):
+        x = _across_fusions(x)
+        if x.opcode == "iota":
+            return x
+        if x.opcode == "get-tuple-element" and (init := _invariant_init(x)) is not None:
+            x = init  # an iota made before the loop and passed through it
+            continue
+        if x.opcode not in ("broadcast", "convert", "bitcast", "reshape") or not x.operands:
+            return None
+        x = operand(x, 0)
+    return None
+
+
+def _across_fusions(x: Instruction) -> Instruction:
+    """`x` seen across kernels' boundaries: a fused computation's parameter as its fusion's
+    operand, a fusion's result as its fused root (an element of a multi-output fusion's):
+    XLA may compute a mask, or its iota, in a kernel of its own."""
+    for _ in range(8):
+        comp = x.computation
+        if x.opcode == "parameter" and comp is not None and comp.module is not None:
+            callers = [c for c in comp.module.callers(comp) if c.opcode == "fusion"]
+            n = x.parameter_number
+            if len(callers) != 1 or n is None or not 0 <= n < len(callers[0].operands):
+                return x
+            x = callers[0].operands[n]
+        elif x.opcode == "fusion" and x.called_computations \
+                and x.called_computations[0].root is not None:
+            x = x.called_computations[0].root
+        elif x.opcode == "get-tuple-element" and x.operands \
+                and x.operands[0].opcode == "fusion" and x.operands[0].called_computations:
+            root = x.operands[0].called_computations[0].root
+            idx = gte_index(x)
+            if root is None or root.opcode != "tuple" or not 0 <= idx < len(root.operands):
+                return x
+            x = root.operands[idx]
+        else:
+            return x
+    return x
+
+
+def _invariant_init(x: Instruction) -> Instruction | None:
+    """Where `x` is an element of a loop body's state that the body passes through
+    unchanged, the value the loop starts it with; else None."""
+    comp = x.computation
+    if not x.operands or x.operands[0].opcode != "parameter" or comp is None \
+            or comp.module is None or comp.root is None or comp.root.opcode != "tuple":
+        return None
+    idx = gte_index(x)
+    if not 0 <= idx < len(comp.root.operands) or _state_index(comp.root.operands[idx]) != idx:
+        return None
+    loops = [c for c in comp.module.callers(comp) if c.opcode == "while" and c.operands]
+    if len(loops) != 1:
+        return None
+    init = loops[0].operands[0]
+    return init.operands[idx] if init.opcode == "tuple" and idx < len(init.operands) else None
+
+
+def _iota_axis(iota: Instruction) -> int:
+    text = (iota.attr("iota_dimension") or "0").strip("{}")
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def _state_index(inst: Instruction) -> int | None:

@@ -20,7 +20,7 @@ from ._advice_context import AdviceContext, ev_inst, ev_kernel, trip_count
 from ._findings import Evidence, Finding, place_key
 from ._dataflow import Value
 from ._kernels import launches_work
-from ._walk import gte_index
+from ._walk import gte_index, operand
 from ._rules_kernels import fused_instructions, gathered_weight
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
@@ -221,12 +221,18 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     free = {p.name: p for p in params}
     order = {p.name: i for i, p in enumerate(params)}
     pairs: list[tuple[Instruction, Instruction]] = []
-    in_place = 0
+    in_place = looped = 0
     through: dict[int, set[str]] = {}  # the outputs of one multi-output fusion read alike
     for out in outputs:
         if not free:
             break
         if not out.shape.is_array or out.opcode == "parameter":
+            continue
+        carried = _carried(out)
+        if carried is not None and carried.name in free and _same_form(carried, out):
+            pairs.append((carried, out))  # a loop's state, started from the argument
+            looped += 1
+            del free[carried.name]
             continue
         reads = _near(out, through)
         # The free parameters `out` reads, in parameter order (only those can be updated).
@@ -238,7 +244,7 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
                 in_place += how == "in place"
                 del free[name]
                 break
-    if len(pairs) < 2 and not in_place and not (
+    if len(pairs) < 2 and not in_place and not looped and not (
             pairs and _advanced_by_the_rest(entry, *pairs[0])):
         return []
     size = sum(o.shape.total_byte_size for _, o in pairs)
@@ -258,6 +264,7 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
     what = (f"{len(pairs)} argument{'s' if many else ''} (parameter{'s' if many else ''} "
             f"{nums}) come{'' if many else 's'} back updated"
             + (" in place (dynamic_update_slice or scatter)" if in_place == len(pairs)
+               else " by a loop" if looped == len(pairs)
                else "") + f" in the same shape and type, {format_bytes(size)} in all, and "
             "none is donated: XLA keeps each output in memory of its own beside the argument "
             "it replaces")
@@ -270,6 +277,62 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
         "training step's parameters and optimizer state, a cache)",
         tuple(ev_inst(p, "parameter") for p, _ in pairs[:6]),
         ctx.saving(peak=at_peak, footprint=size), "donation")]
+
+
+def _carried(out: Instruction) -> Instruction | None:
+    """The parameter a loop starts element k of its state from, where output `out` is that
+    element after the loop and the loop's body writes part of it, keeping the rest (a
+    cache or a buffer written step by step: without donation XLA copies the argument into
+    the loop's own buffer first); None elsewhere (a state the loop computes anew each
+    step is the caller's to keep or give)."""
+    x = out
+    while x.operands and (x.opcode in ("copy", "bitcast") or _moves(x)):
+        x = operand(x, 0)  # (XLA may keep a loop's state in another layout)
+    if x.opcode != "get-tuple-element" or not x.operands or x.operands[0].opcode != "while":
+        return None
+    loop, k = x.operands[0], gte_index(x)
+    init = loop.operands[0] if loop.operands else None
+    if init is None or init.opcode != "tuple" or not 0 <= k < len(init.operands):
+        return None
+    src = init.operands[k]
+    while src.operands and (src.opcode in ("copy", "bitcast") or _moves(src)):
+        src = operand(src, 0)
+    if src.opcode != "parameter":
+        return None
+    bodies = [c for c in loop.called_computations if c.root is not None
+              and c.root.opcode == "tuple" and len(c.root.operands) == len(init.operands)]
+    if len(bodies) != 1:
+        return None
+    new = bodies[0].root.operands[k]
+    while new.opcode in ("copy", "bitcast") and new.operands:
+        new = operand(new, 0)
+    return src if _computed_by(new).opcode in _WRITES_PART else None
+
+
+# What writes part of an array and keeps the rest: a loop that writes its state so is
+# filling a buffer or a cache step by step (jnp.where of one position included).
+_WRITES_PART = frozenset({"dynamic-update-slice", "scatter", "select"})
+
+
+def _computed_by(inst: Instruction) -> Instruction:
+    """The operation that computes `inst`: inside a fusion its fused root (of a
+    multi-output fusion, the root's element), through converts, bitcasts, copies,
+    reshapes and transposes."""
+    root = inst
+    if inst.opcode == "get-tuple-element" and inst.operands \
+            and inst.operands[0].opcode == "fusion":
+        fusion = inst.operands[0]
+        froot = fusion.called_computations[0].root if fusion.called_computations else None
+        idx = gte_index(inst)
+        if froot is not None and froot.opcode == "tuple" and 0 <= idx < len(froot.operands):
+            root = froot.operands[idx]
+    elif inst.opcode == "fusion" and inst.called_computations \
+            and inst.called_computations[0].root is not None:
+        root = inst.called_computations[0].root
+    while root.opcode in ("convert", "bitcast", "copy", "reshape", "transpose") \
+            and root.operands:
+        root = root.operands[0]
+    return root
 
 
 def _at_peak(ctx: AdviceContext, outs: list[Instruction]) -> int:
@@ -313,9 +376,21 @@ def _closure(operands: tuple[Instruction, ...], seen: set[str]) -> set[str]:
         if o.name in seen:
             continue
         seen.add(o.name)
-        if o.opcode in _LOOK_THROUGH:
+        if o.opcode in _LOOK_THROUGH or _moves(o):
             stack.extend(o.operands)
     return seen
+
+
+def _moves(inst: Instruction) -> bool:
+    """A kernel that only moves its one operand into another layout: a transpose, or a
+    fusion of one (XLA:GPU's ``wrapped_transpose``: a cache transposed for a matmul,
+    updated in place, and transposed back is still the cache updated)."""
+    if inst.opcode == "transpose":
+        return True
+    if inst.opcode != "fusion" or len(inst.operands) != 1 or not inst.called_computations:
+        return False
+    return all(i.opcode in ("parameter", "transpose", "copy", "bitcast")
+               for i in inst.called_computations[0].instructions)
 
 
 _UPDATE_PATH = frozenset({"multiply", "divide", "convert", "bitcast", "copy", "reshape",
@@ -341,7 +416,8 @@ def _updates(out: Instruction, p: Instruction) -> str | None:
     elif out.opcode == "fusion" and out.called_computations:
         root = out.called_computations[0].root
     args = list(fusion.operands)
-    while root.opcode in ("convert", "bitcast", "copy", "reshape") and root.operands:
+    while root.opcode in ("convert", "bitcast", "copy", "reshape", "transpose") \
+            and root.operands:
         root = root.operands[0]
     if root.opcode in ("dynamic-update-slice", "scatter") and root.operands:
         how, stack = "in place", [(root.operands[0], 0)]
@@ -354,8 +430,8 @@ def _updates(out: Instruction, p: Instruction) -> str | None:
         if i.opcode == "parameter" and fusion.opcode == "fusion" and i is not root:
             n = i.parameter_number
             src = args[n] if n is not None and 0 <= n < len(args) else None
-            while src is not None and src is not p and src.opcode in _UPDATE_PATH \
-                    and src.operands:
+            while src is not None and src is not p and src.operands \
+                    and (src.opcode in _UPDATE_PATH or _moves(src)):
                 src = src.operands[0]
             if src is p:
                 return how
