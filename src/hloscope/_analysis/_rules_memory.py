@@ -22,6 +22,7 @@ from ._dataflow import Value
 from ._kernels import launches_work
 from ._walk import gte_index, operand
 from ._rules_kernels import fused_instructions, gathered_weight
+from ._rules_loops import _selected_positions
 
 __all__ = ["donation_missing", "donation_unused", "f64", "precision_upcast", "remat",
            "side_by_side", "upcast_note"]
@@ -282,9 +283,10 @@ def donation_missing(ctx: AdviceContext) -> list[Finding]:
 def _carried(out: Instruction) -> Instruction | None:
     """The parameter a loop starts element k of its state from, where output `out` is that
     element after the loop and the loop's body writes part of it, keeping the rest (a
-    cache or a buffer written step by step: without donation XLA copies the argument into
-    the loop's own buffer first); None elsewhere (a state the loop computes anew each
-    step is the caller's to keep or give)."""
+    cache or a buffer written step by step, in place or by HS131's select of one
+    position: without donation XLA copies the argument into the loop's own buffer first);
+    None elsewhere (a state the loop computes anew each step is the caller's to keep or
+    give)."""
     x = out
     while x.operands and (x.opcode in ("copy", "bitcast") or _moves(x)):
         x = operand(x, 0)  # (XLA may keep a loop's state in another layout)
@@ -306,12 +308,11 @@ def _carried(out: Instruction) -> Instruction | None:
     new = bodies[0].root.operands[k]
     while new.opcode in ("copy", "bitcast") and new.operands:
         new = operand(new, 0)
-    return src if _computed_by(new).opcode in _WRITES_PART else None
-
-
-# What writes part of an array and keeps the rest: a loop that writes its state so is
-# filling a buffer or a cache step by step (jnp.where of one position included).
-_WRITES_PART = frozenset({"dynamic-update-slice", "scatter", "select"})
+    # Part of it written, the rest kept: a buffer or a cache filled step by step (not a
+    # state replaced by a select over all of it: an accepted proposal, a masked field).
+    fills = _computed_by(new).opcode in ("dynamic-update-slice", "scatter") \
+        or _selected_positions(new, k) is not None
+    return src if fills else None
 
 
 def _computed_by(inst: Instruction) -> Instruction:
