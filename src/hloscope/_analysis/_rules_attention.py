@@ -218,9 +218,12 @@ def _reduces_keys(i: Instruction, n: int, tk: int) -> bool:
 
 
 def _contracts_keys(i: Instruction, n: int, tk: int) -> bool:
-    """A batched matmul that contracts an `n`-element operand over `tk` (P·V)."""
+    """A batched matmul that contracts an `n`-element operand over `tk` (P·V), or over a
+    part of it: XLA's split-K GEMM contracts the keys in pieces (2,048 keys as 4 x 512)
+    and adds the pieces after."""
     b = _batched(i)
-    return b is not None and b[3] == tk and any(_elements(o) == n for o in i.operands)
+    return b is not None and 0 < b[3] <= tk and tk % b[3] == 0 \
+        and any(_elements(o) == n for o in i.operands)
 
 
 def _causal(reached: list[Instruction]) -> bool:
