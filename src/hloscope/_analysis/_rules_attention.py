@@ -30,8 +30,8 @@ from .._units import format_bytes
 from ._advice_context import AdviceContext, ev_inst
 from ._findings import Evidence, Finding, place_key
 from ._kernels import Kernel, gemm_contracting
-from ._rules_algorithms import _parameter
-from ._rules_program import _ints
+from ._rules_algorithms import _outermost, _parameter
+from ._rules_program import _gemm_call, _ints
 from ._values import Value
 
 __all__ = ["attention_scores"]
@@ -301,7 +301,7 @@ def _finding(ctx: AdviceContext, d1: Instruction, family: list[Instruction], n: 
     reads = sum(e.bytes * labels[e.value] for e in ctx.graph.edges if e.value in labels)
     traffic = sum(v.size * runs for v, runs in stored.values()) + reads
     for u in stacks.values():  # written once per iteration, read once in the backward
-        home = _outermost(u)
+        home = _outermost(u, u.computation)
         comp = home.computation
         each = u.shape.total_byte_size // (_elements(u) // n)
         traffic += 2 * each * ctx.runs(comp.name if comp is not None else "")
@@ -347,16 +347,6 @@ def _finding(ctx: AdviceContext, d1: Instruction, family: list[Instruction], n: 
         place_key(d1.metadata.op_name, str(d1.source or ""), f"{n}:{tq}x{tk}"))]
 
 
-def _outermost(i: Instruction) -> Instruction:
-    """The top-level instruction (a fusion, outermost) that runs `i`."""
-    for _ in range(8):
-        callers = _fusions_of(i.computation)
-        if not callers:
-            break
-        i = callers[0]
-    return i
-
-
 def _suggestion(ctx: AdviceContext, d1: Instruction, causal: bool, backward: bool) -> str:
     recompute = (" (its backward pass recomputes the scores block by block instead of "
                  "reading them)" if backward else "")
@@ -386,7 +376,7 @@ def _suggestion(ctx: AdviceContext, d1: Instruction, causal: bool, backward: boo
 
 def _kernels(ctx: AdviceContext, insts: Iterable[Instruction]) -> list[Kernel]:
     """The kernels that run `insts` (each instruction's outermost fusion, or itself)."""
-    return [k for i in insts if (k := ctx.kernel(_outermost(i).name)) is not None]
+    return [k for i in insts if (k := ctx.kernel(_outermost(i, i.computation).name)) is not None]
 
 
 def _kernel_seconds(ctx: AdviceContext, insts: Iterable[Instruction]) -> float:
@@ -407,11 +397,6 @@ def _root_tuple_operand(i: Instruction) -> bool:
     comp = i.computation
     root = comp.root if comp is not None else None
     return root is not None and root.opcode == "tuple" and i in root.operands
-
-
-def _gemm_call(inst: Instruction) -> bool:
-    t = inst.custom_call_target.lower() if inst.opcode == "custom-call" else ""
-    return t.startswith("__cublas") and ("gemm" in t or "matmul" in t)
 
 
 def _elements(i: Instruction) -> int:
